@@ -1,0 +1,179 @@
+"""The multi-driver append workload: one Spark driver process per writer.
+
+``append``: writer 0 creates the table if needed; the others wait for version 0. Each writer
+then appends ``--appends`` batches of ``--rows`` rows, one Delta commit each, tagging every
+commit with ``userMetadata = <run id>/w<writer>/b<batch>`` so a verifier can tell which
+commits survived. Prints one JSON object: the writer's own account of what it committed.
+
+``verify``: reads the table back with Spark Delta (the reader's truth) and prints one JSON
+object: versions present, data commits per tag, rows, rows per (writer, batch).
+
+Run as ``python -m deltaguard.testbed.append_job append|verify ...``; orchestrated by
+:mod:`deltaguard.testbed.multi_driver`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.spark_conf.storage import LocalStorage, S3Storage
+from deltaguard.testbed.endpoints import Endpoint
+
+SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
+
+
+def _schema() -> object:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromDDL(SCHEMA_DDL)
+
+
+def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
+    if args.endpoint:
+        return Endpoint(url=args.endpoint).s3_storage()
+    return LocalStorage()
+
+
+def _log_exists(spark: object, table: str, version: int) -> bool:
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    path = jvm.org.apache.hadoop.fs.Path(f"{table}/_delta_log/{version:020d}.json")
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    return bool(fs.exists(path))
+
+
+def _append_python(args: argparse.Namespace) -> dict[str, object]:
+    """The same workload committed by deltaguard's Python writer (no Spark, no JVM)."""
+    import pyarrow as pa
+
+    from deltaguard.logstore.delta_append import append as delta_append
+    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+    from deltaguard.logstore.s3_location import S3Location
+
+    started = time.monotonic()
+    s3 = Endpoint(url=args.endpoint).s3_client()
+    store = S3ConditionalLogStore(s3)
+
+    def put(uri: str, data: bytes) -> None:
+        loc = S3Location.parse(uri)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    log0 = S3Location.parse(f"{args.table}/_delta_log/{0:020d}.json")
+    deadline = time.monotonic() + 300
+    while not s3.list_objects_v2(Bucket=log0.bucket, Prefix=log0.key).get("KeyCount"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {args.table} was not created within 300 s")
+        time.sleep(0.2)
+    ready = time.monotonic()
+    committed, errors = [], []
+    for batch in range(args.appends):
+        tag = f"{args.run_id}/w{args.writer}/b{batch}"
+        rows = pa.table({
+            "writer": pa.array([args.writer] * args.rows, pa.int32()),
+            "batch": pa.array([batch] * args.rows, pa.int32()),
+            "seq": pa.array(range(args.rows), pa.int64()),
+            "payload": pa.array([tag] * args.rows, pa.string()),
+        })
+        try:
+            delta_append(store, put, args.table, rows, user_metadata=tag)
+            committed.append(tag)
+        except Exception as exc:  # noqa: BLE001 (reported, not hidden: the summary counts it)
+            errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+    return {
+        "writer": args.writer, "engine": "python", "committed": committed, "errors": errors,
+        "startup_s": round(ready - started, 2), "append_s": round(time.monotonic() - ready, 2),
+    }
+
+
+def append(args: argparse.Namespace) -> dict[str, object]:
+    from delta.tables import DeltaTable
+
+    if args.engine == "python":
+        return _append_python(args)
+
+    started = time.monotonic()
+    spark = build_spark_session(
+        _storage(args), LogStoreChoice(args.logstore), app_name=f"deltaguard-append-w{args.writer}",
+        local_dir=Path(args.local_dir) if args.local_dir else None,
+    )
+    try:
+        if args.writer == 0:
+            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema()).execute()
+        deadline = time.monotonic() + 300
+        while not _log_exists(spark, args.table, 0):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"table {args.table} was not created within 300 s")
+            time.sleep(0.2)
+        ready = time.monotonic()
+        committed, errors = [], []
+        for batch in range(args.appends):
+            tag = f"{args.run_id}/w{args.writer}/b{batch}"
+            df = spark.range(args.rows).selectExpr(
+                f"CAST({args.writer} AS INT) AS writer", f"CAST({batch} AS INT) AS batch",
+                "id AS seq", f"'{tag}' AS payload",
+            )
+            try:
+                df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
+                committed.append(tag)
+            except Exception as exc:  # noqa: BLE001 (reported, not hidden: the summary counts it)
+                errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+        return {
+            "writer": args.writer, "engine": "spark", "committed": committed, "errors": errors,
+            "startup_s": round(ready - started, 2), "append_s": round(time.monotonic() - ready, 2),
+        }
+    finally:
+        spark.stop()
+
+
+def verify(args: argparse.Namespace) -> dict[str, object]:
+    spark = build_spark_session(
+        _storage(args), LogStoreChoice(args.logstore), app_name="deltaguard-verify",
+        local_dir=Path(args.local_dir) if args.local_dir else None,
+    )
+    try:
+        from delta.tables import DeltaTable
+
+        history = DeltaTable.forPath(spark, args.table).history().select(
+            "version", "operation", "userMetadata"
+        ).collect()
+        table = spark.read.format("delta").load(args.table)
+        per_batch = table.groupBy("writer", "batch").count().collect()
+        return {
+            "versions": sorted(int(r["version"]) for r in history),
+            "commits": [
+                {"version": int(r["version"]), "operation": r["operation"], "tag": r["userMetadata"]}
+                for r in history
+            ],
+            "rows": table.count(),
+            "rows_per_batch": {f"w{r['writer']}/b{r['batch']}": int(r["count"]) for r in per_batch},
+        }
+    finally:
+        spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.append_job")
+    parser.add_argument("command", choices=["append", "verify"])
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--endpoint", help="S3 endpoint URL (omit for local paths)")
+    parser.add_argument("--logstore", default=LogStoreChoice.S3_CONDITIONAL.value,
+                        choices=[c.value for c in LogStoreChoice])
+    parser.add_argument("--engine", choices=["spark", "python"], default="spark",
+                        help="python: deltaguard's Python conditional-write committer (S3 only)")
+    parser.add_argument("--writer", type=int, default=0)
+    parser.add_argument("--appends", type=int, default=25)
+    parser.add_argument("--rows", type=int, default=10)
+    parser.add_argument("--run-id", default="run")
+    parser.add_argument("--local-dir", help="Spark scratch directory")
+    args = parser.parse_args(argv)
+    result = append(args) if args.command == "append" else verify(args)
+    sys.stdout.write("DELTAGUARD-RESULT " + json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

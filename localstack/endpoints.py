@@ -1,0 +1,43 @@
+"""What a running test-bed server offers to clients: an endpoint and credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deltaguard.spark_conf.storage import S3Storage
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An S3 (and maybe DynamoDB) endpoint on loopback with its static test credentials."""
+
+    url: str
+    region: str = "us-east-1"
+    access_key: str = "test"
+    secret_key: str = "test"
+
+    def s3_storage(self) -> S3Storage:
+        """The Spark/Hadoop storage setup that reaches this endpoint (path-style, plain HTTP)."""
+        return S3Storage(
+            endpoint=self.url,
+            region=self.region,
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            path_style=True,
+        )
+
+    def s3_client(self) -> Any:
+        """A boto3 S3 client for deltaguard's protocols (path-style, botocore retries off)."""
+        from deltaguard.logstore.clients import s3_client
+
+        return s3_client(self.url, self.region, self.access_key, self.secret_key, path_style=True)
+
+    def boto3_kwargs(self) -> dict[str, str]:
+        """Keyword arguments for ``boto3.client(...)``."""
+        return {
+            "endpoint_url": self.url,
+            "region_name": self.region,
+            "aws_access_key_id": self.access_key,
+            "aws_secret_access_key": self.secret_key,
+        }

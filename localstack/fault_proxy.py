@@ -1,0 +1,354 @@
+"""A fault-injecting HTTP proxy for S3 and DynamoDB emulators, on 127.0.0.1.
+
+Clients point their endpoint at the proxy; it forwards every request to the upstream emulator
+unchanged (Host header included, so signatures still match) unless a rule says otherwise.
+
+Rules (:class:`FaultRule`) match on method, a regex over the request path (URL-decoded, e.g.
+``_delta_log/\\d{20}\\.json$``) and optionally a header that must be present, and fire with a
+probability ``rate`` at most ``times`` times. Actions:
+
+- ``error``: answer ``status`` with an S3 XML (or DynamoDB JSON) error ``code``, without
+  forwarding (409 ConditionalRequestConflict, 503 SlowDown, 500 InternalError, ...);
+- ``delay``: sleep ``delay_s`` then forward;
+- ``reset``: close the client connection with a TCP RST, without forwarding;
+- ``strip_header``: forward without ``header`` (e.g. If-None-Match: a store that ignores it);
+- ``drop_response``: forward, let the write land, then reset the client connection instead
+  of answering (the client sees an error although the request succeeded);
+- ``hold_until_peer``: hold the request until another request matching the same rule and the
+  same path has been answered by upstream (or ``delay_s`` passes), then forward it. This makes
+  two writers act on the same key in a fixed order, deterministically.
+
+Determinism: every rule draws from its own ``random.Random(seed, rule index)``, in arrival order.
+Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON list), ``GET
+stats`` (per-rule counts), ``POST reset``. :class:`FaultProxy` wraps it for tests.
+
+Run: ``python -m deltaguard.testbed.fault_proxy --upstream URL --port-file F [--seed N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+
+from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.testbed.process import ServerProcess, free_port, http_ok
+
+Action = Literal["error", "delay", "reset", "strip_header", "drop_response", "hold_until_peer"]
+CONTROL_PREFIX = "/__faultproxy__/"
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection", "te", "upgrade"}
+
+
+@dataclass
+class FaultRule:
+    """One fault: which requests it matches and what it does to them."""
+
+    action: Action
+    method: str | None = None
+    path_regex: str | None = None
+    header_present: str | None = None
+    rate: float = 1.0
+    times: int | None = None
+    status: int = 503
+    code: str = "SlowDown"
+    delay_s: float = 0.0
+    header: str | None = None
+
+    def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
+        if self.method and self.method.upper() != method.upper():
+            return False
+        if self.path_regex and not re.search(self.path_regex, path):
+            return False
+        return not (self.header_present and self.header_present.lower() not in headers)
+
+
+@dataclass
+class _RuleState:
+    rule: FaultRule
+    rng: random.Random
+    matched: int = 0
+    fired: int = 0
+    holds: dict[str, threading.Event] = field(default_factory=dict)
+
+
+class _Proxy:
+    """Rule evaluation and statistics, shared by all handler threads."""
+
+    def __init__(self, upstream: str, seed: int) -> None:
+        parsed = urllib.parse.urlsplit(upstream)
+        self.upstream_host = parsed.hostname or "127.0.0.1"
+        self.upstream_port = parsed.port or 80
+        self.seed = seed
+        self.lock = threading.Lock()
+        self.rules: list[_RuleState] = []
+        self.forwarded = 0
+
+    def set_rules(self, rules: list[FaultRule]) -> None:
+        with self.lock:
+            for state in self.rules:  # release anything still held
+                for event in state.holds.values():
+                    event.set()
+            self.rules = [
+                _RuleState(rule, random.Random(f"{self.seed}:{i}")) for i, rule in enumerate(rules)
+            ]
+
+    def decide(self, method: str, path: str, headers: dict[str, str]) -> list[tuple[_RuleState, FaultRule]]:
+        """The rules that fire for this request, in rule order (counted as fired)."""
+        fired = []
+        with self.lock:
+            for state in self.rules:
+                rule = state.rule
+                if not rule.matches(method, path, headers):
+                    continue
+                state.matched += 1
+                if rule.times is not None and state.fired >= rule.times:
+                    continue
+                if state.rng.random() < rule.rate:
+                    state.fired += 1
+                    fired.append((state, rule))
+        return fired
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "forwarded": self.forwarded,
+                "rules": [
+                    {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired} for s in self.rules
+                ],
+            }
+
+
+def _error_body(headers: dict[str, str], status: int, code: str) -> tuple[bytes, str]:
+    if "x-amz-target" in headers:  # DynamoDB's JSON protocol
+        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": f"injected {code}"})
+        return body.encode(), "application/x-amz-json-1.0"
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f"<Error><Code>{code}</Code><Message>injected by deltaguard fault proxy (HTTP {status})</Message>"
+        f"<RequestId>faultproxy{int(time.time() * 1000)}</RequestId></Error>"
+    )
+    return body.encode(), "application/xml"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        pass
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _reset(self) -> None:
+        """Close the client connection with RST (SO_LINGER 0), answering nothing."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
+
+    def _send(self, status: int, headers: list[tuple[str, str]], body: bytes, head: bool) -> None:
+        self.send_response_only(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        if not any(n.lower() == "content-length" for n, _ in headers):
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+        self.wfile.flush()
+
+    def _control(self, body: bytes) -> None:
+        proxy = self.server.proxy
+        name = self.path[len(CONTROL_PREFIX):]
+        if name == "rules" and self.command == "PUT":
+            proxy.set_rules([FaultRule(**r) for r in json.loads(body or b"[]")])
+            payload = b"{}"
+        elif name == "stats":
+            payload = json.dumps(proxy.stats()).encode()
+        elif name == "reset" and self.command == "POST":
+            proxy.set_rules([])
+            payload = b"{}"
+        else:
+            self._send(404, [("Content-Type", "application/json")], b'{"error": "unknown"}', False)
+            return
+        self._send(200, [("Content-Type", "application/json")], payload, False)
+
+    def _forward(self, body: bytes, drop: set[str]) -> tuple[int, list[tuple[str, str]], bytes]:
+        proxy = self.server.proxy
+        conn = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=120)
+        try:
+            headers = {
+                k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP and k.lower() not in drop
+            }
+            if body or self.command in ("PUT", "POST"):
+                headers["Content-Length"] = str(len(body))
+            conn.request(self.command, self.path, body=body, headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            out = [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP]
+            with proxy.lock:
+                proxy.forwarded += 1
+            return response.status, out, payload
+        finally:
+            conn.close()
+
+    def _handle(self) -> None:
+        body = self._read_body()
+        if self.path.startswith(CONTROL_PREFIX):
+            self._control(body)
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        head = self.command == "HEAD"
+        strip: set[str] = set()
+        drop_response = False
+        released: list[threading.Event] = []
+        for state, rule in self.server.proxy.decide(self.command, path, headers):
+            if rule.action == "error":
+                payload, ctype = _error_body(headers, rule.status, rule.code)
+                self._send(rule.status, [("Content-Type", ctype)], payload, head)
+                return
+            if rule.action == "reset":
+                self._reset()
+                return
+            if rule.action == "delay":
+                time.sleep(rule.delay_s)
+            elif rule.action == "strip_header" and rule.header:
+                strip.add(rule.header.lower())
+            elif rule.action == "drop_response":
+                drop_response = True
+            elif rule.action == "hold_until_peer":
+                event = threading.Event()
+                with self.server.proxy.lock:
+                    state.holds[path] = event
+                event.wait(timeout=rule.delay_s or 60.0)
+        # A request on a path someone holds for is that holder's peer: release it once answered.
+        with self.server.proxy.lock:
+            for state in self.server.proxy.rules:
+                if state.rule.action == "hold_until_peer" and state.rule.matches(self.command, path, headers):
+                    event = state.holds.pop(path, None)
+                    if event is not None:
+                        released.append(event)
+        try:
+            status, out_headers, payload = self._forward(body, strip)
+        finally:
+            for event in released:
+                event.set()
+        if drop_response:
+            self._reset()
+            return
+        self._send(status, out_headers, payload, head)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle  # noqa: N815 (stdlib naming)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int, proxy: _Proxy) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.proxy = proxy
+
+
+class FaultProxy:
+    """The proxy as a child process in front of ``upstream``; a context manager stopped by PID."""
+
+    def __init__(self, upstream: Endpoint, workdir: Path, seed: int = 0) -> None:
+        self.upstream = upstream
+        self.port = free_port()
+        self.workdir = workdir
+        self.seed = seed
+        self.endpoint = Endpoint(
+            url=f"http://127.0.0.1:{self.port}",
+            region=upstream.region,
+            access_key=upstream.access_key,
+            secret_key=upstream.secret_key,
+        )
+        self.server: ServerProcess | None = None
+
+    def start(self) -> FaultProxy:
+        self.server = ServerProcess(
+            "fault proxy",
+            [
+                sys.executable, "-m", "deltaguard.testbed.fault_proxy",
+                "--upstream", self.upstream.url, "--port", str(self.port), "--seed", str(self.seed),
+            ],
+            self.workdir / f"fault-proxy-{self.port}.log",
+            stop_grace_s=5,
+        ).start(lambda: http_ok(f"{self.endpoint.url}{CONTROL_PREFIX}stats"), timeout_s=20)
+        return self
+
+    def _call(self, method: str, name: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode()
+        request = urllib.request.Request(f"{self.endpoint.url}{CONTROL_PREFIX}{name}", data=data, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
+            return json.load(response)
+
+    def set_rules(self, rules: list[FaultRule]) -> None:
+        """Replaces the rules (and their counters); held requests are released."""
+        self._call("PUT", "rules", [asdict(r) for r in rules])
+
+    def clear(self) -> None:
+        self._call("POST", "reset")
+
+    def stats(self) -> dict[str, Any]:
+        """``{"forwarded": n, "rules": [{"rule": {...}, "matched": n, "fired": n}, ...]}``."""
+        return dict(self._call("GET", "stats"))
+
+    def fired(self) -> list[int]:
+        """How often each rule fired, in rule order."""
+        return [r["fired"] for r in self.stats()["rules"]]
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:4566")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = _Server(args.port, _Proxy(args.upstream, args.seed))
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Runs N concurrent Spark driver processes appending to one Delta table, then checks the result.
+
+This is the one orchestration of the append workload; the demo, the tests and the benchmarks
+call :func:`run_multi_driver`. Each driver is a separate JVM (a separate "job"), exactly like
+independent spark-submit jobs sharing a table, so nothing but the LogStore keeps them apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltaguard.spark_conf.session import LogStoreChoice
+
+RESULT_PREFIX = "DELTAGUARD-RESULT "
+
+
+class DriverFailedError(RuntimeError):
+    """A driver process crashed (not a commit error: those are counted in the result)."""
+
+
+@dataclass
+class MultiDriverResult:
+    """What the writers claim against what a reader finds."""
+
+    logstore: str
+    writers: int
+    appends_per_writer: int
+    rows_per_append: int
+    run_id: str
+    reports: list[dict[str, Any]]
+    verified: dict[str, Any]
+    wall_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def expected_commits(self) -> int:
+        return self.writers * self.appends_per_writer
+
+    @property
+    def claimed_tags(self) -> list[str]:
+        """Commits whose writer saw success."""
+        return [tag for r in self.reports for tag in r["committed"]]
+
+    @property
+    def failed_appends(self) -> list[dict[str, str]]:
+        """Appends whose writer saw an exception (visible failures, not silent losses)."""
+        return [e for r in self.reports for e in r["errors"]]
+
+    @property
+    def found_tags(self) -> list[str]:
+        """Data commits of this run present in the table's log (one entry per version)."""
+        return [
+            c["tag"] for c in self.verified["commits"]
+            if c["tag"] and str(c["tag"]).startswith(self.run_id + "/")
+        ]
+
+    @property
+    def lost_tags(self) -> list[str]:
+        """Commits a writer was told succeeded that no version of the table holds."""
+        found = set(self.found_tags)
+        return sorted(t for t in self.claimed_tags if t not in found)
+
+    @property
+    def duplicated_tags(self) -> list[str]:
+        """Commits present at more than one version (a retried append applied twice)."""
+        tags = self.found_tags
+        return sorted({t for t in tags if tags.count(t) > 1})
+
+    @property
+    def expected_rows(self) -> int:
+        return len(self.claimed_tags) * self.rows_per_append
+
+    @property
+    def found_rows(self) -> int:
+        return int(self.verified["rows"])
+
+    @property
+    def versions_contiguous(self) -> bool:
+        versions = self.verified["versions"]
+        return versions == list(range(len(versions)))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "logstore": self.logstore,
+            "writers": self.writers,
+            "appends_per_writer": self.appends_per_writer,
+            "data_commits_expected": self.expected_commits,
+            "data_commits_claimed_by_writers": len(self.claimed_tags),
+            "appends_failed_visibly": len(self.failed_appends),
+            "data_commits_found": len(self.found_tags),
+            "commits_lost": len(self.lost_tags),
+            "commits_duplicated": len(self.duplicated_tags),
+            "rows_expected": self.expected_rows,
+            "rows_found": self.found_rows,
+            "rows_lost": self.expected_rows - self.found_rows,
+            "versions": len(self.verified["versions"]),
+            "versions_contiguous": self.versions_contiguous,
+            "wall_s": round(self.wall_s, 1),
+        }
+
+
+def _driver_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"  # bind and advertise loopback only
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    return env
+
+
+def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "deltaguard.testbed.append_job", *args]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as log:
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=_driver_env(),
+            timeout=timeout_s, check=False,
+        )
+    results = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not results:
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
+        raise DriverFailedError(
+            f"{' '.join(cmd[2:5])} exited with {proc.returncode}; log {log_path}:\n{tail}"
+        )
+    return dict(json.loads(results[-1][len(RESULT_PREFIX):]))
+
+
+def verify_table(table: str, endpoint_url: str | None, workdir: Path, run_tag: str = "verify",
+                 timeout_s: float = 600) -> dict[str, Any]:
+    """Reads the table back with Spark Delta in a fresh driver; see append_job.verify."""
+    args = ["verify", "--table", table, "--local-dir", str(workdir / "spark-verify")]
+    if endpoint_url:
+        args += ["--endpoint", endpoint_url]
+    return _run_job(args, workdir / f"{run_tag}.log", timeout_s)
+
+
+def run_multi_driver(
+    table: str,
+    *,
+    writer_endpoint_url: str | None,
+    reader_endpoint_url: str | None,
+    logstore: LogStoreChoice,
+    writers: int,
+    appends: int,
+    rows: int = 10,
+    workdir: Path,
+    python_writers: int = 0,
+    timeout_s: float = 1200,
+) -> MultiDriverResult:
+    """Starts ``writers`` Spark driver processes (and ``python_writers`` processes committing
+    with deltaguard's Python writer) at once, waits for all, then verifies the table.
+    Writer 0 is always a Spark driver and creates the table.
+
+    Writers reach S3 through ``writer_endpoint_url`` (e.g. a fault proxy); the verifier reads
+    through ``reader_endpoint_url`` (the emulator itself). Raises DriverFailedError if a
+    driver process crashes; commit exceptions are part of the result instead.
+    """
+    run_id = uuid.uuid4().hex[:8]
+    started = time.monotonic()
+
+    def one(writer: int) -> dict[str, Any]:
+        engine = "spark" if writer < writers else "python"
+        args = [
+            "append", "--engine", engine, "--table", table, "--logstore", logstore.value,
+            "--writer", str(writer),
+            "--appends", str(appends), "--rows", str(rows), "--run-id", run_id,
+            "--local-dir", str(workdir / f"spark-w{writer}"),
+        ]
+        if writer_endpoint_url:
+            args += ["--endpoint", writer_endpoint_url]
+        return _run_job(args, workdir / f"{run_id}-writer{writer}.log", timeout_s)
+
+    total = writers + python_writers
+    with ThreadPoolExecutor(max_workers=total) as pool:
+        futures = [pool.submit(one, w) for w in range(total)]
+        reports = [f.result() for f in futures]  # every future is read: no failure is hidden
+    verified = verify_table(table, reader_endpoint_url, workdir, f"{run_id}-verify")
+    return MultiDriverResult(
+        logstore=logstore.value, writers=total, appends_per_writer=appends,
+        rows_per_append=rows, run_id=run_id, reports=reports, verified=verified,
+        wall_s=time.monotonic() - started,
+    )

@@ -1,0 +1,23 @@
+"""The deterministic commit race used by the demo and the tests.
+
+A fault-proxy rule holds the first PUT of a commit file ``_delta_log/<N>.json`` until another
+request for the same key has been answered. With Delta's default S3 LogStore
+(S3SingleDriverLogStore: check ``exists`` then PUT) the held writer's PUT lands after the other
+writer's commit of the same version and overwrites it: a commit is lost, every time. With a
+conditional-write LogStore the held PUT carries If-None-Match and gets 412 instead.
+"""
+
+from __future__ import annotations
+
+from deltaguard.testbed.fault_proxy import FaultRule
+
+# Commit files of versions >= 1 (version 0, the table creation, is left alone).
+DATA_COMMIT_FILE_REGEX = r"/_delta_log/(?!0{20}\.json)\d{20}\.json$"
+
+
+def hold_one_commit_put(timeout_s: float = 120.0) -> FaultRule:
+    """Hold the first commit PUT of a version >= 1 until a peer's PUT of the same version has
+    been answered, or ``timeout_s`` passed."""
+    return FaultRule(
+        "hold_until_peer", method="PUT", path_regex=DATA_COMMIT_FILE_REGEX, times=1, delay_s=timeout_s
+    )

@@ -1,0 +1,1 @@
+"""deltaguard LogStores: conditional-write and DynamoDB commit protocols (JVM jar + Python)."""

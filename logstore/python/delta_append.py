@@ -1,0 +1,213 @@
+"""A blind append to a Delta table from Python, committed through a LogStore protocol.
+
+Used by deltaguard's tools and tests to commit to the same table as Spark drivers at the same
+time (mixed writers). It implements Delta's optimistic commit for the one case it needs:
+
+1. read the latest version ``v``, its ``protocol`` and ``metaData`` (JSON commits, newest
+   first; the checkpoint named by ``_last_checkpoint`` when older commits were cleaned up);
+2. refuse, with a message naming the feature, tables it cannot append to correctly
+   (partitioned tables, column mapping, row tracking, in-commit timestamps, constraints,
+   generated or identity columns, catalog-managed tables, unknown writer features);
+3. write one Parquet file under the table root with the table's schema;
+4. create ``_delta_log/<v+1>.json`` through the store (``overwrite=False``). On
+   :class:`LogFileExistsError` another writer won ``v+1``: read the commits that won; if one
+   changed ``metaData`` or ``protocol`` the append is re-validated against them; then retry at
+   the next version. A blind append conflicts with nothing else.
+
+Every commit carries ``commitInfo.txnId`` (a random UUID), which makes commit bytes unique per
+transaction: the LogStore's lost-response check relies on that.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deltaguard.logstore.errors import LogFileExistsError
+
+ENGINE_INFO = "deltaguard-python/0.1.0"
+_COMMIT_NAME = re.compile(r"^(\d{20})\.json$")
+_APPENDABLE_WRITER_FEATURES = {
+    "appendOnly", "invariants", "changeDataFeed", "deletionVectors", "timestampNtz",
+    "v2Checkpoint", "vacuumProtocolCheck", "domainMetadata", "typeWidening",
+    "typeWidening-preview", "variantType", "variantType-preview", "checkpointProtection",
+}
+_UNSUPPORTED_CONFIG = {
+    "delta.enableRowTracking": "row tracking",
+    "delta.enableInCommitTimestamps": "in-commit timestamps",
+}
+_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(),
+    "byte": pa.int8(), "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(),
+    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+
+
+class LogStore(Protocol):
+    """What the appender needs of a LogStore (S3ConditionalLogStore, the DynamoDB store, ...)."""
+
+    def write(self, uri: str, lines: Any, overwrite: bool = False) -> None: ...
+
+    def read(self, uri: str) -> Any: ...
+
+    def list_from(self, uri: str) -> Any: ...
+
+
+class ObjectWriter(Protocol):
+    """Writes a data file (bytes) to a URI under the table root."""
+
+    def __call__(self, uri: str, data: bytes) -> None: ...
+
+
+class UnsupportedTableError(ValueError):
+    """The table needs a writer capability this appender does not have; nothing was written."""
+
+
+class ConcurrentMetadataChangeError(RuntimeError):
+    """A concurrent commit changed the schema or protocol so the prepared append no longer fits."""
+
+
+@dataclass(frozen=True)
+class TableState:
+    version: int
+    protocol: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def _log(table_uri: str) -> str:
+    return table_uri.rstrip("/") + "/_delta_log/"
+
+
+def latest_version(store: LogStore, table_uri: str, at_least: int = 0) -> int:
+    """The newest commit version, listing from ``at_least`` on. Raises FileNotFoundError if the
+    table has no log."""
+    latest = -1
+    for entry in store.list_from(f"{_log(table_uri)}{at_least:020d}.json"):
+        match = _COMMIT_NAME.match(entry.name)
+        if match:
+            latest = max(latest, int(match.group(1)))
+    if latest < 0:
+        raise FileNotFoundError(f"no Delta commits under {_log(table_uri)}")
+    return latest
+
+
+def _actions(store: LogStore, table_uri: str, version: int) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in store.read(f"{_log(table_uri)}{version:020d}.json") if line.strip()]
+
+
+def read_state(store: LogStore, table_uri: str, version: int | None = None) -> TableState:
+    """Protocol and metadata in force at ``version`` (default: latest), newest commit first."""
+    version = latest_version(store, table_uri) if version is None else version
+    protocol: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    for v in range(version, -1, -1):
+        try:
+            actions = _actions(store, table_uri, v)
+        except FileNotFoundError:
+            raise UnsupportedTableError(
+                f"{table_uri}: commit {v} was cleaned up before protocol and metadata were found; "
+                "this appender reads JSON commits only"
+            ) from None
+        for action in actions:
+            protocol = protocol or action.get("protocol")
+            metadata = metadata or action.get("metaData")
+        if protocol and metadata:
+            return TableState(version, protocol, metadata)
+    raise UnsupportedTableError(f"{table_uri}: no protocol/metaData action found in its log")
+
+
+def check_appendable(state: TableState, table_uri: str) -> pa.Schema:
+    """The Arrow schema to write, or UnsupportedTableError naming what is not supported."""
+    proto, meta = state.protocol, state.metadata
+    if int(proto.get("minReaderVersion", 1)) > 3 or int(proto.get("minWriterVersion", 1)) > 7:
+        raise UnsupportedTableError(f"{table_uri}: protocol {proto} is newer than this appender")
+    unknown = set(proto.get("writerFeatures") or []) - _APPENDABLE_WRITER_FEATURES
+    if unknown:
+        raise UnsupportedTableError(f"{table_uri}: writer features {sorted(unknown)} are not supported")
+    config = meta.get("configuration") or {}
+    for key, what in _UNSUPPORTED_CONFIG.items():
+        if str(config.get(key, "false")).lower() == "true":
+            raise UnsupportedTableError(f"{table_uri}: {what} ({key}) is not supported")
+    if config.get("delta.columnMapping.mode", "none") != "none":
+        raise UnsupportedTableError(f"{table_uri}: column mapping is not supported")
+    if any(k.startswith("delta.constraints.") for k in config):
+        raise UnsupportedTableError(f"{table_uri}: CHECK constraints are not supported")
+    if meta.get("partitionColumns"):
+        raise UnsupportedTableError(f"{table_uri}: partitioned tables are not supported")
+    fields = []
+    for field in json.loads(meta["schemaString"])["fields"]:
+        field_meta = field.get("metadata") or {}
+        if any(k.startswith(("delta.generationExpression", "delta.identity", "delta.invariants"))
+               for k in field_meta):
+            raise UnsupportedTableError(f"{table_uri}: column {field['name']} is generated, identity "
+                                        "or has an invariant; not supported")
+        kind = field["type"]
+        if not isinstance(kind, str) or kind not in _PRIMITIVES:
+            raise UnsupportedTableError(f"{table_uri}: column {field['name']} has type {kind}; only "
+                                        f"{sorted(_PRIMITIVES)} are supported")
+        fields.append(pa.field(field["name"], _PRIMITIVES[kind], nullable=field.get("nullable", True)))
+    return pa.schema(fields)
+
+
+def append(
+    store: LogStore,
+    write_object: ObjectWriter,
+    table_uri: str,
+    rows: pa.Table,
+    *,
+    user_metadata: str | None = None,
+    max_commit_attempts: int = 1000,
+) -> int:
+    """Appends ``rows`` as one commit; returns the version it committed.
+
+    Raises UnsupportedTableError, ConcurrentMetadataChangeError, or the store's errors. The data
+    file is written before the commit; if the commit is never made the file is an orphan (the
+    same as a failed Spark job), which ``deltaguard orphans`` finds.
+    """
+    state = read_state(store, table_uri)
+    schema = check_appendable(state, table_uri)
+    data = rows.select(schema.names).cast(schema)
+    buffer = io.BytesIO()
+    pq.write_table(data, buffer, compression="snappy")
+    payload = buffer.getvalue()
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    write_object(f"{table_uri.rstrip('/')}/{name}", payload)
+    now_ms = int(time.time() * 1000)
+    commit_info: dict[str, Any] = {
+        "timestamp": now_ms, "operation": "WRITE",
+        "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+        "isolationLevel": "WriteSerializable", "isBlindAppend": True,
+        "operationMetrics": {"numFiles": "1", "numOutputRows": str(data.num_rows),
+                             "numOutputBytes": str(len(payload))},
+        "engineInfo": ENGINE_INFO, "txnId": str(uuid.uuid4()),
+    }
+    if user_metadata is not None:
+        commit_info["userMetadata"] = user_metadata
+    add = {"path": name, "partitionValues": {}, "size": len(payload), "modificationTime": now_ms,
+           "dataChange": True, "stats": json.dumps({"numRecords": data.num_rows})}
+    lines = [json.dumps({"commitInfo": commit_info}), json.dumps({"add": add})]
+    version = state.version + 1
+    for _ in range(max_commit_attempts):
+        try:
+            store.write(f"{_log(table_uri)}{version:020d}.json", lines, overwrite=False)
+            return version
+        except LogFileExistsError:
+            newest = latest_version(store, table_uri, at_least=version)
+            for v in range(version, newest + 1):
+                if any("metaData" in a or "protocol" in a for a in _actions(store, table_uri, v)):
+                    new_schema = check_appendable(read_state(store, table_uri, newest), table_uri)
+                    if new_schema != schema:
+                        raise ConcurrentMetadataChangeError(
+                            f"{table_uri}: version {v} changed the schema; the append was not committed"
+                        ) from None
+            version = newest + 1
+    raise RuntimeError(f"{table_uri}: no free version after {max_commit_attempts} attempts")

@@ -1,0 +1,23 @@
+"""Locates deltaguard's LogStore jar, carried inside the Python package."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+JAR_NAME = "deltaguard-logstore-0.1.0.jar"
+
+
+class PluginJarMissingError(RuntimeError):
+    """The plugin jar was not built into the package."""
+
+
+def plugin_jar() -> Path:
+    """Path of the plugin jar shipped as package data. Raises PluginJarMissingError if absent."""
+    jar = Path(str(resources.files(__package__).joinpath("jars", JAR_NAME)))
+    if not jar.is_file():
+        raise PluginJarMissingError(
+            f"deltaguard's LogStore jar is missing at {jar}: build it with `make jar` "
+            "(Maven, Java 17), or install a deltaguard wheel, which carries it."
+        )
+    return jar

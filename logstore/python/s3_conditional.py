@@ -1,0 +1,295 @@
+"""The S3 conditional-write commit protocol in Python, on boto3.
+
+Byte-for-byte the same protocol as the JVM ``io.deltaguard.logstore.S3ConditionalLogStore``, so
+Python and Spark writers can commit to one table at once:
+
+- ``write(uri, lines, overwrite=False)`` creates the object with one ``PutObject`` carrying
+  ``If-None-Match: *``. On 412 / 409 / 5xx / throttling / no response it reads the key back:
+  our own bytes mean an earlier attempt landed and only the response was lost (success, never a
+  duplicate commit); other bytes raise :class:`LogFileExistsError`; absent means retry, with
+  jittered exponential backoff, at most ``max_attempts`` PUTs, then
+  :class:`CommitOutcomeUnknownError`. 403 / missing bucket / other 4xx raise at once.
+- ``overwrite=True`` is a plain PUT (``_last_checkpoint`` and the like).
+- Before the first create on an (endpoint, bucket), it verifies that a second create-only PUT of
+  a probe key gets 412 (fail closed: :class:`ConditionalWritesNotHonouredError`), once per
+  process.
+- Every line is written followed by ``\\n``, UTF-8, as every Delta LogStore writes them.
+
+Give it a client built by :func:`deltaguard.logstore.clients.s3_client` (botocore retries off):
+then the protocol alone decides what is retried, always conditionally, always after a
+read-back. (With botocore retries on it stays correct, since a retried PUT that finds its own
+earlier bytes is settled by the read-back, but its attempt budget is no longer what it says.)
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from deltaguard.logstore.errors import (
+    CommitOutcomeUnknownError,
+    ConditionalWritesNotHonouredError,
+    LogFileExistsError,
+)
+from deltaguard.logstore.s3_location import S3Location
+
+LOG = logging.getLogger(__name__)
+
+#: The botocore config for a client used by this store: the protocol owns retries.
+NO_SDK_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+
+_VERIFIED: set[tuple[str, str]] = set()
+_VERIFIED_LOCK = threading.Lock()
+
+
+class _Kind:
+    PRECONDITION_FAILED = "precondition-failed"
+    CONDITIONAL_CONFLICT = "conditional-conflict"
+    RETRYABLE = "retryable"
+    UNKNOWN_OUTCOME = "unknown-outcome"
+    FATAL = "fatal"
+
+
+def classify(error: Exception) -> str:
+    """What a failed S3 request means for a conditional create (see the JVM S3Failure)."""
+    if isinstance(error, ClientError):
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if status == 412 or code == "PreconditionFailed":
+            return _Kind.PRECONDITION_FAILED
+        if status == 409 or code == "ConditionalRequestConflict":
+            return _Kind.CONDITIONAL_CONFLICT
+        if status >= 500 or status in (408, 429) or code in ("SlowDown", "RequestTimeout"):
+            return _Kind.RETRYABLE
+        return _Kind.FATAL
+    if isinstance(error, BotoCoreError):
+        return _Kind.UNKNOWN_OUTCOME
+    return _Kind.FATAL
+
+
+def describe(error: Exception) -> str:
+    if isinstance(error, ClientError):
+        err = error.response.get("Error", {})
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+        return f"HTTP {status} {err.get('Code', '?')}: {err.get('Message', '')}"
+    return f"{type(error).__name__}: {error}"
+
+
+@dataclass(frozen=True)
+class LogFileStatus:
+    """One entry of a ``list_from`` listing."""
+
+    uri: str
+    name: str
+    size: int
+    modified: datetime
+
+
+class S3ConditionalLogStore:
+    """Delta log reads and writes on S3 with conditional creates. Thread-safe."""
+
+    def __init__(
+        self,
+        s3: Any,
+        *,
+        max_attempts: int = 10,
+        base_delay_s: float = 0.05,
+        max_delay_s: float = 5.0,
+        verify_conditional_writes: bool = True,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        self.s3 = s3
+        self.max_attempts = max_attempts
+        self.base_delay_s = base_delay_s
+        self.max_delay_s = max_delay_s
+        self.verify_conditional_writes = verify_conditional_writes
+
+    # -- writes -------------------------------------------------------------------------
+
+    def write(self, uri: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        """Writes the lines to ``uri``; with ``overwrite=False``, only if it does not exist.
+
+        Raises LogFileExistsError, CommitOutcomeUnknownError, ConditionalWritesNotHonouredError,
+        or OSError for non-retryable S3 errors.
+        """
+        loc = S3Location.parse(uri)
+        body = "".join(line + "\n" for line in lines).encode("utf-8")
+        if overwrite:
+            try:
+                self.s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=body)
+            except (ClientError, BotoCoreError) as exc:
+                raise OSError(f"PUT of {loc.uri()} failed: {describe(exc)}") from exc
+            return
+        if self.verify_conditional_writes:
+            self._ensure_verified(loc)
+        self._create(loc, body)
+
+    def _sleep_before(self, retry: int) -> None:
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** min(retry - 1, 30)))
+        time.sleep(random.uniform(0, ceiling))  # noqa: S311 (jitter, not crypto)
+
+    def _create(self, loc: S3Location, body: bytes) -> None:
+        last_error = ""
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                self._sleep_before(attempt - 1)
+            try:
+                self.s3.put_object(
+                    Bucket=loc.bucket, Key=loc.key, Body=body, IfNoneMatch="*",
+                    ContentType="application/json",
+                )
+                return
+            except (ClientError, BotoCoreError) as exc:
+                kind = classify(exc)
+                last_error = describe(exc)
+                if kind == _Kind.FATAL:
+                    raise OSError(
+                        f"Conditional create of {loc.uri()} failed and cannot be retried: {last_error}"
+                    ) from exc
+                LOG.info("conditional create of %s attempt %d/%d: %s (%s)",
+                         loc.uri(), attempt, self.max_attempts, kind, last_error)
+            stored = self._read_back(loc)
+            if stored is not None:
+                if stored == body:
+                    LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
+                    return
+                raise LogFileExistsError(f"{loc.uri()}: another writer created it first ({last_error})")
+        raise CommitOutcomeUnknownError(
+            f"Conditional create of {loc.uri()} did not settle after {self.max_attempts} attempts; "
+            f"last error: {last_error}"
+        )
+
+    def _read_back(self, loc: S3Location) -> bytes | None:
+        last_error = ""
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                self._sleep_before(attempt - 1)
+            try:
+                return bytes(self.s3.get_object(Bucket=loc.bucket, Key=loc.key)["Body"].read())
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    return None
+                last_error = describe(exc)
+                if classify(exc) == _Kind.FATAL:
+                    break
+            except BotoCoreError as exc:
+                last_error = describe(exc)
+        raise CommitOutcomeUnknownError(
+            f"Could not read back {loc.uri()} to settle a conditional create; last error: {last_error}"
+        )
+
+    def _ensure_verified(self, loc: S3Location) -> None:
+        endpoint = str(self.s3.meta.endpoint_url)
+        cache_key = (endpoint, loc.bucket)
+        with _VERIFIED_LOCK:
+            if cache_key in _VERIFIED:
+                return
+            probe = S3Location(loc.bucket, f"{loc.parent_key}/.deltaguard-probe.{uuid.uuid4()}.tmp")
+            verify_conditional_writes(self.s3, probe)
+            _VERIFIED.add(cache_key)
+
+    # -- reads --------------------------------------------------------------------------
+
+    def read(self, uri: str) -> Iterator[str]:
+        """The file's lines without line breaks. Raises FileNotFoundError if absent."""
+        loc = S3Location.parse(uri)
+        try:
+            body = self.s3.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise FileNotFoundError(uri) from exc
+            raise OSError(f"GET of {loc.uri()} failed: {describe(exc)}") from exc
+        for raw in body.iter_lines():
+            yield raw.decode("utf-8")
+
+    def list_from(self, uri: str) -> Iterator[LogFileStatus]:
+        """Entries of the same directory whose names sort at or after ``uri``'s name, in order,
+        listed with ``StartAfter`` (not a listing of the whole directory).
+
+        Raises FileNotFoundError if the directory holds no object at all."""
+        loc = S3Location.parse(uri)
+        prefix = f"{loc.parent_key}/" if loc.parent_key else ""
+        start_after = _key_before(loc.key)
+        paginator = self.s3.get_paginator("list_objects_v2")
+        kwargs: dict[str, Any] = {"Bucket": loc.bucket, "Prefix": prefix, "Delimiter": "/"}
+        if start_after:
+            kwargs["StartAfter"] = start_after
+        seen_any = False
+        scheme = uri.split(":", 1)[0]
+        for page in paginator.paginate(**kwargs):
+            for obj in page.get("Contents", []):
+                key = obj["Key"]
+                if key == prefix or key < loc.key:
+                    continue
+                seen_any = True
+                yield LogFileStatus(f"{scheme}://{loc.bucket}/{key}", key[len(prefix):],
+                                    int(obj["Size"]), obj["LastModified"])
+        if not seen_any:
+            probe = self.s3.list_objects_v2(Bucket=loc.bucket, Prefix=prefix, MaxKeys=1)
+            if not probe.get("KeyCount"):
+                raise FileNotFoundError(f"No such file or directory: {scheme}://{loc.bucket}/{prefix}")
+
+
+def _key_before(key: str) -> str:
+    """The key just before ``key`` in byte order, so StartAfter includes ``key`` itself."""
+    raw = key.encode("utf-8")
+    if not raw:
+        return ""
+    if raw[-1] > 0:
+        return (raw[:-1] + bytes([raw[-1] - 1])).decode("utf-8", errors="ignore")
+    return raw[:-1].decode("utf-8", errors="ignore")
+
+
+def verify_conditional_writes(s3: Any, probe: S3Location) -> None:
+    """Fail-closed check of one endpoint and bucket: the second create-only PUT of ``probe`` must
+    get 412 and leave the first body in place. Deletes the probe object.
+
+    Raises ConditionalWritesNotHonouredError, or OSError if the check could not run."""
+    endpoint = str(s3.meta.endpoint_url)
+    first = f"deltaguard probe 1 {uuid.uuid4()}".encode()
+    second = f"deltaguard probe 2 {uuid.uuid4()}".encode()
+    try:
+        s3.put_object(Bucket=probe.bucket, Key=probe.key, Body=first, IfNoneMatch="*")
+    except (ClientError, BotoCoreError) as exc:
+        raise OSError(f"Could not verify conditional writes on {endpoint}: the first probe PUT of "
+                      f"{probe.uri()} failed: {describe(exc)}") from exc
+    try:
+        overwritten = True
+        try:
+            s3.put_object(Bucket=probe.bucket, Key=probe.key, Body=second, IfNoneMatch="*")
+        except (ClientError, BotoCoreError) as exc:
+            if classify(exc) != _Kind.PRECONDITION_FAILED:
+                raise OSError(f"Could not verify conditional writes on {endpoint}: the second probe "
+                              f"PUT failed with {describe(exc)} instead of 412") from exc
+            overwritten = False
+        stored = s3.get_object(Bucket=probe.bucket, Key=probe.key)["Body"].read()
+        if overwritten or stored != first:
+            raise ConditionalWritesNotHonouredError(
+                f"Refusing to commit: S3 endpoint {endpoint} (bucket {probe.bucket}) does not honour "
+                f"If-None-Match: a second create-only PUT of {probe.uri()} overwrote the object "
+                "instead of failing with 412. Concurrent Delta writers would lose commits here. Use "
+                "the DynamoDB LogStore for this store, or, only if a single writer commits, pass "
+                "verify_conditional_writes=False (JVM: deltaguard.logstore.verifyConditionalWrites=false)."
+            )
+    finally:
+        try:
+            s3.delete_object(Bucket=probe.bucket, Key=probe.key)
+        except (ClientError, BotoCoreError) as exc:
+            LOG.warning("could not delete probe object %s: %s", probe.uri(), describe(exc))
+
+
+def forget_verifications() -> None:
+    """Forget every successful verification (tests only)."""
+    with _VERIFIED_LOCK:
+        _VERIFIED.clear()

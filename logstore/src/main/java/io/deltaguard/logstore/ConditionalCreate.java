@@ -1,0 +1,130 @@
+package io.deltaguard.logstore;
+
+import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.util.Arrays;
+import java.util.Optional;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+
+/**
+ * Create-if-absent of one S3 object with {@code PutObject} + {@code If-None-Match: *}, made safe
+ * against lost responses and transient failures.
+ *
+ * <p><b>Contract.</b> {@link #create} returns normally iff the object now holds exactly our
+ * bytes and no other writer's bytes were ever stored under the key by this call. It throws
+ * {@link FileAlreadyExistsException} iff the key holds different bytes (another writer won). It
+ * throws {@link IOException} naming the key and the last error when the outcome could not be
+ * settled within the attempt budget, or on a non-retryable error (403, missing bucket, ...).
+ *
+ * <p><b>Why a lost response never becomes a duplicate commit.</b> Every failed or unanswered
+ * attempt (412, 409, 5xx, throttling, reset, timeout) is followed by a read-back of the key
+ * before anything else happens. If the stored bytes equal ours, an earlier attempt of ours landed
+ * and only its response was lost: that is success, so Delta never retries the same actions at
+ * version N+1. This relies on commit bytes being unique per transaction, which holds for Delta
+ * (every commit carries a random {@code txnId} and a timestamp in {@code commitInfo}, and added
+ * files have random names).
+ *
+ * <p><b>Retries.</b> Only the outcomes that may change on retry are retried (409, 5xx, 429, 408,
+ * no response), at most {@code maxAttempts} PUTs in total, with jittered exponential backoff.
+ * Every retry is again conditional, so no retry can overwrite another writer's object.
+ */
+final class ConditionalCreate {
+    private static final Logger LOG = LoggerFactory.getLogger(ConditionalCreate.class);
+
+    private final S3Client s3;
+    private final int maxAttempts;
+    private final Backoff backoff;
+
+    ConditionalCreate(S3Client s3, int maxAttempts, Backoff backoff) {
+        this.s3 = s3;
+        this.maxAttempts = maxAttempts;
+        this.backoff = backoff;
+    }
+
+    void create(String bucket, String key, byte[] body) throws IOException {
+        String where = "s3://" + bucket + "/" + key;
+        String lastError = null;
+        for (int attempt = 1; attempt <= maxAttempts; attempt++) {
+            if (attempt > 1) {
+                backoff.sleepBefore(attempt - 1);
+            }
+            S3Failure.Kind kind;
+            try {
+                s3.putObject(
+                    PutObjectRequest.builder()
+                        .bucket(bucket)
+                        .key(key)
+                        .ifNoneMatch("*")
+                        .contentType("application/json")
+                        .contentLength((long) body.length)
+                        .build(),
+                    RequestBody.fromBytes(body));
+                return;
+            } catch (SdkException e) {
+                kind = S3Failure.classify(e);
+                lastError = S3Failure.describe(e);
+                if (kind == S3Failure.Kind.FATAL) {
+                    throw new IOException(
+                        "Conditional create of " + where + " failed and cannot be retried: "
+                            + lastError, e);
+                }
+                LOG.info("Conditional create of {} attempt {}/{}: {} ({})",
+                    where, attempt, maxAttempts, kind, lastError);
+            }
+            // 412, 409, 5xx or no answer: settle what is stored before deciding anything.
+            Optional<byte[]> stored = readBack(bucket, key, where);
+            if (stored.isPresent()) {
+                if (Arrays.equals(stored.get(), body)) {
+                    LOG.info("{} already holds our bytes: an earlier attempt landed, its response "
+                        + "was lost; treating the create as done", where);
+                    return;
+                }
+                throw new FileAlreadyExistsException(where, null,
+                    "another writer created it first (" + lastError + ")");
+            }
+            if (kind == S3Failure.Kind.PRECONDITION_FAILED) {
+                // 412 yet nothing readable: a concurrent create is not visible yet, or was deleted.
+                lastError = lastError + "; and the object was not readable afterwards";
+            }
+        }
+        throw new IOException("Conditional create of " + where + " did not settle after "
+            + maxAttempts + " attempts; last error: " + lastError
+            + " (raise " + LogStoreSettings.key(LogStoreSettings.MAX_ATTEMPTS) + " if the store "
+            + "is merely slow)");
+    }
+
+    /**
+     * Reads the object back; empty if it does not exist. Transient read failures are retried
+     * with the same budget, since a wrong answer here could turn success into a duplicate.
+     */
+    private Optional<byte[]> readBack(String bucket, String key, String where) throws IOException {
+        String lastError = null;
+        for (int attempt = 1; attempt <= maxAttempts; attempt++) {
+            if (attempt > 1) {
+                backoff.sleepBefore(attempt - 1);
+            }
+            try {
+                return Optional.of(s3.getObjectAsBytes(
+                    GetObjectRequest.builder().bucket(bucket).key(key).build()).asByteArray());
+            } catch (NoSuchKeyException e) {
+                return Optional.empty();
+            } catch (SdkException e) {
+                S3Failure.Kind kind = S3Failure.classify(e);
+                lastError = S3Failure.describe(e);
+                if (kind == S3Failure.Kind.FATAL) {
+                    break;
+                }
+            }
+        }
+        throw new IOException("Could not read back " + where + " to settle a conditional create "
+            + "whose outcome is unknown; last error: " + lastError);
+    }
+}

@@ -1,0 +1,108 @@
+package io.deltaguard.logstore;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Iterator;
+
+import io.delta.storage.HadoopFileSystemLogStore;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * A Delta LogStore for S3 that gets mutual exclusion from S3 itself: commit files are created
+ * with a single {@code PutObject} carrying {@code If-None-Match: *}. Safe for any number of
+ * concurrent Spark drivers (and of deltaguard's Python writers, delta-rs and Trino, which use the
+ * same rule) on one table, with no lock service.
+ *
+ * <h2>Safety argument</h2>
+ * <ol>
+ *   <li><b>Mutual exclusion.</b> Delta commits version N by creating {@code _delta_log/N.json}
+ *       with {@code overwrite = false}. S3 evaluates {@code If-None-Match: *} atomically with the
+ *       write: of any number of concurrent creates of one key, exactly one stores its bytes; every
+ *       other gets 412 PreconditionFailed (or 409 ConditionalRequestConflict). No PUT this class
+ *       sends for {@code overwrite = false} lacks the header, retries included, so no writer can
+ *       ever replace another's N.json.</li>
+ *   <li><b>Losers retry at N+1.</b> A loser gets {@link java.nio.file.FileAlreadyExistsException},
+ *       the only exception on which Delta's commit loop checks for conflicts and retries at the
+ *       next version.</li>
+ *   <li><b>No duplicate on a lost response.</b> When a PUT's outcome is unknown (412 after a
+ *       retry, 409, 5xx, throttling, reset, timeout) the object is read back before anything else.
+ *       Our own bytes mean our earlier attempt landed: the write returns normally, so Delta does
+ *       not commit the same actions again at N+1. See {@link ConditionalCreate}.</li>
+ *   <li><b>Fail closed.</b> Before the first commit to a bucket, once per JVM and endpoint, a
+ *       probe checks that a second create-only PUT of one key gets 412 (see
+ *       {@link ConditionalWriteVerifier}). A store that ignores the header (some S3 look-alikes
+ *       answer 200 and overwrite) is refused with {@link ConditionalWritesNotHonouredException};
+ *       this class never falls back to unconditional writes.</li>
+ *   <li><b>Atomic visibility.</b> An S3 PUT is all-or-nothing, so
+ *       {@link #isPartialWriteVisible} is false and readers never see a partial commit.</li>
+ * </ol>
+ *
+ * <h2>What happens on each failure</h2>
+ * <ul>
+ *   <li>412, another writer's bytes stored: FileAlreadyExistsException; Delta retries at N+1.</li>
+ *   <li>412, our bytes stored (lost response, SDK retry): success.</li>
+ *   <li>409, 5xx, 429/503 SlowDown, 408, reset, timeout: read back; retry the conditional PUT
+ *       with jittered backoff, at most {@code deltaguard.logstore.retry.maxAttempts} times (10);
+ *       then an IOException naming the key and the last error (Delta does not retry it).</li>
+ *   <li>403, missing bucket, other 4xx: an IOException at once.</li>
+ * </ul>
+ *
+ * <p>{@code overwrite = true} writes ({@code _last_checkpoint}, {@code _last_vacuum_info},
+ * manifests) are plain S3A writes: last writer wins, as Delta intends for them.
+ *
+ * <p>Settings: S3 is configured once, through S3A ({@code fs.s3a.endpoint}, credentials,
+ * {@code fs.s3a.path.style.access}, region); this class reuses S3A's own client. Its own keys
+ * are in {@link LogStoreSettings}. Every writer of a table must use conditional creates (this
+ * class, delta-rs, Trino with conditional writes); a writer using S3SingleDriverLogStore or the
+ * DynamoDB LogStore on the same table breaks mutual exclusion.
+ */
+public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
+    private final LogStoreSettings settings;
+
+    public S3ConditionalLogStore(Configuration initHadoopConf) {
+        super(initHadoopConf);
+        this.settings = LogStoreSettings.from(initHadoopConf);
+    }
+
+    @Override
+    public void write(Path path, Iterator<String> actions, Boolean overwrite,
+                      Configuration hadoopConf) throws IOException {
+        S3Target target = S3Target.resolve(path, hadoopConf);
+        if (overwrite) {
+            try (OutputStream out = target.fs().create(target.qualified(), true)) {
+                writeLines(actions, out);
+            }
+            return;
+        }
+        if (settings.verifyConditionalWrites()) {
+            ConditionalWriteVerifier.ensureVerified(
+                target.client(), target.endpoint(), target.bucket(), target.parentKey());
+        }
+        ByteArrayOutputStream body = new ByteArrayOutputStream();
+        writeLines(actions, body);
+        new ConditionalCreate(target.client(), settings.maxAttempts(),
+            new Backoff(settings.baseDelayMs(), settings.maxDelayMs()))
+            .create(target.bucket(), target.key(), body.toByteArray());
+    }
+
+    /** Each action followed by a newline, UTF-8, as every Delta LogStore writes them. */
+    static void writeLines(Iterator<String> actions, OutputStream out) throws IOException {
+        while (actions.hasNext()) {
+            out.write((actions.next() + "\n").getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    @Override
+    public Iterator<FileStatus> listFrom(Path path, Configuration hadoopConf) throws IOException {
+        return S3ListFrom.listFrom(S3Target.resolve(path, hadoopConf));
+    }
+
+    @Override
+    public Boolean isPartialWriteVisible(Path path, Configuration hadoopConf) {
+        return false;
+    }
+}

@@ -1,0 +1,99 @@
+package io.deltaguard.logstore;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+
+import org.junit.jupiter.api.Test;
+
+class ConditionalCreateTest {
+    private static final String KEY = "t/_delta_log/00000000000000000001.json";
+    private static final byte[] OURS = "{\"commitInfo\":{\"txnId\":\"a\"}}\n".getBytes(StandardCharsets.UTF_8);
+    private static final byte[] THEIRS = "{\"commitInfo\":{\"txnId\":\"b\"}}\n".getBytes(StandardCharsets.UTF_8);
+
+    private static ConditionalCreate create(ScriptedS3Client s3, int attempts) {
+        return new ConditionalCreate(s3, attempts, new Backoff(1, 2));
+    }
+
+    @Test
+    void createsAbsentKey() throws IOException {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        create(s3, 3).create("b", KEY, OURS);
+        assertArrayEquals(OURS, s3.objects.get(KEY));
+        assertEquals(1, s3.puts);
+        assertEquals(0, s3.gets, "a clean success needs no read-back");
+    }
+
+    @Test
+    void otherWritersObjectIsFileAlreadyExistsAndUntouched() {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        s3.objects.put(KEY, THEIRS);
+        assertThrows(FileAlreadyExistsException.class, () -> create(s3, 3).create("b", KEY, OURS));
+        assertArrayEquals(THEIRS, s3.objects.get(KEY));
+        assertEquals(1, s3.puts, "a 412 with foreign bytes is final, not retried");
+    }
+
+    @Test
+    void lostResponseIsSuccessNotDuplicate() throws IOException {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        s3.script.add(ScriptedS3Client.Fault.DROP_RESPONSE);
+        create(s3, 3).create("b", KEY, OURS);
+        assertArrayEquals(OURS, s3.objects.get(KEY));
+        assertEquals(1, s3.puts, "the read-back settles it: no second PUT");
+    }
+
+    @Test
+    void conflictAndThrottlingAreRetriedConditionally() throws IOException {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        s3.script.add(ScriptedS3Client.Fault.ERROR_409);
+        s3.script.add(ScriptedS3Client.Fault.ERROR_503);
+        s3.script.add(ScriptedS3Client.Fault.RESET_BEFORE);
+        create(s3, 5).create("b", KEY, OURS);
+        assertArrayEquals(OURS, s3.objects.get(KEY));
+        assertEquals(4, s3.puts);
+    }
+
+    @Test
+    void conflictThenOtherWriterWinsIsFileAlreadyExists() {
+        ScriptedS3Client s3 = new ScriptedS3Client(true) {
+            @Override
+            public synchronized software.amazon.awssdk.services.s3.model.PutObjectResponse putObject(
+                    software.amazon.awssdk.services.s3.model.PutObjectRequest r,
+                    software.amazon.awssdk.core.sync.RequestBody b) {
+                if (puts == 0) {
+                    objects.put(r.key(), THEIRS); // the concurrent writer that caused the 409
+                }
+                return super.putObject(r, b);
+            }
+        };
+        s3.script.add(ScriptedS3Client.Fault.ERROR_409);
+        assertThrows(FileAlreadyExistsException.class, () -> create(s3, 5).create("b", KEY, OURS));
+        assertArrayEquals(THEIRS, s3.objects.get(KEY));
+    }
+
+    @Test
+    void attemptBudgetEndsInIOExceptionNamingKey() {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        for (int i = 0; i < 3; i++) {
+            s3.script.add(ScriptedS3Client.Fault.ERROR_503);
+        }
+        IOException e = assertThrows(IOException.class, () -> create(s3, 3).create("b", KEY, OURS));
+        assertTrue(e.getMessage().contains("s3://b/" + KEY), e.getMessage());
+        assertTrue(e.getMessage().contains("SlowDown"), e.getMessage());
+        assertTrue(!(e instanceof FileAlreadyExistsException));
+    }
+
+    @Test
+    void accessDeniedIsNotRetried() {
+        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        s3.script.add(ScriptedS3Client.Fault.ERROR_403);
+        IOException e = assertThrows(IOException.class, () -> create(s3, 5).create("b", KEY, OURS));
+        assertTrue(e.getMessage().contains("AccessDenied"), e.getMessage());
+        assertEquals(1, s3.puts);
+    }
+}

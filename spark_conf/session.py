@@ -1,0 +1,105 @@
+"""One way to build a SparkSession with Delta for a storage setup and a LogStore.
+
+:func:`delta_spark_conf` renders every Spark setting as a plain dict (presets write the same
+dict to properties files); :func:`build_spark_session` applies it to a builder. The demo, the
+tests and the benchmarks all go through here: there is no second copy of Spark configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deltaguard.logstore.jars import plugin_jar
+from deltaguard.spark_conf.jvm_deps import runtime_jars
+from deltaguard.spark_conf.storage import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+class LogStoreChoice(StrEnum):
+    """Which LogStore commits ``_delta_log/N.json`` on s3:// and s3a:// paths."""
+
+    #: deltaguard's conditional-write store: safe for many drivers.
+    S3_CONDITIONAL = "s3-conditional"
+    #: Delta's default for S3 (``S3SingleDriverLogStore``): safe for ONE driver only.
+    DELTA_DEFAULT = "delta-default"
+
+
+LOGSTORE_CLASSES: dict[LogStoreChoice, str | None] = {
+    LogStoreChoice.S3_CONDITIONAL: "io.deltaguard.logstore.S3ConditionalLogStore",
+    LogStoreChoice.DELTA_DEFAULT: None,
+}
+
+
+def delta_spark_conf(
+    storage: Storage,
+    logstore: LogStoreChoice = LogStoreChoice.S3_CONDITIONAL,
+    *,
+    jars: list[Path] | None = None,
+    local_dir: Path | None = None,
+) -> dict[str, str]:
+    """All Spark settings for Delta on ``storage`` committing through ``logstore``.
+
+    ``jars`` defaults to the cached runtime jars plus deltaguard's plugin jar; they go on the
+    driver and executor class paths (no copy per session, unlike ``spark.jars``).
+    """
+    if jars is None:
+        jars = [*runtime_jars(), plugin_jar()]
+    classpath = os.pathsep.join(str(j) for j in jars)
+    conf = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.driver.extraClassPath": classpath,
+        "spark.executor.extraClassPath": classpath,
+        # Test bed and demo run locally: bind loopback only, no UI, small shuffles.
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        **storage.hadoop_conf(),
+    }
+    if local_dir is not None:
+        conf["spark.local.dir"] = str(local_dir)
+    store_class = LOGSTORE_CLASSES[logstore]
+    if store_class is not None:
+        for scheme in ("s3", "s3a"):
+            conf[f"spark.delta.logStore.{scheme}.impl"] = store_class
+    return conf
+
+
+def build_spark_session(
+    storage: Storage,
+    logstore: LogStoreChoice = LogStoreChoice.S3_CONDITIONAL,
+    *,
+    app_name: str = "deltaguard",
+    master: str = "local[1]",
+    driver_memory: str = "1g",
+    extra_conf: dict[str, str] | None = None,
+    local_dir: Path | None = None,
+) -> SparkSession:
+    """Builds (or returns the running) SparkSession configured by :func:`delta_spark_conf`.
+
+    LogStore settings are static in Spark: they take effect only in a fresh JVM, so call this
+    once per process.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name).master(master)
+    conf = delta_spark_conf(storage, logstore, local_dir=local_dir)
+    conf["spark.driver.memory"] = driver_memory
+    if master.startswith("local"):
+        # A local driver has one or two cores: Delta's default of 50 partitions for snapshot
+        # state reconstruction costs seconds per commit there, and the progress bar is noise.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
+        conf["spark.ui.showConsoleProgress"] = "false"
+        # Short-lived local drivers, often several per machine: C1-only JIT and the serial GC
+        # start faster and leave the cores to the work instead of to compiler and GC threads.
+        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    conf.update(extra_conf or {})
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

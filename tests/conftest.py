@@ -1,0 +1,64 @@
+"""Shared fixtures: the test bed servers, started and stopped by these fixtures (by PID).
+
+A server that cannot start (LocalStack or the jars not installed, a port problem) makes the
+tests that need it ERROR with the reason; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deltaguard.logstore.s3_conditional import forget_verifications
+from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.testbed.fault_proxy import FaultProxy
+from deltaguard.testbed.localstack_server import LocalStackServer
+from deltaguard.testbed.moto_server import MotoServer
+
+
+@pytest.fixture(scope="session")
+def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackServer]:
+    with LocalStackServer(tmp_path_factory.mktemp("localstack")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    with MotoServer(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+def _new_bucket(endpoint: Endpoint) -> str:
+    name = f"dg-{uuid.uuid4().hex[:12]}"
+    endpoint.s3_client().create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def ls_bucket(localstack: LocalStackServer) -> str:
+    """A fresh bucket on LocalStack."""
+    return _new_bucket(localstack.endpoint)
+
+
+@pytest.fixture
+def moto_bucket(moto: MotoServer) -> str:
+    """A fresh bucket on moto."""
+    return _new_bucket(moto.endpoint)
+
+
+@pytest.fixture
+def ls_proxy(localstack: LocalStackServer, tmp_path: Path) -> Iterator[FaultProxy]:
+    """A fault proxy in front of LocalStack, with no rules yet."""
+    with FaultProxy(localstack.endpoint, tmp_path, seed=7) as proxy:
+        yield proxy
+
+
+@pytest.fixture(autouse=True)
+def _fresh_verifications() -> Iterator[None]:
+    """Each test probes its endpoints afresh (the proxy's port differs per test anyway)."""
+    forget_verifications()
+    yield
+    forget_verifications()

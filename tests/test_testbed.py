@@ -1,0 +1,204 @@
+"""The test bed has teeth: emulators answer conditional writes as measured, the proxy's faults
+happen exactly as configured, and servers leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from deltaguard.testbed.fault_proxy import FaultProxy, FaultRule
+from deltaguard.testbed.localstack_server import LocalStackServer
+from deltaguard.testbed.moto_server import MotoServer
+from deltaguard.testbed.process import ServerProcess, free_port
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response["Error"]["Code"])
+
+
+def test_localstack_s3_rejects_second_conditional_create(localstack, ls_bucket):
+    s3 = localstack.endpoint.s3_client()
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"first", IfNoneMatch="*")
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket=ls_bucket, Key="k", Body=b"second", IfNoneMatch="*")
+    assert _code(err.value) == "PreconditionFailed"
+    assert s3.get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"first"
+
+
+def test_localstack_dynamodb_conditional_put(localstack):
+    import boto3
+
+    ddb = boto3.client("dynamodb", **localstack.endpoint.boto3_kwargs())
+    ddb.create_table(
+        TableName="conditional_check", BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+    )
+    item = {"k": {"S": "x"}}
+    ddb.put_item(TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)")
+    with pytest.raises(ClientError) as err:
+        ddb.put_item(TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)")
+    assert _code(err.value) == "ConditionalCheckFailedException"
+
+
+def test_localstack_binds_loopback_only(localstack):
+    import psutil
+
+    listening = [
+        c for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == localstack.port
+    ]
+    assert listening, "LocalStack is not listening on its port"
+    assert {c.laddr.ip for c in listening} == {"127.0.0.1"}
+
+
+def test_moto_conditional_create(moto, moto_bucket):
+    s3 = moto.endpoint.s3_client()
+    s3.put_object(Bucket=moto_bucket, Key="k", Body=b"first", IfNoneMatch="*")
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket=moto_bucket, Key="k", Body=b"second", IfNoneMatch="*")
+    assert _code(err.value) == "PreconditionFailed"
+
+
+@pytest.mark.parametrize(("status", "code"), [(409, "ConditionalRequestConflict"), (503, "SlowDown"), (500, "InternalError")])
+def test_proxy_injects_error_once(ls_proxy, localstack, ls_bucket, status, code):
+    s3 = ls_proxy.endpoint.s3_client()
+    ls_proxy.set_rules([FaultRule("error", method="PUT", path_regex=r"/k$", status=status, code=code, times=1)])
+    with pytest.raises(ClientError) as err:
+        s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x", IfNoneMatch="*")
+    assert _code(err.value) == code
+    assert err.value.response["ResponseMetadata"]["HTTPStatusCode"] == status
+    # the faulted request never reached LocalStack; the next one does
+    direct = localstack.endpoint.s3_client()
+    with pytest.raises(ClientError):
+        direct.head_object(Bucket=ls_bucket, Key="k")
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x", IfNoneMatch="*")
+    assert ls_proxy.fired() == [1]
+
+
+def test_proxy_strip_header_turns_conditional_put_into_overwrite(ls_proxy, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"first", IfNoneMatch="*")
+    ls_proxy.set_rules([FaultRule("strip_header", method="PUT", header="If-None-Match")])
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"second", IfNoneMatch="*")
+    assert s3.get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"second"
+
+
+def test_proxy_drop_response_lands_write_but_client_sees_error(ls_proxy, localstack, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    ls_proxy.set_rules([FaultRule("drop_response", method="PUT", times=1)])
+    with pytest.raises(Exception) as err:  # noqa: PT011 (botocore's connection errors vary)
+        s3.put_object(Bucket=ls_bucket, Key="k", Body=b"landed", IfNoneMatch="*")
+    assert not isinstance(err.value, ClientError), "the client must get no HTTP answer"
+    assert localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"landed"
+
+
+def test_proxy_reset_never_forwards(ls_proxy, localstack, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    ls_proxy.set_rules([FaultRule("reset", method="PUT", times=1)])
+    with pytest.raises(Exception) as err:  # noqa: PT011
+        s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x")
+    assert not isinstance(err.value, ClientError)
+    with pytest.raises(ClientError):
+        localstack.endpoint.s3_client().head_object(Bucket=ls_bucket, Key="k")
+
+
+def test_proxy_delay(ls_proxy, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    ls_proxy.set_rules([FaultRule("delay", method="PUT", delay_s=1.0, times=1)])
+    started = time.monotonic()
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x")
+    assert time.monotonic() - started >= 1.0
+
+
+def test_proxy_hold_until_peer_orders_two_writers(ls_proxy, localstack, ls_bucket):
+    """The held PUT lands after its peer: without If-None-Match the held writer overwrites."""
+    s3_a, s3_b = ls_proxy.endpoint.s3_client(), ls_proxy.endpoint.s3_client()
+    ls_proxy.set_rules([FaultRule("hold_until_peer", method="PUT", path_regex=r"/k$", times=1, delay_s=30)])
+    a = threading.Thread(target=lambda: s3_a.put_object(Bucket=ls_bucket, Key="k", Body=b"A"))
+    a.start()
+    time.sleep(0.5)
+    assert a.is_alive(), "A's PUT must be held"
+    s3_b.put_object(Bucket=ls_bucket, Key="k", Body=b"B")
+    a.join(timeout=30)
+    assert localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"A"
+
+
+def test_proxy_is_deterministic_for_a_seed(localstack, ls_bucket, tmp_path):
+    def decisions(seed: int) -> list[bool]:
+        with FaultProxy(localstack.endpoint, tmp_path, seed=seed) as proxy:
+            proxy.set_rules([FaultRule("error", method="PUT", rate=0.5, status=503, code="SlowDown")])
+            s3 = proxy.endpoint.s3_client()
+            out = []
+            for i in range(24):
+                try:
+                    s3.put_object(Bucket=ls_bucket, Key=f"d{i}", Body=b"x")
+                    out.append(False)
+                except ClientError:
+                    out.append(True)
+            return out
+
+    first, again, other = decisions(3), decisions(3), decisions(4)
+    assert first == again
+    assert first != other
+    assert 0 < sum(first) < 24
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    """PIDs of live (non-zombie) processes in a process group."""
+    import psutil
+
+    alive = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                alive.append(proc.pid)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            continue
+    return alive
+
+
+def test_server_process_stops_whole_group_by_pid(tmp_path):
+    port = free_port()
+    server = ServerProcess(
+        "child-spawner",
+        ["bash", "-c", f"sleep 300 & python3 -m http.server {port} --bind 127.0.0.1"],
+        tmp_path / "log",
+    )
+
+    def ready() -> bool:
+        import socket
+
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+
+    server.start(ready, timeout_s=20)
+    pid = server.pid
+    assert len(_alive_in_group(pid)) >= 2, "the server and its background child run"
+    server.stop()
+    assert _alive_in_group(pid) == []
+
+
+def test_stopped_localstack_leaves_nothing(tmp_path):
+    server = LocalStackServer(tmp_path / "ls").start()
+    pid, url = server.server.pid, server.endpoint.url
+    bucket = "dg-leftover-check"
+    server.endpoint.s3_client().create_bucket(Bucket=bucket)
+    server.stop()
+    assert _alive_in_group(pid) == []
+    assert not (Path("/tmp/localstack-s3-storage") / bucket).exists()
+    with pytest.raises(EndpointConnectionError):
+        from deltaguard.testbed.endpoints import Endpoint
+
+        Endpoint(url=url).s3_client().list_buckets()
+
+
+def test_moto_server_stops(tmp_path):
+    with MotoServer(tmp_path) as server:
+        pid = server.server.pid
+    assert _alive_in_group(pid) == []
