@@ -27,6 +27,20 @@ from deltaguard.testbed.endpoints import Endpoint
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
 
 
+def arrow_schema() -> object:
+    """The workload's schema for deltaguard's Python writer (same columns as SCHEMA_DDL)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("writer", pa.int32()),
+            ("batch", pa.int32()),
+            ("seq", pa.int64()),
+            ("payload", pa.string()),
+        ]
+    )
+
+
 def _schema() -> object:
     from pyspark.sql.types import StructType
 
@@ -69,23 +83,32 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
             raise TimeoutError(f"table {args.table} was not created within 300 s")
         time.sleep(0.2)
     ready = time.monotonic()
+    first_append_at = time.time()
     committed, errors = [], []
     for batch in range(args.appends):
         tag = f"{args.run_id}/w{args.writer}/b{batch}"
-        rows = pa.table({
-            "writer": pa.array([args.writer] * args.rows, pa.int32()),
-            "batch": pa.array([batch] * args.rows, pa.int32()),
-            "seq": pa.array(range(args.rows), pa.int64()),
-            "payload": pa.array([tag] * args.rows, pa.string()),
-        })
+        rows = pa.table(
+            {
+                "writer": [args.writer] * args.rows,
+                "batch": [batch] * args.rows,
+                "seq": list(range(args.rows)),
+                "payload": [tag] * args.rows,
+            }
+        ).cast(arrow_schema())
         try:
             delta_append(store, put, args.table, rows, user_metadata=tag)
             committed.append(tag)
-        except Exception as exc:  # noqa: BLE001 (reported, not hidden: the summary counts it)
+        except Exception as exc:
             errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
     return {
-        "writer": args.writer, "engine": "python", "committed": committed, "errors": errors,
-        "startup_s": round(ready - started, 2), "append_s": round(time.monotonic() - ready, 2),
+        "writer": args.writer,
+        "engine": "python",
+        "committed": committed,
+        "errors": errors,
+        "startup_s": round(ready - started, 2),
+        "append_s": round(time.monotonic() - ready, 2),
+        "first_append_at": first_append_at,
+        "last_append_at": time.time(),
     }
 
 
@@ -97,7 +120,9 @@ def append(args: argparse.Namespace) -> dict[str, object]:
 
     started = time.monotonic()
     spark = build_spark_session(
-        _storage(args), LogStoreChoice(args.logstore), app_name=f"deltaguard-append-w{args.writer}",
+        _storage(args),
+        LogStoreChoice(args.logstore),
+        app_name=f"deltaguard-append-w{args.writer}",
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     try:
@@ -109,21 +134,30 @@ def append(args: argparse.Namespace) -> dict[str, object]:
                 raise TimeoutError(f"table {args.table} was not created within 300 s")
             time.sleep(0.2)
         ready = time.monotonic()
+        first_append_at = time.time()
         committed, errors = [], []
         for batch in range(args.appends):
             tag = f"{args.run_id}/w{args.writer}/b{batch}"
             df = spark.range(args.rows).selectExpr(
-                f"CAST({args.writer} AS INT) AS writer", f"CAST({batch} AS INT) AS batch",
-                "id AS seq", f"'{tag}' AS payload",
+                f"CAST({args.writer} AS INT) AS writer",
+                f"CAST({batch} AS INT) AS batch",
+                "id AS seq",
+                f"'{tag}' AS payload",
             )
             try:
                 df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
                 committed.append(tag)
-            except Exception as exc:  # noqa: BLE001 (reported, not hidden: the summary counts it)
+            except Exception as exc:
                 errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
         return {
-            "writer": args.writer, "engine": "spark", "committed": committed, "errors": errors,
-            "startup_s": round(ready - started, 2), "append_s": round(time.monotonic() - ready, 2),
+            "writer": args.writer,
+            "engine": "spark",
+            "committed": committed,
+            "errors": errors,
+            "startup_s": round(ready - started, 2),
+            "append_s": round(time.monotonic() - ready, 2),
+            "first_append_at": first_append_at,
+            "last_append_at": time.time(),
         }
     finally:
         spark.stop()
@@ -131,21 +165,30 @@ def append(args: argparse.Namespace) -> dict[str, object]:
 
 def verify(args: argparse.Namespace) -> dict[str, object]:
     spark = build_spark_session(
-        _storage(args), LogStoreChoice(args.logstore), app_name="deltaguard-verify",
+        _storage(args),
+        LogStoreChoice(args.logstore),
+        app_name="deltaguard-verify",
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     try:
         from delta.tables import DeltaTable
 
-        history = DeltaTable.forPath(spark, args.table).history().select(
-            "version", "operation", "userMetadata"
-        ).collect()
+        history = (
+            DeltaTable.forPath(spark, args.table)
+            .history()
+            .select("version", "operation", "userMetadata")
+            .collect()
+        )
         table = spark.read.format("delta").load(args.table)
         per_batch = table.groupBy("writer", "batch").count().collect()
         return {
             "versions": sorted(int(r["version"]) for r in history),
             "commits": [
-                {"version": int(r["version"]), "operation": r["operation"], "tag": r["userMetadata"]}
+                {
+                    "version": int(r["version"]),
+                    "operation": r["operation"],
+                    "tag": r["userMetadata"],
+                }
                 for r in history
             ],
             "rows": table.count(),
@@ -160,10 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["append", "verify"])
     parser.add_argument("--table", required=True)
     parser.add_argument("--endpoint", help="S3 endpoint URL (omit for local paths)")
-    parser.add_argument("--logstore", default=LogStoreChoice.S3_CONDITIONAL.value,
-                        choices=[c.value for c in LogStoreChoice])
-    parser.add_argument("--engine", choices=["spark", "python"], default="spark",
-                        help="python: deltaguard's Python conditional-write committer (S3 only)")
+    parser.add_argument(
+        "--logstore",
+        default=LogStoreChoice.S3_CONDITIONAL.value,
+        choices=[c.value for c in LogStoreChoice],
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["spark", "python"],
+        default="spark",
+        help="python: deltaguard's Python conditional-write committer (S3 only)",
+    )
     parser.add_argument("--writer", type=int, default=0)
     parser.add_argument("--appends", type=int, default=25)
     parser.add_argument("--rows", type=int, default=10)

@@ -35,18 +35,33 @@ def _store_name(choice: LogStoreChoice) -> str:
 
 def render(results: list[MultiDriverResult], console: Console) -> None:
     table = Table(title="Concurrent Spark drivers appending to one Delta table on S3 (LocalStack)")
-    for column in ("LogStore", "drivers", "commits expected", "found", "lost",
-                   "duplicated", "rows expected", "found", "lost", "wall s"):
+    for column in (
+        "LogStore",
+        "drivers",
+        "commits expected",
+        "found",
+        "lost",
+        "duplicated",
+        "rows expected",
+        "found",
+        "lost",
+        "wall s",
+    ):
         table.add_column(column, justify="left" if column == "LogStore" else "right")
     for r in results:
         s = r.summary()
         lost_style = "bold red" if s["commits_lost"] else "green"
         table.add_row(
-            _store_name(LogStoreChoice(r.logstore)), str(s["writers"]),
-            str(s["data_commits_claimed_by_writers"]), str(s["data_commits_found"]),
-            f"[{lost_style}]{s['commits_lost']}[/]", str(s["commits_duplicated"]),
-            str(s["rows_expected"]), str(s["rows_found"]),
-            f"[{lost_style}]{s['rows_lost']}[/]", str(s["wall_s"]),
+            _store_name(LogStoreChoice(r.logstore)),
+            str(s["writers"]),
+            str(s["data_commits_claimed_by_writers"]),
+            str(s["data_commits_found"]),
+            f"[{lost_style}]{s['commits_lost']}[/]",
+            str(s["commits_duplicated"]),
+            str(s["rows_expected"]),
+            str(s["rows_found"]),
+            f"[{lost_style}]{s['rows_lost']}[/]",
+            str(s["wall_s"]),
         )
     console.print(table)
 
@@ -55,36 +70,51 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.demo", description=__doc__)
     parser.add_argument("--drivers", type=int, default=4)
     parser.add_argument("--appends", type=int, default=10, help="appends per driver")
-    parser.add_argument("--only", choices=[c.value for c in LogStoreChoice],
-                        help="run one LogStore only")
+    parser.add_argument(
+        "--only", choices=[c.value for c in LogStoreChoice], help="run one LogStore only"
+    )
     args = parser.parse_args(argv)
     console = Console(width=max(Console().width, 150))
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-demo-"))
-    choices = [LogStoreChoice(args.only)] if args.only else [
-        LogStoreChoice.DELTA_DEFAULT, LogStoreChoice.S3_CONDITIONAL]
+    choices = (
+        [LogStoreChoice(args.only)]
+        if args.only
+        else [LogStoreChoice.DELTA_DEFAULT, LogStoreChoice.S3_CONDITIONAL]
+    )
     results = []
-    with LocalStackServer(workdir / "localstack") as localstack, \
-            FaultProxy(localstack.endpoint, workdir) as proxy:
-        console.print(f"LocalStack (S3) on {localstack.endpoint.url}, PID {localstack.server.pid}; "
-                      f"fault proxy on {proxy.endpoint.url}")
+    with (
+        LocalStackServer(workdir / "localstack") as localstack,
+        FaultProxy(localstack.endpoint, workdir) as proxy,
+    ):
+        console.print(
+            f"LocalStack (S3) on {localstack.endpoint.url}, PID {localstack.server.pid}; "
+            f"fault proxy on {proxy.endpoint.url}"
+        )
         boto3.client("s3", **localstack.endpoint.boto3_kwargs()).create_bucket(Bucket=BUCKET)
         for choice in choices:
-            console.print(f"[bold]{args.drivers} drivers x {args.appends} appends with "
-                          f"{_store_name(choice)}[/] (one commit PUT held until another driver "
-                          "writes the same version) ...")
+            console.print(
+                f"[bold]{args.drivers} drivers x {args.appends} appends with "
+                f"{_store_name(choice)}[/] (one commit PUT held until another driver "
+                "writes the same version) ..."
+            )
             proxy.set_rules([hold_one_commit_put()])
             result = run_multi_driver(
                 f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}",
                 writer_endpoint_url=proxy.endpoint.url,
                 reader_endpoint_url=localstack.endpoint.url,
-                logstore=choice, writers=args.drivers, appends=args.appends, workdir=workdir,
+                logstore=choice,
+                writers=args.drivers,
+                appends=args.appends,
+                workdir=workdir,
             )
             result.extra["held_puts"] = proxy.fired()[0]
             results.append(result)
             s = result.summary()
-            console.print(f"  {s['data_commits_found']}/{s['data_commits_claimed_by_writers']} "
-                          f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
-                          f"{s['rows_expected']}")
+            console.print(
+                f"  {s['data_commits_found']}/{s['data_commits_claimed_by_writers']} "
+                f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
+                f"{s['rows_expected']}"
+            )
     render(results, console)
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):

@@ -49,7 +49,16 @@ from deltaguard.testbed.process import ServerProcess, free_port, http_ok
 
 Action = Literal["error", "delay", "reset", "strip_header", "drop_response", "hold_until_peer"]
 CONTROL_PREFIX = "/__faultproxy__/"
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection", "te", "upgrade"}
+_TERMINAL = {"error", "reset"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "expect",
+    "proxy-connection",
+    "te",
+    "upgrade",
+}
 
 
 @dataclass
@@ -105,8 +114,12 @@ class _Proxy:
                 _RuleState(rule, random.Random(f"{self.seed}:{i}")) for i, rule in enumerate(rules)
             ]
 
-    def decide(self, method: str, path: str, headers: dict[str, str]) -> list[tuple[_RuleState, FaultRule]]:
-        """The rules that fire for this request, in rule order (counted as fired)."""
+    def decide(
+        self, method: str, path: str, headers: dict[str, str]
+    ) -> list[tuple[_RuleState, FaultRule]]:
+        """The rules that fire for this request, in rule order, each counted as fired. A rule
+        that answers the request itself (``error``, ``reset``) ends the list: later rules do
+        not see the request, so every counted firing really happened."""
         fired = []
         with self.lock:
             for state in self.rules:
@@ -119,6 +132,8 @@ class _Proxy:
                 if state.rng.random() < rule.rate:
                     state.fired += 1
                     fired.append((state, rule))
+                    if rule.action in _TERMINAL:
+                        break
         return fired
 
     def stats(self) -> dict[str, Any]:
@@ -126,14 +141,17 @@ class _Proxy:
             return {
                 "forwarded": self.forwarded,
                 "rules": [
-                    {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired} for s in self.rules
+                    {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired}
+                    for s in self.rules
                 ],
             }
 
 
 def _error_body(headers: dict[str, str], status: int, code: str) -> tuple[bytes, str]:
     if "x-amz-target" in headers:  # DynamoDB's JSON protocol
-        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": f"injected {code}"})
+        body = json.dumps(
+            {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": f"injected {code}"}
+        )
         return body.encode(), "application/x-amz-json-1.0"
     body = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -147,7 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _read_body(self) -> bytes:
@@ -183,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _control(self, body: bytes) -> None:
         proxy = self.server.proxy
-        name = self.path[len(CONTROL_PREFIX):]
+        name = self.path[len(CONTROL_PREFIX) :]
         if name == "rules" and self.command == "PUT":
             proxy.set_rules([FaultRule(**r) for r in json.loads(body or b"[]")])
             payload = b"{}"
@@ -202,7 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
         conn = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=120)
         try:
             headers = {
-                k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP and k.lower() not in drop
+                k: v
+                for k, v in self.headers.items()
+                if k.lower() not in _HOP_BY_HOP and k.lower() not in drop
             }
             if body or self.command in ("PUT", "POST"):
                 headers["Content-Length"] = str(len(body))
@@ -249,7 +269,9 @@ class _Handler(BaseHTTPRequestHandler):
         # A request on a path someone holds for is that holder's peer: release it once answered.
         with self.server.proxy.lock:
             for state in self.server.proxy.rules:
-                if state.rule.action == "hold_until_peer" and state.rule.matches(self.command, path, headers):
+                if state.rule.action == "hold_until_peer" and state.rule.matches(
+                    self.command, path, headers
+                ):
                     event = state.holds.pop(path, None)
                     if event is not None:
                         released.append(event)
@@ -263,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, out_headers, payload, head)
 
-    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle  # noqa: N815 (stdlib naming)
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
 
 class _Server(ThreadingHTTPServer):
@@ -295,8 +317,15 @@ class FaultProxy:
         self.server = ServerProcess(
             "fault proxy",
             [
-                sys.executable, "-m", "deltaguard.testbed.fault_proxy",
-                "--upstream", self.upstream.url, "--port", str(self.port), "--seed", str(self.seed),
+                sys.executable,
+                "-m",
+                "deltaguard.testbed.fault_proxy",
+                "--upstream",
+                self.upstream.url,
+                "--port",
+                str(self.port),
+                "--seed",
+                str(self.seed),
             ],
             self.workdir / f"fault-proxy-{self.port}.log",
             stop_grace_s=5,
@@ -305,8 +334,10 @@ class FaultProxy:
 
     def _call(self, method: str, name: str, payload: Any = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(f"{self.endpoint.url}{CONTROL_PREFIX}{name}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (loopback)
+        request = urllib.request.Request(
+            f"{self.endpoint.url}{CONTROL_PREFIX}{name}", data=data, method=method
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
     def set_rules(self, rules: list[FaultRule]) -> None:

@@ -25,7 +25,6 @@ from deltaguard.spark_conf.jvm_deps import cache_dir
 from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.process import ServerProcess, free_port
 
-
 # LocalStack's S3 provider keeps object bodies here whatever FILESYSTEM_ROOT says.
 _S3_STORAGE = "/tmp/localstack-s3-storage"
 
@@ -37,7 +36,10 @@ class TestBedNotInstalledError(RuntimeError):
 def _installation() -> tuple[Path, Path]:
     venv_python = cache_dir() / "localstack-venv" / "bin" / "python"
     lib = cache_dir() / "localstack-lib"
-    if not venv_python.is_file() or not (lib / "dynamodb-local" / "2" / "DynamoDBLocal.jar").is_file():
+    if (
+        not venv_python.is_file()
+        or not (lib / "dynamodb-local" / "2" / "DynamoDBLocal.jar").is_file()
+    ):
         raise TestBedNotInstalledError(
             f"LocalStack is not installed in {cache_dir()}: run `make testbed` "
             "(bash localstack/install.sh)."
@@ -90,7 +92,7 @@ class LocalStackServer:
 
     def _ready(self) -> bool:
         url = f"{self.endpoint.url}/_localstack/health"
-        with urllib.request.urlopen(url, timeout=1.0) as response:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(url, timeout=1.0) as response:
             services = json.load(response).get("services", {})
         wanted = self.services.split(",")
         return all(services.get(s) in ("available", "running") for s in wanted)
@@ -111,7 +113,7 @@ class LocalStackServer:
 
             s3 = boto3.client("s3", **self.endpoint.boto3_kwargs())
             return [b["Name"] for b in s3.list_buckets().get("Buckets", [])]
-        except Exception:  # noqa: BLE001 (best effort: the server may already be gone)
+        except Exception:
             return []
 
     def stop(self) -> None:

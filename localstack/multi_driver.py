@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -59,7 +60,8 @@ class MultiDriverResult:
     def found_tags(self) -> list[str]:
         """Data commits of this run present in the table's log (one entry per version)."""
         return [
-            c["tag"] for c in self.verified["commits"]
+            c["tag"]
+            for c in self.verified["commits"]
             if c["tag"] and str(c["tag"]).startswith(self.run_id + "/")
         ]
 
@@ -82,6 +84,14 @@ class MultiDriverResult:
     @property
     def found_rows(self) -> int:
         return int(self.verified["rows"])
+
+    @property
+    def commits_per_second(self) -> float:
+        """Data commits found / the span from the first append start to the last append end."""
+        span = max(r["last_append_at"] for r in self.reports) - min(
+            r["first_append_at"] for r in self.reports
+        )
+        return len(self.found_tags) / span if span > 0 else 0.0
 
     @property
     def versions_contiguous(self) -> bool:
@@ -115,25 +125,59 @@ def _driver_env() -> dict[str, str]:
     return env
 
 
+def _failure_summary(log: str, tail: int = 20) -> str:
+    """The first exception message in a driver log (the cause, not the JVM stack), then the
+    log's last lines."""
+    lines = log.splitlines()
+    # Exception lines start with a class name; Py4J prefixes the Java one with ": ".
+    causes = [ln for ln in lines if re.match(r"^(: )?[\w.$]+(Exception|Error): ", ln)]
+    java = [ln for ln in causes if ln.startswith(": ")]
+    cause = java[0][2:] if java else (causes[-1] if causes else "")
+    head = f"cause: {cause}\n" if cause else ""
+    return head + "\n".join(lines[-tail:])
+
+
 def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "deltaguard.testbed.append_job", *args]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
         proc = subprocess.run(
-            cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=_driver_env(),
-            timeout=timeout_s, check=False,
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=_driver_env(),
+            timeout=timeout_s,
+            check=False,
         )
     results = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not results:
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
         raise DriverFailedError(
-            f"{' '.join(cmd[2:5])} exited with {proc.returncode}; log {log_path}:\n{tail}"
+            f"{' '.join(cmd[2:5])} exited with {proc.returncode}; log {log_path}\n"
+            f"{_failure_summary(log_path.read_text(errors='replace'))}"
         )
-    return dict(json.loads(results[-1][len(RESULT_PREFIX):]))
+    return dict(json.loads(results[-1][len(RESULT_PREFIX) :]))
 
 
-def verify_table(table: str, endpoint_url: str | None, workdir: Path, run_tag: str = "verify",
-                 timeout_s: float = 600) -> dict[str, Any]:
+def _create_table_with_python(table: str, endpoint_url: str | None) -> None:
+    from deltaguard.logstore.delta_append import create_table
+    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+    from deltaguard.testbed.append_job import arrow_schema
+    from deltaguard.testbed.endpoints import Endpoint
+
+    if not endpoint_url:
+        raise ValueError("deltaguard's Python writer commits to S3 only: give an endpoint")
+    store = S3ConditionalLogStore(Endpoint(url=endpoint_url).s3_client())
+    create_table(store, table.replace("s3a://", "s3://", 1), arrow_schema())
+
+
+def verify_table(
+    table: str,
+    endpoint_url: str | None,
+    workdir: Path,
+    run_tag: str = "verify",
+    timeout_s: float = 600,
+) -> dict[str, Any]:
     """Reads the table back with Spark Delta in a fresh driver; see append_job.verify."""
     args = ["verify", "--table", table, "--local-dir", str(workdir / "spark-verify")]
     if endpoint_url:
@@ -156,7 +200,8 @@ def run_multi_driver(
 ) -> MultiDriverResult:
     """Starts ``writers`` Spark driver processes (and ``python_writers`` processes committing
     with deltaguard's Python writer) at once, waits for all, then verifies the table.
-    Writer 0 is always a Spark driver and creates the table.
+    Writer 0 creates the table: a Spark driver if ``writers`` > 0, else deltaguard's Python
+    writer, in this process, before the writers start.
 
     Writers reach S3 through ``writer_endpoint_url`` (e.g. a fault proxy); the verifier reads
     through ``reader_endpoint_url`` (the emulator itself). Raises DriverFailedError if a
@@ -164,14 +209,29 @@ def run_multi_driver(
     """
     run_id = uuid.uuid4().hex[:8]
     started = time.monotonic()
+    if writers == 0:
+        _create_table_with_python(table, writer_endpoint_url)
 
     def one(writer: int) -> dict[str, Any]:
         engine = "spark" if writer < writers else "python"
         args = [
-            "append", "--engine", engine, "--table", table, "--logstore", logstore.value,
-            "--writer", str(writer),
-            "--appends", str(appends), "--rows", str(rows), "--run-id", run_id,
-            "--local-dir", str(workdir / f"spark-w{writer}"),
+            "append",
+            "--engine",
+            engine,
+            "--table",
+            table,
+            "--logstore",
+            logstore.value,
+            "--writer",
+            str(writer),
+            "--appends",
+            str(appends),
+            "--rows",
+            str(rows),
+            "--run-id",
+            run_id,
+            "--local-dir",
+            str(workdir / f"spark-w{writer}"),
         ]
         if writer_endpoint_url:
             args += ["--endpoint", writer_endpoint_url]
@@ -183,7 +243,12 @@ def run_multi_driver(
         reports = [f.result() for f in futures]  # every future is read: no failure is hidden
     verified = verify_table(table, reader_endpoint_url, workdir, f"{run_id}-verify")
     return MultiDriverResult(
-        logstore=logstore.value, writers=total, appends_per_writer=appends,
-        rows_per_append=rows, run_id=run_id, reports=reports, verified=verified,
+        logstore=logstore.value,
+        writers=total,
+        appends_per_writer=appends,
+        rows_per_append=rows,
+        run_id=run_id,
+        reports=reports,
+        verified=verified,
         wall_s=time.monotonic() - started,
     )

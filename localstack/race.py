@@ -19,5 +19,9 @@ def hold_one_commit_put(timeout_s: float = 120.0) -> FaultRule:
     """Hold the first commit PUT of a version >= 1 until a peer's PUT of the same version has
     been answered, or ``timeout_s`` passed."""
     return FaultRule(
-        "hold_until_peer", method="PUT", path_regex=DATA_COMMIT_FILE_REGEX, times=1, delay_s=timeout_s
+        "hold_until_peer",
+        method="PUT",
+        path_regex=DATA_COMMIT_FILE_REGEX,
+        times=1,
+        delay_s=timeout_s,
     )

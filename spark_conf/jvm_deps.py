@@ -47,7 +47,10 @@ def maven_coordinates() -> list[str]:
     root = ET.parse(pom_path()).getroot()
     coords = []
     for dep in root.iterfind("m:dependencies/m:dependency", _POM_NS):
-        parts = [dep.findtext(f"m:{tag}", namespaces=_POM_NS) for tag in ("groupId", "artifactId", "version")]
+        parts = [
+            dep.findtext(f"m:{tag}", namespaces=_POM_NS)
+            for tag in ("groupId", "artifactId", "version")
+        ]
         coords.append(":".join(p or "" for p in parts))
     return coords
 
@@ -80,7 +83,9 @@ def runtime_jars() -> list[Path]:
     jars = [_jar_dir() / line for line in manifest.read_text().split()]
     missing = [str(j) for j in jars if not j.is_file()]
     if missing:
-        raise JarsNotResolvedError(f"resolved jars missing from the cache: {missing}; run `make jars`")
+        raise JarsNotResolvedError(
+            f"resolved jars missing from the cache: {missing}; run `make jars`"
+        )
     return jars
 
 
@@ -94,8 +99,14 @@ def resolve(mvn: str = "mvn") -> list[Path]:
     staging = target.with_name(target.name + ".staging")
     shutil.rmtree(staging, ignore_errors=True)
     cmd = [
-        mvn, "-B", "-q", "-f", str(pom_path()), "dependency:copy-dependencies",
-        "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+        mvn,
+        "-B",
+        "-q",
+        "-f",
+        str(pom_path()),
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={staging}",
     ]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:

@@ -64,6 +64,7 @@ def delta_spark_conf(
     }
     if local_dir is not None:
         conf["spark.local.dir"] = str(local_dir)
+        conf["spark.sql.warehouse.dir"] = str(local_dir / "warehouse")
     store_class = LOGSTORE_CLASSES[logstore]
     if store_class is not None:
         for scheme in ("s3", "s3a"):

@@ -35,14 +35,19 @@ def test_localstack_dynamodb_conditional_put(localstack):
 
     ddb = boto3.client("dynamodb", **localstack.endpoint.boto3_kwargs())
     ddb.create_table(
-        TableName="conditional_check", BillingMode="PAY_PER_REQUEST",
+        TableName="conditional_check",
+        BillingMode="PAY_PER_REQUEST",
         KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
     )
     item = {"k": {"S": "x"}}
-    ddb.put_item(TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)")
+    ddb.put_item(
+        TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)"
+    )
     with pytest.raises(ClientError) as err:
-        ddb.put_item(TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)")
+        ddb.put_item(
+            TableName="conditional_check", Item=item, ConditionExpression="attribute_not_exists(k)"
+        )
     assert _code(err.value) == "ConditionalCheckFailedException"
 
 
@@ -50,7 +55,8 @@ def test_localstack_binds_loopback_only(localstack):
     import psutil
 
     listening = [
-        c for c in psutil.net_connections(kind="tcp")
+        c
+        for c in psutil.net_connections(kind="tcp")
         if c.status == psutil.CONN_LISTEN and c.laddr.port == localstack.port
     ]
     assert listening, "LocalStack is not listening on its port"
@@ -65,10 +71,15 @@ def test_moto_conditional_create(moto, moto_bucket):
     assert _code(err.value) == "PreconditionFailed"
 
 
-@pytest.mark.parametrize(("status", "code"), [(409, "ConditionalRequestConflict"), (503, "SlowDown"), (500, "InternalError")])
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(409, "ConditionalRequestConflict"), (503, "SlowDown"), (500, "InternalError")],
+)
 def test_proxy_injects_error_once(ls_proxy, localstack, ls_bucket, status, code):
     s3 = ls_proxy.endpoint.s3_client()
-    ls_proxy.set_rules([FaultRule("error", method="PUT", path_regex=r"/k$", status=status, code=code, times=1)])
+    ls_proxy.set_rules(
+        [FaultRule("error", method="PUT", path_regex=r"/k$", status=status, code=code, times=1)]
+    )
     with pytest.raises(ClientError) as err:
         s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x", IfNoneMatch="*")
     assert _code(err.value) == code
@@ -92,16 +103,19 @@ def test_proxy_strip_header_turns_conditional_put_into_overwrite(ls_proxy, ls_bu
 def test_proxy_drop_response_lands_write_but_client_sees_error(ls_proxy, localstack, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     ls_proxy.set_rules([FaultRule("drop_response", method="PUT", times=1)])
-    with pytest.raises(Exception) as err:  # noqa: PT011 (botocore's connection errors vary)
+    with pytest.raises(Exception) as err:
         s3.put_object(Bucket=ls_bucket, Key="k", Body=b"landed", IfNoneMatch="*")
     assert not isinstance(err.value, ClientError), "the client must get no HTTP answer"
-    assert localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"landed"
+    assert (
+        localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read()
+        == b"landed"
+    )
 
 
 def test_proxy_reset_never_forwards(ls_proxy, localstack, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     ls_proxy.set_rules([FaultRule("reset", method="PUT", times=1)])
-    with pytest.raises(Exception) as err:  # noqa: PT011
+    with pytest.raises(Exception) as err:
         s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x")
     assert not isinstance(err.value, ClientError)
     with pytest.raises(ClientError):
@@ -119,20 +133,26 @@ def test_proxy_delay(ls_proxy, ls_bucket):
 def test_proxy_hold_until_peer_orders_two_writers(ls_proxy, localstack, ls_bucket):
     """The held PUT lands after its peer: without If-None-Match the held writer overwrites."""
     s3_a, s3_b = ls_proxy.endpoint.s3_client(), ls_proxy.endpoint.s3_client()
-    ls_proxy.set_rules([FaultRule("hold_until_peer", method="PUT", path_regex=r"/k$", times=1, delay_s=30)])
+    ls_proxy.set_rules(
+        [FaultRule("hold_until_peer", method="PUT", path_regex=r"/k$", times=1, delay_s=30)]
+    )
     a = threading.Thread(target=lambda: s3_a.put_object(Bucket=ls_bucket, Key="k", Body=b"A"))
     a.start()
     time.sleep(0.5)
     assert a.is_alive(), "A's PUT must be held"
     s3_b.put_object(Bucket=ls_bucket, Key="k", Body=b"B")
     a.join(timeout=30)
-    assert localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"A"
+    assert (
+        localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"A"
+    )
 
 
 def test_proxy_is_deterministic_for_a_seed(localstack, ls_bucket, tmp_path):
     def decisions(seed: int) -> list[bool]:
         with FaultProxy(localstack.endpoint, tmp_path, seed=seed) as proxy:
-            proxy.set_rules([FaultRule("error", method="PUT", rate=0.5, status=503, code="SlowDown")])
+            proxy.set_rules(
+                [FaultRule("error", method="PUT", rate=0.5, status=503, code="SlowDown")]
+            )
             s3 = proxy.endpoint.s3_client()
             out = []
             for i in range(24):

@@ -1,1 +1,1 @@
-
+"""deltaguard's command-line tools (the ``deltaguard`` console script)."""

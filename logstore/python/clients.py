@@ -23,6 +23,11 @@ def s3_client(
     standard chain (environment, profile, instance role)."""
     config = NO_SDK_RETRIES.merge(Config(s3={"addressing_style": "path" if path_style else "auto"}))
     return boto3.client(
-        "s3", endpoint_url=endpoint_url, region_name=region, aws_access_key_id=access_key,
-        aws_secret_access_key=secret_key, aws_session_token=session_token, config=config,
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
+        aws_session_token=session_token,
+        config=config,
     )

@@ -36,18 +36,36 @@ from deltaguard.logstore.errors import LogFileExistsError
 ENGINE_INFO = "deltaguard-python/0.1.0"
 _COMMIT_NAME = re.compile(r"^(\d{20})\.json$")
 _APPENDABLE_WRITER_FEATURES = {
-    "appendOnly", "invariants", "changeDataFeed", "deletionVectors", "timestampNtz",
-    "v2Checkpoint", "vacuumProtocolCheck", "domainMetadata", "typeWidening",
-    "typeWidening-preview", "variantType", "variantType-preview", "checkpointProtection",
+    "appendOnly",
+    "invariants",
+    "changeDataFeed",
+    "deletionVectors",
+    "timestampNtz",
+    "v2Checkpoint",
+    "vacuumProtocolCheck",
+    "domainMetadata",
+    "typeWidening",
+    "typeWidening-preview",
+    "variantType",
+    "variantType-preview",
+    "checkpointProtection",
 }
 _UNSUPPORTED_CONFIG = {
     "delta.enableRowTracking": "row tracking",
     "delta.enableInCommitTimestamps": "in-commit timestamps",
 }
 _PRIMITIVES: dict[str, pa.DataType] = {
-    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(),
-    "byte": pa.int8(), "double": pa.float64(), "float": pa.float32(), "boolean": pa.bool_(),
-    "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
+    "string": pa.string(),
+    "long": pa.int64(),
+    "integer": pa.int32(),
+    "short": pa.int16(),
+    "byte": pa.int8(),
+    "double": pa.float64(),
+    "float": pa.float32(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"),
 }
 
@@ -101,7 +119,11 @@ def latest_version(store: LogStore, table_uri: str, at_least: int = 0) -> int:
 
 
 def _actions(store: LogStore, table_uri: str, version: int) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in store.read(f"{_log(table_uri)}{version:020d}.json") if line.strip()]
+    return [
+        json.loads(line)
+        for line in store.read(f"{_log(table_uri)}{version:020d}.json")
+        if line.strip()
+    ]
 
 
 def read_state(store: LogStore, table_uri: str, version: int | None = None) -> TableState:
@@ -132,7 +154,9 @@ def check_appendable(state: TableState, table_uri: str) -> pa.Schema:
         raise UnsupportedTableError(f"{table_uri}: protocol {proto} is newer than this appender")
     unknown = set(proto.get("writerFeatures") or []) - _APPENDABLE_WRITER_FEATURES
     if unknown:
-        raise UnsupportedTableError(f"{table_uri}: writer features {sorted(unknown)} are not supported")
+        raise UnsupportedTableError(
+            f"{table_uri}: writer features {sorted(unknown)} are not supported"
+        )
     config = meta.get("configuration") or {}
     for key, what in _UNSUPPORTED_CONFIG.items():
         if str(config.get(key, "false")).lower() == "true":
@@ -146,16 +170,77 @@ def check_appendable(state: TableState, table_uri: str) -> pa.Schema:
     fields = []
     for field in json.loads(meta["schemaString"])["fields"]:
         field_meta = field.get("metadata") or {}
-        if any(k.startswith(("delta.generationExpression", "delta.identity", "delta.invariants"))
-               for k in field_meta):
-            raise UnsupportedTableError(f"{table_uri}: column {field['name']} is generated, identity "
-                                        "or has an invariant; not supported")
+        if any(
+            k.startswith(("delta.generationExpression", "delta.identity", "delta.invariants"))
+            for k in field_meta
+        ):
+            raise UnsupportedTableError(
+                f"{table_uri}: column {field['name']} is generated, identity "
+                "or has an invariant; not supported"
+            )
         kind = field["type"]
         if not isinstance(kind, str) or kind not in _PRIMITIVES:
-            raise UnsupportedTableError(f"{table_uri}: column {field['name']} has type {kind}; only "
-                                        f"{sorted(_PRIMITIVES)} are supported")
-        fields.append(pa.field(field["name"], _PRIMITIVES[kind], nullable=field.get("nullable", True)))
+            raise UnsupportedTableError(
+                f"{table_uri}: column {field['name']} has type {kind}; only "
+                f"{sorted(_PRIMITIVES)} are supported"
+            )
+        fields.append(
+            pa.field(field["name"], _PRIMITIVES[kind], nullable=field.get("nullable", True))
+        )
     return pa.schema(fields)
+
+
+_ARROW_TO_DELTA = {str(t): name for name, t in _PRIMITIVES.items()}
+
+
+def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
+    """Commits version 0 of a new unpartitioned table (protocol 1/2, no features), as Spark's
+    ``CREATE TABLE`` would. Raises LogFileExistsError if the table already exists."""
+    fields = []
+    for field in schema:
+        if str(field.type) not in _ARROW_TO_DELTA:
+            raise UnsupportedTableError(
+                f"column {field.name}: Arrow type {field.type} is not supported"
+            )
+        fields.append(
+            {
+                "name": field.name,
+                "type": _ARROW_TO_DELTA[str(field.type)],
+                "nullable": field.nullable,
+                "metadata": {},
+            }
+        )
+    now_ms = int(time.time() * 1000)
+    store.write(
+        f"{_log(table_uri)}{0:020d}.json",
+        [
+            json.dumps(
+                {
+                    "commitInfo": {
+                        "timestamp": now_ms,
+                        "operation": "CREATE TABLE",
+                        "operationParameters": {"partitionBy": "[]"},
+                        "engineInfo": ENGINE_INFO,
+                        "txnId": str(uuid.uuid4()),
+                    }
+                }
+            ),
+            json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
+            json.dumps(
+                {
+                    "metaData": {
+                        "id": str(uuid.uuid4()),
+                        "format": {"provider": "parquet", "options": {}},
+                        "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                        "partitionColumns": [],
+                        "configuration": {},
+                        "createdTime": now_ms,
+                    }
+                }
+            ),
+        ],
+        overwrite=False,
+    )
 
 
 def append(
@@ -183,17 +268,29 @@ def append(
     write_object(f"{table_uri.rstrip('/')}/{name}", payload)
     now_ms = int(time.time() * 1000)
     commit_info: dict[str, Any] = {
-        "timestamp": now_ms, "operation": "WRITE",
+        "timestamp": now_ms,
+        "operation": "WRITE",
         "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-        "isolationLevel": "WriteSerializable", "isBlindAppend": True,
-        "operationMetrics": {"numFiles": "1", "numOutputRows": str(data.num_rows),
-                             "numOutputBytes": str(len(payload))},
-        "engineInfo": ENGINE_INFO, "txnId": str(uuid.uuid4()),
+        "isolationLevel": "WriteSerializable",
+        "isBlindAppend": True,
+        "operationMetrics": {
+            "numFiles": "1",
+            "numOutputRows": str(data.num_rows),
+            "numOutputBytes": str(len(payload)),
+        },
+        "engineInfo": ENGINE_INFO,
+        "txnId": str(uuid.uuid4()),
     }
     if user_metadata is not None:
         commit_info["userMetadata"] = user_metadata
-    add = {"path": name, "partitionValues": {}, "size": len(payload), "modificationTime": now_ms,
-           "dataChange": True, "stats": json.dumps({"numRecords": data.num_rows})}
+    add = {
+        "path": name,
+        "partitionValues": {},
+        "size": len(payload),
+        "modificationTime": now_ms,
+        "dataChange": True,
+        "stats": json.dumps({"numRecords": data.num_rows}),
+    }
     lines = [json.dumps({"commitInfo": commit_info}), json.dumps({"add": add})]
     version = state.version + 1
     for _ in range(max_commit_attempts):

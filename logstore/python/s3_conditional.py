@@ -46,7 +46,9 @@ from deltaguard.logstore.s3_location import S3Location
 LOG = logging.getLogger(__name__)
 
 #: The botocore config for a client used by this store: the protocol owns retries.
-NO_SDK_RETRIES = Config(retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+NO_SDK_RETRIES = Config(
+    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60
+)
 
 _VERIFIED: set[tuple[str, str]] = set()
 _VERIFIED_LOCK = threading.Lock()
@@ -137,7 +139,7 @@ class S3ConditionalLogStore:
 
     def _sleep_before(self, retry: int) -> None:
         ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** min(retry - 1, 30)))
-        time.sleep(random.uniform(0, ceiling))  # noqa: S311 (jitter, not crypto)
+        time.sleep(random.uniform(0, ceiling))
 
     def _create(self, loc: S3Location, body: bytes) -> None:
         last_error = ""
@@ -146,7 +148,10 @@ class S3ConditionalLogStore:
                 self._sleep_before(attempt - 1)
             try:
                 self.s3.put_object(
-                    Bucket=loc.bucket, Key=loc.key, Body=body, IfNoneMatch="*",
+                    Bucket=loc.bucket,
+                    Key=loc.key,
+                    Body=body,
+                    IfNoneMatch="*",
                     ContentType="application/json",
                 )
                 return
@@ -157,14 +162,22 @@ class S3ConditionalLogStore:
                     raise OSError(
                         f"Conditional create of {loc.uri()} failed and cannot be retried: {last_error}"
                     ) from exc
-                LOG.info("conditional create of %s attempt %d/%d: %s (%s)",
-                         loc.uri(), attempt, self.max_attempts, kind, last_error)
+                LOG.info(
+                    "conditional create of %s attempt %d/%d: %s (%s)",
+                    loc.uri(),
+                    attempt,
+                    self.max_attempts,
+                    kind,
+                    last_error,
+                )
             stored = self._read_back(loc)
             if stored is not None:
                 if stored == body:
                     LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
                     return
-                raise LogFileExistsError(f"{loc.uri()}: another writer created it first ({last_error})")
+                raise LogFileExistsError(
+                    f"{loc.uri()}: another writer created it first ({last_error})"
+                )
         raise CommitOutcomeUnknownError(
             f"Conditional create of {loc.uri()} did not settle after {self.max_attempts} attempts; "
             f"last error: {last_error}"
@@ -196,7 +209,7 @@ class S3ConditionalLogStore:
             if cache_key in _VERIFIED:
                 return
             probe = S3Location(loc.bucket, f"{loc.parent_key}/.deltaguard-probe.{uuid.uuid4()}.tmp")
-            verify_conditional_writes(self.s3, probe)
+            verify_conditional_writes(self, probe)
             _VERIFIED.add(cache_key)
 
     # -- reads --------------------------------------------------------------------------
@@ -233,12 +246,18 @@ class S3ConditionalLogStore:
                 if key == prefix or key < loc.key:
                     continue
                 seen_any = True
-                yield LogFileStatus(f"{scheme}://{loc.bucket}/{key}", key[len(prefix):],
-                                    int(obj["Size"]), obj["LastModified"])
+                yield LogFileStatus(
+                    f"{scheme}://{loc.bucket}/{key}",
+                    key[len(prefix) :],
+                    int(obj["Size"]),
+                    obj["LastModified"],
+                )
         if not seen_any:
             probe = self.s3.list_objects_v2(Bucket=loc.bucket, Prefix=prefix, MaxKeys=1)
             if not probe.get("KeyCount"):
-                raise FileNotFoundError(f"No such file or directory: {scheme}://{loc.bucket}/{prefix}")
+                raise FileNotFoundError(
+                    f"No such file or directory: {scheme}://{loc.bucket}/{prefix}"
+                )
 
 
 def _key_before(key: str) -> str:
@@ -251,28 +270,25 @@ def _key_before(key: str) -> str:
     return raw[:-1].decode("utf-8", errors="ignore")
 
 
-def verify_conditional_writes(s3: Any, probe: S3Location) -> None:
+def verify_conditional_writes(store: S3ConditionalLogStore, probe: S3Location) -> None:
     """Fail-closed check of one endpoint and bucket: the second create-only PUT of ``probe`` must
-    get 412 and leave the first body in place. Deletes the probe object.
+    get 412 and leave the first body in place. The first PUT is an ordinary conditional create
+    (lost responses and transient errors settled as for a commit); the second is retried on
+    transient errors. Deletes the probe object.
 
     Raises ConditionalWritesNotHonouredError, or OSError if the check could not run."""
+    s3 = store.s3
     endpoint = str(s3.meta.endpoint_url)
     first = f"deltaguard probe 1 {uuid.uuid4()}".encode()
-    second = f"deltaguard probe 2 {uuid.uuid4()}".encode()
     try:
-        s3.put_object(Bucket=probe.bucket, Key=probe.key, Body=first, IfNoneMatch="*")
-    except (ClientError, BotoCoreError) as exc:
-        raise OSError(f"Could not verify conditional writes on {endpoint}: the first probe PUT of "
-                      f"{probe.uri()} failed: {describe(exc)}") from exc
-    try:
-        overwritten = True
         try:
-            s3.put_object(Bucket=probe.bucket, Key=probe.key, Body=second, IfNoneMatch="*")
-        except (ClientError, BotoCoreError) as exc:
-            if classify(exc) != _Kind.PRECONDITION_FAILED:
-                raise OSError(f"Could not verify conditional writes on {endpoint}: the second probe "
-                              f"PUT failed with {describe(exc)} instead of 412") from exc
-            overwritten = False
+            store._create(probe, first)
+        except LogFileExistsError as exc:
+            raise OSError(
+                f"Could not verify conditional writes on {endpoint}: the fresh probe key "
+                f"{probe.uri()} already held other bytes"
+            ) from exc
+        overwritten = _second_put_overwrote(store, probe, endpoint)
         stored = s3.get_object(Bucket=probe.bucket, Key=probe.key)["Body"].read()
         if overwritten or stored != first:
             raise ConditionalWritesNotHonouredError(
@@ -282,11 +298,42 @@ def verify_conditional_writes(s3: Any, probe: S3Location) -> None:
                 "the DynamoDB LogStore for this store, or, only if a single writer commits, pass "
                 "verify_conditional_writes=False (JVM: deltaguard.logstore.verifyConditionalWrites=false)."
             )
+    except (ClientError, BotoCoreError) as exc:
+        raise OSError(
+            f"Could not verify conditional writes on {endpoint}: reading back "
+            f"{probe.uri()} failed: {describe(exc)}"
+        ) from exc
     finally:
         try:
             s3.delete_object(Bucket=probe.bucket, Key=probe.key)
         except (ClientError, BotoCoreError) as exc:
             LOG.warning("could not delete probe object %s: %s", probe.uri(), describe(exc))
+
+
+def _second_put_overwrote(store: S3ConditionalLogStore, probe: S3Location, endpoint: str) -> bool:
+    last_error = ""
+    for attempt in range(1, store.max_attempts + 1):
+        if attempt > 1:
+            store._sleep_before(attempt - 1)
+        try:
+            store.s3.put_object(
+                Bucket=probe.bucket,
+                Key=probe.key,
+                IfNoneMatch="*",
+                Body=f"deltaguard probe 2 {uuid.uuid4()}".encode(),
+            )
+            return True
+        except (ClientError, BotoCoreError) as exc:
+            kind = classify(exc)
+            if kind == _Kind.PRECONDITION_FAILED:
+                return False
+            last_error = describe(exc)
+            if kind == _Kind.FATAL:
+                break
+    raise OSError(
+        f"Could not verify conditional writes on {endpoint}: the second probe PUT of "
+        f"{probe.uri()} failed with {last_error} instead of 412 PreconditionFailed"
+    )
 
 
 def forget_verifications() -> None:

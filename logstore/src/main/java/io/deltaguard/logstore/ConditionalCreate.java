@@ -49,6 +49,14 @@ final class ConditionalCreate {
         this.backoff = backoff;
     }
 
+    int maxAttempts() {
+        return maxAttempts;
+    }
+
+    Backoff backoff() {
+        return backoff;
+    }
+
     void create(String bucket, String key, byte[] body) throws IOException {
         String where = "s3://" + bucket + "/" + key;
         String lastError = null;

@@ -43,8 +43,8 @@ final class ConditionalWriteVerifier {
      * @throws ConditionalWritesNotHonouredException if the store overwrote the probe
      * @throws IOException if the probe could not be carried out
      */
-    static void ensureVerified(S3Client s3, String endpoint, String bucket, String logDirKey)
-            throws IOException {
+    static void ensureVerified(S3Client s3, String endpoint, String bucket, String logDirKey,
+                               ConditionalCreate create) throws IOException {
         String cacheKey = endpoint + "|" + bucket;
         if (VERIFIED.containsKey(cacheKey)) {
             return;
@@ -53,7 +53,8 @@ final class ConditionalWriteVerifier {
             if (VERIFIED.containsKey(cacheKey)) {
                 return;
             }
-            verify(s3, endpoint, bucket, logDirKey + "/.deltaguard-probe." + UUID.randomUUID() + ".tmp");
+            verify(s3, endpoint, bucket,
+                logDirKey + "/.deltaguard-probe." + UUID.randomUUID() + ".tmp", create);
             VERIFIED.put(cacheKey, Boolean.TRUE);
             LOG.info("Endpoint {} honours If-None-Match for bucket {}", endpoint, bucket);
         }
@@ -64,35 +65,23 @@ final class ConditionalWriteVerifier {
         VERIFIED.clear();
     }
 
-    private static void verify(S3Client s3, String endpoint, String bucket, String key)
-            throws IOException {
+    private static void verify(S3Client s3, String endpoint, String bucket, String key,
+                               ConditionalCreate create) throws IOException {
         byte[] first = ("deltaguard probe 1 " + UUID.randomUUID()).getBytes(StandardCharsets.UTF_8);
-        byte[] second = ("deltaguard probe 2 " + UUID.randomUUID()).getBytes(StandardCharsets.UTF_8);
         String where = "s3://" + bucket + "/" + key;
         try {
-            put(s3, bucket, key, first);
-        } catch (SdkException e) {
-            throw new IOException("Could not verify conditional writes on endpoint " + endpoint
-                + ": the first probe PUT of " + where + " failed: " + S3Failure.describe(e), e);
-        }
-        try {
-            boolean overwritten;
-            try {
-                put(s3, bucket, key, second);
-                overwritten = true;
-            } catch (SdkException e) {
-                if (S3Failure.classify(e) != S3Failure.Kind.PRECONDITION_FAILED) {
-                    throw new IOException("Could not verify conditional writes on endpoint "
-                        + endpoint + ": the second probe PUT of " + where + " failed with "
-                        + S3Failure.describe(e) + " instead of 412 PreconditionFailed", e);
-                }
-                overwritten = false;
-            }
+            // The first probe PUT is an ordinary conditional create: lost responses and
+            // transient errors are settled exactly as for a commit.
+            create.create(bucket, key, first);
+            boolean overwritten = secondPutOverwrote(s3, endpoint, bucket, key, where, create);
             byte[] stored = s3.getObjectAsBytes(
                 GetObjectRequest.builder().bucket(bucket).key(key).build()).asByteArray();
             if (overwritten || !Arrays.equals(stored, first)) {
                 throw new ConditionalWritesNotHonouredException(endpoint, bucket, where);
             }
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+            throw new IOException("Could not verify conditional writes on endpoint " + endpoint
+                + ": the fresh probe key " + where + " already held other bytes", e);
         } catch (SdkException e) {
             throw new IOException("Could not verify conditional writes on endpoint " + endpoint
                 + ": reading back " + where + " failed: " + S3Failure.describe(e), e);
@@ -103,6 +92,35 @@ final class ConditionalWriteVerifier {
                 LOG.warn("Could not delete probe object {}: {}", where, S3Failure.describe(e));
             }
         }
+    }
+
+    /** True if a second create-only PUT of an existing key succeeded; retries transient errors. */
+    private static boolean secondPutOverwrote(S3Client s3, String endpoint, String bucket,
+                                              String key, String where, ConditionalCreate create)
+            throws IOException {
+        String lastError = null;
+        for (int attempt = 1; attempt <= create.maxAttempts(); attempt++) {
+            if (attempt > 1) {
+                create.backoff().sleepBefore(attempt - 1);
+            }
+            try {
+                put(s3, bucket, key, ("deltaguard probe 2 " + UUID.randomUUID())
+                    .getBytes(StandardCharsets.UTF_8));
+                return true;
+            } catch (SdkException e) {
+                S3Failure.Kind kind = S3Failure.classify(e);
+                if (kind == S3Failure.Kind.PRECONDITION_FAILED) {
+                    return false;
+                }
+                lastError = S3Failure.describe(e);
+                if (kind == S3Failure.Kind.FATAL) {
+                    break;
+                }
+            }
+        }
+        throw new IOException("Could not verify conditional writes on endpoint " + endpoint
+            + ": the second probe PUT of " + where + " failed with " + lastError
+            + " instead of 412 PreconditionFailed");
     }
 
     private static void put(S3Client s3, String bucket, String key, byte[] body) {

@@ -78,15 +78,15 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             }
             return;
         }
+        ConditionalCreate create = new ConditionalCreate(target.client(), settings.maxAttempts(),
+            new Backoff(settings.baseDelayMs(), settings.maxDelayMs()));
         if (settings.verifyConditionalWrites()) {
-            ConditionalWriteVerifier.ensureVerified(
-                target.client(), target.endpoint(), target.bucket(), target.parentKey());
+            ConditionalWriteVerifier.ensureVerified(target.client(), target.endpoint(),
+                target.bucket(), target.parentKey(), create);
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         writeLines(actions, body);
-        new ConditionalCreate(target.client(), settings.maxAttempts(),
-            new Backoff(settings.baseDelayMs(), settings.maxDelayMs()))
-            .create(target.bucket(), target.key(), body.toByteArray());
+        create.create(target.bucket(), target.key(), body.toByteArray());
     }
 
     /** Each action followed by a newline, UTF-8, as every Delta LogStore writes them. */

@@ -1,0 +1,1 @@
+"""deltaguard benchmarks (`make bench`): JSON results plus a markdown table in bench/results/."""

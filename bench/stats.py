@@ -1,0 +1,22 @@
+"""Medians over runs, and ratios against a baseline measured in the same run."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+
+def summarize(runs: list[dict[str, float]], baseline: str, subject: str) -> dict[str, Any]:
+    """``runs``: per-run medians ``{baseline: x, subject: y}``. Returns the median of each over
+    the runs and the median of the per-run ratios subject/baseline (each ratio comes from one
+    run, so both sides saw the same server state)."""
+    ratios = [r[subject] / r[baseline] for r in runs if r[baseline] > 0]
+    return {
+        "runs": len(runs),
+        f"{baseline}_median": statistics.median(r[baseline] for r in runs),
+        f"{subject}_median": statistics.median(r[subject] for r in runs),
+        "ratio_median": statistics.median(ratios) if ratios else None,
+        "ratio_min": min(ratios) if ratios else None,
+        "ratio_max": max(ratios) if ratios else None,
+        "per_run": runs,
+    }

@@ -1,0 +1,103 @@
+package io.deltaguard.logstore.tools;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+
+import io.deltaguard.logstore.S3ConditionalLogStore;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.s3a.S3AFileSystem;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+
+/**
+ * Measures, in one JVM against one endpoint, the latency of committing {@code N.json} through
+ * {@link S3ConditionalLogStore} and of a plain PutObject of the same bytes with the same S3A
+ * client, interleaved so both see the same server state. Prints one JSON object with the
+ * per-call latencies in microseconds. Used by {@code make bench}.
+ *
+ * <p>Usage: {@code CommitLatency s3a://bucket/table commits bytes} with S3A settings passed as
+ * {@code -Dfs.s3a.endpoint=...} style system properties (every {@code fs.*} and
+ * {@code deltaguard.*} system property is copied into the Hadoop configuration).
+ */
+public final class CommitLatency {
+    private CommitLatency() {}
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 3) {
+            System.err.println("usage: CommitLatency s3a://bucket/table commits bytes");
+            System.exit(2);
+        }
+        Path table = new Path(args[0]);
+        int commits = Integer.parseInt(args[1]);
+        int size = Integer.parseInt(args[2]);
+        Configuration conf = new Configuration();
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("fs.") || name.startsWith("deltaguard.")) {
+                conf.set(name, System.getProperty(name));
+            }
+        }
+        S3ConditionalLogStore store = new S3ConditionalLogStore(conf);
+        S3AFileSystem fs = (S3AFileSystem) table.getFileSystem(conf);
+        S3Client client = fs.getS3AInternals().getAmazonS3Client("deltaguard benchmark");
+        String bucket = fs.getBucket();
+        String plainPrefix = fs.pathToKey(fs.makeQualified(new Path(table, "_plain_put")));
+
+        // Warm up connections, class loading, JIT and the one-off conditional-write probe.
+        for (int i = 0; i < 20; i++) {
+            store.write(commitPath(table, 1_000_000 + i), lines(size).iterator(), false, conf);
+            plainPut(client, bucket, plainPrefix + "/warm-" + i, body(lines(size)));
+        }
+        long[] logstore = new long[commits];
+        long[] plain = new long[commits];
+        for (int i = 0; i < commits; i++) {
+            List<String> actions = lines(size);
+            byte[] bytes = body(actions);
+            long t0 = System.nanoTime();
+            store.write(commitPath(table, i), actions.iterator(), false, conf);
+            long t1 = System.nanoTime();
+            plainPut(client, bucket, plainPrefix + "/" + i, bytes);
+            long t2 = System.nanoTime();
+            logstore[i] = (t1 - t0) / 1_000;
+            plain[i] = (t2 - t1) / 1_000;
+        }
+        System.out.println("{\"logstore_us\": " + Arrays.toString(logstore)
+            + ", \"plain_put_us\": " + Arrays.toString(plain) + "}");
+        fs.close();
+    }
+
+    private static Path commitPath(Path table, long version) {
+        return new Path(table, String.format("_delta_log/%020d.json", version));
+    }
+
+    /** A commit-shaped body of about {@code size} bytes, unique per call (random txnId). */
+    private static List<String> lines(int size) {
+        List<String> out = new ArrayList<>();
+        out.add("{\"commitInfo\":{\"operation\":\"WRITE\",\"txnId\":\"" + UUID.randomUUID() + "\"}}");
+        StringBuilder add = new StringBuilder("{\"add\":{\"path\":\"part-" + UUID.randomUUID() + "\",\"stats\":\"");
+        while (add.length() < size - 4) {
+            add.append('x');
+        }
+        out.add(add.append("\"}}").toString());
+        return out;
+    }
+
+    private static byte[] body(List<String> actions) {
+        StringBuilder b = new StringBuilder();
+        for (String a : actions) {
+            b.append(a).append('\n');
+        }
+        return b.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static void plainPut(S3Client client, String bucket, String key, byte[] bytes) {
+        client.putObject(PutObjectRequest.builder().bucket(bucket).key(key)
+            .contentType("application/json").contentLength((long) bytes.length).build(),
+            RequestBody.fromBytes(bytes));
+    }
+}
