@@ -20,7 +20,11 @@ import sys
 import time
 from pathlib import Path
 
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.spark_conf.session import (
+    DynamoDBCommitTableSpec,
+    LogStoreChoice,
+    build_spark_session,
+)
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 from deltaguard.testbed.endpoints import Endpoint
 
@@ -53,6 +57,30 @@ def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
     return LocalStorage()
 
 
+def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
+    if LogStoreChoice(args.logstore) is not LogStoreChoice.S3_DYNAMODB:
+        return None
+    endpoint = Endpoint(url=args.endpoint) if args.endpoint else None
+    return DynamoDBCommitTableSpec(
+        table_name=args.dynamodb_table,
+        region=endpoint.region if endpoint else "us-east-1",
+        endpoint=args.endpoint,
+    )
+
+
+def python_log_store(args: argparse.Namespace) -> object:
+    """deltaguard's Python LogStore for the chosen commit path (S3 only)."""
+    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+    from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+
+    endpoint = Endpoint(url=args.endpoint)
+    if LogStoreChoice(args.logstore) is LogStoreChoice.S3_DYNAMODB:
+        return S3DynamoDBLogStore(
+            endpoint.s3_client(), endpoint.dynamodb_client(), args.dynamodb_table
+        )
+    return S3ConditionalLogStore(endpoint.s3_client())
+
+
 def _log_exists(spark: object, table: str, version: int) -> bool:
     jvm = spark._jvm  # type: ignore[attr-defined]
     path = jvm.org.apache.hadoop.fs.Path(f"{table}/_delta_log/{version:020d}.json")
@@ -65,12 +93,11 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
     import pyarrow as pa
 
     from deltaguard.logstore.delta_append import append as delta_append
-    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_location import S3Location
 
     started = time.monotonic()
     s3 = Endpoint(url=args.endpoint).s3_client()
-    store = S3ConditionalLogStore(s3)
+    store = python_log_store(args)
 
     def put(uri: str, data: bytes) -> None:
         loc = S3Location.parse(uri)
@@ -123,6 +150,7 @@ def append(args: argparse.Namespace) -> dict[str, object]:
         _storage(args),
         LogStoreChoice(args.logstore),
         app_name=f"deltaguard-append-w{args.writer}",
+        dynamodb=_dynamodb(args),
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     try:
@@ -168,6 +196,7 @@ def verify(args: argparse.Namespace) -> dict[str, object]:
         _storage(args),
         LogStoreChoice(args.logstore),
         app_name="deltaguard-verify",
+        dynamodb=_dynamodb(args),
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     try:
@@ -213,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=["spark", "python"],
         default="spark",
         help="python: deltaguard's Python conditional-write committer (S3 only)",
+    )
+    parser.add_argument(
+        "--dynamodb-table",
+        default="delta_log",
+        help="the DynamoDB LogStore's table (with --logstore s3-dynamodb)",
     )
     parser.add_argument("--writer", type=int, default=0)
     parser.add_argument("--appends", type=int, default=25)

@@ -18,6 +18,8 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
+from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
+from deltaguard.spark_conf.probe import print_report, run_probe
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
 from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
@@ -33,7 +35,7 @@ def _store_name(choice: LogStoreChoice) -> str:
     return f"{store_class.rsplit('.', 1)[-1]} ({owner})"
 
 
-def render(results: list[MultiDriverResult], console: Console) -> None:
+def render_results(results: list[MultiDriverResult], console: Console) -> None:
     table = Table(title="Concurrent Spark drivers appending to one Delta table on S3 (LocalStack)")
     for column in (
         "LogStore",
@@ -71,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drivers", type=int, default=4)
     parser.add_argument("--appends", type=int, default=10, help="appends per driver")
     parser.add_argument(
-        "--only", choices=[c.value for c in LogStoreChoice], help="run one LogStore only"
+        "--only",
+        choices=[LogStoreChoice.DELTA_DEFAULT.value, LogStoreChoice.S3_CONDITIONAL.value],
+        help="run one LogStore only",
     )
     args = parser.parse_args(argv)
     console = Console(width=max(Console().width, 150))
@@ -91,6 +95,28 @@ def main(argv: list[str] | None = None) -> int:
             f"fault proxy on {proxy.endpoint.url}"
         )
         boto3.client("s3", **localstack.endpoint.boto3_kwargs()).create_bucket(Bucket=BUCKET)
+        console.rule("1. probe: does this endpoint honour conditional writes, atomically?")
+        report = run_probe(f"s3://{BUCKET}/", proxy.endpoint.s3_client, writers=8, rounds=10)
+        print_report(report, console)
+        if report.recommended_preset != PresetName.S3_CONDITIONAL.value:
+            console.print("[bold red]the probe does not recommend s3-conditional here: stopping[/]")
+            return 1
+        console.rule("2. the preset the drivers run with (spark-submit --properties-file)")
+        preset = render(
+            PresetName.S3_CONDITIONAL,
+            PresetOptions(
+                table_root=f"s3://{BUCKET}/",
+                endpoint=proxy.endpoint.url,
+                path_style=True,
+                jars="none",
+            ),
+        )
+        console.print(
+            to_properties(preset, "jars come from the local cache (spark.driver.extraClassPath)"),
+            markup=False,
+            highlight=False,
+        )
+        console.rule("3. concurrent drivers, Delta's default store vs deltaguard's")
         for choice in choices:
             console.print(
                 f"[bold]{args.drivers} drivers x {args.appends} appends with "
@@ -115,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
                 f"{s['rows_expected']}"
             )
-    render(results, console)
+    render_results(results, console)
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")

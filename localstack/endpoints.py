@@ -33,6 +33,12 @@ class Endpoint:
 
         return s3_client(self.url, self.region, self.access_key, self.secret_key, path_style=True)
 
+    def dynamodb_client(self) -> Any:
+        """A boto3 DynamoDB client for this endpoint."""
+        import boto3
+
+        return boto3.client("dynamodb", **self.boto3_kwargs())
+
     def boto3_kwargs(self) -> dict[str, str]:
         """Keyword arguments for ``boto3.client(...)``."""
         return {

@@ -11,6 +11,8 @@ probability ``rate`` at most ``times`` times. Actions:
   forwarding (409 ConditionalRequestConflict, 503 SlowDown, 500 InternalError, ...);
 - ``delay``: sleep ``delay_s`` then forward;
 - ``reset``: close the client connection with a TCP RST, without forwarding;
+- ``hang``: hold the request ``delay_s`` without forwarding it, then reset: the request never
+  lands (a writer frozen mid-commit, to be killed by the test);
 - ``strip_header``: forward without ``header`` (e.g. If-None-Match: a store that ignores it);
 - ``drop_response``: forward, let the write land, then reset the client connection instead
   of answering (the client sees an error although the request succeeded);
@@ -47,9 +49,11 @@ from typing import Any, Literal
 from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.process import ServerProcess, free_port, http_ok
 
-Action = Literal["error", "delay", "reset", "strip_header", "drop_response", "hold_until_peer"]
+Action = Literal[
+    "error", "delay", "reset", "hang", "strip_header", "drop_response", "hold_until_peer"
+]
 CONTROL_PREFIX = "/__faultproxy__/"
-_TERMINAL = {"error", "reset"}
+_TERMINAL = {"error", "reset", "hang"}
 _HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -184,9 +188,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reset(self) -> None:
         """Close the client connection with RST (SO_LINGER 0), answering nothing."""
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.close_connection = True
-        self.connection.close()
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass  # the client is already gone (e.g. killed while its request hung)
 
     def _send(self, status: int, headers: list[tuple[str, str]], body: bytes, head: bool) -> None:
         self.send_response_only(status)
@@ -253,6 +260,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(rule.status, [("Content-Type", ctype)], payload, head)
                 return
             if rule.action == "reset":
+                self._reset()
+                return
+            if rule.action == "hang":
+                time.sleep(rule.delay_s)
                 self._reset()
                 return
             if rule.action == "delay":

@@ -137,38 +137,63 @@ def _failure_summary(log: str, tail: int = 20) -> str:
     return head + "\n".join(lines[-tail:])
 
 
-def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "deltaguard.testbed.append_job", *args]
+def start_job(args: list[str], log_path: Path) -> subprocess.Popen[str]:
+    """Starts ``python -m deltaguard.testbed.append_job ARGS`` (stderr to ``log_path``) and
+    returns at once; the caller owns the process (wait for it, or kill it)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
-        proc = subprocess.run(
-            cmd,
+        return subprocess.Popen(
+            [sys.executable, "-m", "deltaguard.testbed.append_job", *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
             env=_driver_env(),
-            timeout=timeout_s,
-            check=False,
         )
-    results = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+
+
+def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
+    proc = start_job(args, log_path)
+    try:
+        stdout, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise DriverFailedError(
+            f"append_job {' '.join(args[:3])} did not finish in {timeout_s:.0f} s; log {log_path}"
+        ) from None
+    results = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not results:
         raise DriverFailedError(
-            f"{' '.join(cmd[2:5])} exited with {proc.returncode}; log {log_path}\n"
+            f"append_job {' '.join(args[:3])} exited with {proc.returncode}; log {log_path}\n"
             f"{_failure_summary(log_path.read_text(errors='replace'))}"
         )
     return dict(json.loads(results[-1][len(RESULT_PREFIX) :]))
 
 
-def _create_table_with_python(table: str, endpoint_url: str | None) -> None:
+def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[str]:
+    args = ["--logstore", logstore.value]
+    if logstore is LogStoreChoice.S3_DYNAMODB:
+        if not dynamodb_table:
+            raise ValueError("the s3-dynamodb LogStore needs dynamodb_table")
+        args += ["--dynamodb-table", dynamodb_table]
+    return args
+
+
+def _create_table_with_python(table: str, endpoint_url: str | None, store_args: list[str]) -> None:
+    import argparse
+
     from deltaguard.logstore.delta_append import create_table
-    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
-    from deltaguard.testbed.append_job import arrow_schema
-    from deltaguard.testbed.endpoints import Endpoint
+    from deltaguard.testbed.append_job import arrow_schema, python_log_store
 
     if not endpoint_url:
         raise ValueError("deltaguard's Python writer commits to S3 only: give an endpoint")
-    store = S3ConditionalLogStore(Endpoint(url=endpoint_url).s3_client())
-    create_table(store, table.replace("s3a://", "s3://", 1), arrow_schema())
+    parsed = dict(zip(store_args[::2], store_args[1::2], strict=True))
+    args = argparse.Namespace(
+        endpoint=endpoint_url,
+        logstore=parsed["--logstore"],
+        dynamodb_table=parsed.get("--dynamodb-table", "delta_log"),
+    )
+    create_table(python_log_store(args), table, arrow_schema())
 
 
 def verify_table(
@@ -177,9 +202,12 @@ def verify_table(
     workdir: Path,
     run_tag: str = "verify",
     timeout_s: float = 600,
+    store_args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Reads the table back with Spark Delta in a fresh driver; see append_job.verify."""
+    """Reads the table back with Spark Delta in a fresh driver, through the same LogStore as the
+    writers (so a reader's recovery runs as it would in production); see append_job.verify."""
     args = ["verify", "--table", table, "--local-dir", str(workdir / "spark-verify")]
+    args += store_args or []
     if endpoint_url:
         args += ["--endpoint", endpoint_url]
     return _run_job(args, workdir / f"{run_tag}.log", timeout_s)
@@ -196,6 +224,7 @@ def run_multi_driver(
     rows: int = 10,
     workdir: Path,
     python_writers: int = 0,
+    dynamodb_table: str | None = None,
     timeout_s: float = 1200,
 ) -> MultiDriverResult:
     """Starts ``writers`` Spark driver processes (and ``python_writers`` processes committing
@@ -209,8 +238,9 @@ def run_multi_driver(
     """
     run_id = uuid.uuid4().hex[:8]
     started = time.monotonic()
+    store_args = _store_args(logstore, dynamodb_table)
     if writers == 0:
-        _create_table_with_python(table, writer_endpoint_url)
+        _create_table_with_python(table, writer_endpoint_url, store_args)
 
     def one(writer: int) -> dict[str, Any]:
         engine = "spark" if writer < writers else "python"
@@ -220,8 +250,7 @@ def run_multi_driver(
             engine,
             "--table",
             table,
-            "--logstore",
-            logstore.value,
+            *store_args,
             "--writer",
             str(writer),
             "--appends",
@@ -241,7 +270,9 @@ def run_multi_driver(
     with ThreadPoolExecutor(max_workers=total) as pool:
         futures = [pool.submit(one, w) for w in range(total)]
         reports = [f.result() for f in futures]  # every future is read: no failure is hidden
-    verified = verify_table(table, reader_endpoint_url, workdir, f"{run_id}-verify")
+    verified = verify_table(
+        table, reader_endpoint_url, workdir, f"{run_id}-verify", store_args=store_args
+    )
     return MultiDriverResult(
         logstore=logstore.value,
         writers=total,

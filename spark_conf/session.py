@@ -8,6 +8,7 @@ tests and the benchmarks all go through here: there is no second copy of Spark c
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,14 +26,89 @@ class LogStoreChoice(StrEnum):
 
     #: deltaguard's conditional-write store: safe for many drivers.
     S3_CONDITIONAL = "s3-conditional"
+    #: deltaguard's DynamoDB store (Delta's S3DynamoDBLogStore protocol): safe for many drivers
+    #: on stores without working conditional writes.
+    S3_DYNAMODB = "s3-dynamodb"
     #: Delta's default for S3 (``S3SingleDriverLogStore``): safe for ONE driver only.
     DELTA_DEFAULT = "delta-default"
 
 
 LOGSTORE_CLASSES: dict[LogStoreChoice, str | None] = {
     LogStoreChoice.S3_CONDITIONAL: "io.deltaguard.logstore.S3ConditionalLogStore",
+    LogStoreChoice.S3_DYNAMODB: "io.deltaguard.logstore.S3DynamoDBLogStore",
     LogStoreChoice.DELTA_DEFAULT: None,
 }
+
+
+@dataclass(frozen=True)
+class DynamoDBCommitTableSpec:
+    """Where the DynamoDB LogStore keeps its entries. Every writer of a table must use the same
+    table and region. ``endpoint`` overrides the AWS endpoint (LocalStack, VPC endpoints)."""
+
+    table_name: str = "delta_log"
+    region: str = "us-east-1"
+    endpoint: str | None = None
+    ttl_seconds: int = 86400
+    credentials_provider: str | None = None
+
+    def spark_conf(self) -> dict[str, str]:
+        prefix = "spark.io.delta.storage.S3DynamoDBLogStore."
+        conf = {
+            prefix + "ddb.tableName": self.table_name,
+            prefix + "ddb.region": self.region,
+            prefix + "ddb.ttl": str(self.ttl_seconds),
+        }
+        if self.endpoint:
+            conf[prefix + "ddb.endpoint"] = self.endpoint
+        if self.credentials_provider:
+            conf[prefix + "credentials.provider"] = self.credentials_provider
+        return conf
+
+
+def delta_conf(
+    storage: Storage, logstore: LogStoreChoice, dynamodb: DynamoDBCommitTableSpec | None = None
+) -> dict[str, str]:
+    """The portable part: Delta's SQL extension and catalog, how Hadoop reaches ``storage``, and
+    which LogStore commits on s3:// and s3a:// paths (with its DynamoDB table for
+    ``S3_DYNAMODB``, which requires ``dynamodb``). No jars, nothing machine-specific."""
+    if logstore is LogStoreChoice.S3_DYNAMODB and dynamodb is None:
+        raise ValueError(
+            "the s3-dynamodb LogStore needs a DynamoDB table (DynamoDBCommitTableSpec)"
+        )
+    conf = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        **storage.hadoop_conf(),
+    }
+    store_class = LOGSTORE_CLASSES[logstore]
+    if store_class is not None:
+        for scheme in ("s3", "s3a"):
+            conf[f"spark.delta.logStore.{scheme}.impl"] = store_class
+    if logstore is LogStoreChoice.S3_DYNAMODB and dynamodb is not None:
+        conf.update(dynamodb.spark_conf())
+    return conf
+
+
+def local_classpath_conf(jars: list[Path]) -> dict[str, str]:
+    """Jars from the local cache on the driver and executor class paths (no copy per session,
+    unlike ``spark.jars``, which matters for the 686 MB SDK bundle)."""
+    classpath = os.pathsep.join(str(j) for j in jars)
+    return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
+
+
+def local_driver_conf(local_dir: Path | None = None) -> dict[str, str]:
+    """Settings for drivers run by the demo, the tests and the benchmarks on this machine:
+    loopback only, no UI, small shuffles, scratch space where asked."""
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    if local_dir is not None:
+        conf["spark.local.dir"] = str(local_dir)
+        conf["spark.sql.warehouse.dir"] = str(local_dir / "warehouse")
+    return conf
 
 
 def delta_spark_conf(
@@ -41,35 +117,17 @@ def delta_spark_conf(
     *,
     jars: list[Path] | None = None,
     local_dir: Path | None = None,
+    dynamodb: DynamoDBCommitTableSpec | None = None,
 ) -> dict[str, str]:
-    """All Spark settings for Delta on ``storage`` committing through ``logstore``.
-
-    ``jars`` defaults to the cached runtime jars plus deltaguard's plugin jar; they go on the
-    driver and executor class paths (no copy per session, unlike ``spark.jars``).
-    """
+    """All Spark settings for a driver of the test bed: :func:`delta_conf`, the cached jars
+    (default: runtime jars plus deltaguard's plugin jar) and :func:`local_driver_conf`."""
     if jars is None:
         jars = [*runtime_jars(), plugin_jar()]
-    classpath = os.pathsep.join(str(j) for j in jars)
-    conf = {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.driver.extraClassPath": classpath,
-        "spark.executor.extraClassPath": classpath,
-        # Test bed and demo run locally: bind loopback only, no UI, small shuffles.
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "2",
-        **storage.hadoop_conf(),
+    return {
+        **delta_conf(storage, logstore, dynamodb),
+        **local_classpath_conf(jars),
+        **local_driver_conf(local_dir),
     }
-    if local_dir is not None:
-        conf["spark.local.dir"] = str(local_dir)
-        conf["spark.sql.warehouse.dir"] = str(local_dir / "warehouse")
-    store_class = LOGSTORE_CLASSES[logstore]
-    if store_class is not None:
-        for scheme in ("s3", "s3a"):
-            conf[f"spark.delta.logStore.{scheme}.impl"] = store_class
-    return conf
 
 
 def build_spark_session(
@@ -81,6 +139,7 @@ def build_spark_session(
     driver_memory: str = "1g",
     extra_conf: dict[str, str] | None = None,
     local_dir: Path | None = None,
+    dynamodb: DynamoDBCommitTableSpec | None = None,
 ) -> SparkSession:
     """Builds (or returns the running) SparkSession configured by :func:`delta_spark_conf`.
 
@@ -90,7 +149,7 @@ def build_spark_session(
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name).master(master)
-    conf = delta_spark_conf(storage, logstore, local_dir=local_dir)
+    conf = delta_spark_conf(storage, logstore, local_dir=local_dir, dynamodb=dynamodb)
     conf["spark.driver.memory"] = driver_memory
     if master.startswith("local"):
         # A local driver has one or two cores: Delta's default of 50 partitions for snapshot

@@ -62,3 +62,13 @@ def _fresh_verifications() -> Iterator[None]:
     forget_verifications()
     yield
     forget_verifications()
+
+
+@pytest.fixture
+def ls_commit_table(localstack: LocalStackServer) -> str:
+    """A fresh DynamoDB commit table on LocalStack (Delta's schema, TTL on expireTime)."""
+    from deltaguard.logstore.dynamodb_table import create_table
+
+    name = f"delta_log_{uuid.uuid4().hex[:10]}"
+    create_table(localstack.endpoint.dynamodb_client(), name)
+    return name

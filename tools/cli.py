@@ -6,12 +6,25 @@ non-zero exit code, never a traceback.
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import version
+from pathlib import Path
+from typing import Any
 
 import click
 
 from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
+from deltaguard.spark_conf.conf_check import check, parse_properties
 from deltaguard.spark_conf.jvm_deps import maven_coordinates
+from deltaguard.spark_conf.presets import (
+    PresetError,
+    PresetName,
+    PresetOptions,
+    render,
+    to_env,
+    to_json,
+    to_properties,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,3 +46,172 @@ def jar_command() -> None:
 def packages_command() -> None:
     """Print the Maven coordinates Spark needs besides pyspark (for --packages)."""
     click.echo(",".join(maven_coordinates()))
+
+
+@main.group("conf")
+def conf_group() -> None:
+    """spark-submit presets: render them, check properties files."""
+
+
+@conf_group.command("render")
+@click.argument("preset", type=click.Choice([p.value for p in PresetName]))
+@click.option(
+    "--table-root", help="s3://bucket/prefix the preset is for (marks the bucket multi-writer)"
+)
+@click.option("--region", default="us-east-1", show_default=True, help="S3 region")
+@click.option("--endpoint", help="S3 endpoint URL (S3-compatible stores, LocalStack)")
+@click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
+@click.option("--credentials-provider", help="Hadoop/SDK v2 credentials provider class")
+@click.option(
+    "--dynamodb-table", default="delta_log", show_default=True, help="s3-dynamodb: the table"
+)
+@click.option("--dynamodb-region", help="s3-dynamodb: the table's region (default: --region)")
+@click.option("--dynamodb-endpoint", help="s3-dynamodb: DynamoDB endpoint URL (default: AWS)")
+@click.option(
+    "--ttl",
+    "ttl_seconds",
+    default=86400,
+    show_default=True,
+    type=int,
+    help="s3-dynamodb: seconds a completed entry is kept",
+)
+@click.option(
+    "--acknowledge-single-driver",
+    is_flag=True,
+    help="s3-single-driver only: confirm exactly one driver writes each table",
+)
+@click.option(
+    "--jars",
+    type=click.Choice(["packages", "none"]),
+    default="packages",
+    show_default=True,
+    help="packages: Maven coordinates + the packaged plugin jar; none: no jar settings",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["properties", "json", "env"]),
+    default="properties",
+    show_default=True,
+)
+def conf_render(preset: str, fmt: str, **options: Any) -> None:
+    """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-single-driver, local)."""
+    try:
+        conf = render(preset, PresetOptions(**options))
+    except (PresetError, PluginJarMissingError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    formatter = {"properties": to_properties, "json": to_json, "env": to_env}[fmt]
+    click.echo(formatter(conf), nl=False)
+
+
+@conf_group.command("check")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def conf_check(file: Path) -> None:
+    """Check a Spark properties FILE: one line per problem, exit code 1 if any."""
+    try:
+        text = file.read_text()
+    except OSError as exc:
+        click.echo(f"deltaguard conf check: cannot read {file}: {exc.strerror}", err=True)
+        sys.exit(2)
+    findings = check(parse_properties(text))
+    for finding in findings:
+        click.echo(finding.format(str(file)))
+    if findings:
+        sys.exit(1)
+    click.echo(f"{file}: no problems found")
+
+
+@main.command("probe")
+@click.argument("target")
+@click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)")
+@click.option("--region", default=None, help="S3 region (default: the AWS configuration's)")
+@click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
+@click.option("--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore")
+@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@click.option("--writers", default=8, show_default=True, help="concurrent writers per race round")
+@click.option("--rounds", default=20, show_default=True, help="race rounds")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+def probe_command(
+    target: str,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    writers: int,
+    rounds: int,
+    as_json: bool,
+) -> None:
+    """Check that s3://bucket/prefix really honours conditional writes, atomically.
+
+    Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run."""
+    import json
+
+    import boto3
+
+    from deltaguard.logstore.clients import s3_client
+    from deltaguard.spark_conf.probe import ProbeAbortedError, print_report, run_probe
+
+    try:
+        ddb = (
+            boto3.client(
+                "dynamodb",
+                endpoint_url=dynamodb_endpoint or endpoint,
+                region_name=dynamodb_region or region,
+            )
+            if dynamodb_table
+            else None
+        )
+        report = run_probe(
+            target,
+            lambda: s3_client(endpoint, region, path_style=path_style),
+            writers=writers,
+            rounds=rounds,
+            dynamodb_client=ddb,
+            dynamodb_table=dynamodb_table,
+        )
+    except (ProbeAbortedError, ValueError) as exc:
+        click.echo(f"deltaguard probe: {exc}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        from rich.console import Console
+
+        print_report(report, Console())
+    sys.exit(0 if report.recommended_preset else 1)
+
+
+@main.group("dynamodb")
+def dynamodb_group() -> None:
+    """The DynamoDB LogStore's table."""
+
+
+@dynamodb_group.command("create-table")
+@click.argument("name")
+@click.option("--region", default=None, help="DynamoDB region (default: the AWS configuration's)")
+@click.option("--endpoint", help="DynamoDB endpoint URL (default: AWS)")
+def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -> None:
+    """Create table NAME for the DynamoDB LogStore (PAY_PER_REQUEST, TTL on expireTime).
+
+    Idempotent; an existing table with another key schema is an error (exit 1)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, NoCredentialsError
+
+    from deltaguard.logstore.dynamodb_table import CommitTableError, create_table
+
+    try:
+        result = create_table(
+            boto3.client("dynamodb", region_name=region, endpoint_url=endpoint), name
+        )
+    except NoCredentialsError:
+        raise click.ClickException(
+            "no AWS credentials found (environment, profile or instance role)"
+        ) from None
+    except (CommitTableError, BotoCoreError) as exc:
+        raise click.ClickException(str(exc)) from None
+    state = "created" if result.created else "already exists with the right schema"
+    ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
+    click.echo(f"table {name}: {state} ({result.billing_mode}){ttl}")

@@ -1,0 +1,200 @@
+"""spark-submit presets: one named choice of commit path per bucket, rendered as Spark settings.
+
+Presets (:class:`PresetName`):
+
+- ``s3-conditional``: deltaguard's conditional-write LogStore. Safe for many drivers on any
+  store that honours ``If-None-Match`` (run ``deltaguard probe`` first).
+- ``s3-dynamodb``: deltaguard's DynamoDB LogStore (Delta's S3DynamoDBLogStore protocol and
+  item schema, SDK v2, endpoint override). For stores without working conditional writes, or
+  teams already on Delta's DynamoDB store. Needs a DynamoDB table
+  (``deltaguard dynamodb create-table``).
+- ``s3-single-driver``: Delta's ``S3SingleDriverLogStore``. Only safe when ONE driver writes a
+  table at a time; rendering it needs ``acknowledge_single_driver``.
+- ``local``: Delta on the local filesystem.
+
+:func:`render` returns the settings as a dict; :func:`apply` puts them on a
+``SparkSession.Builder``; :func:`to_properties`, :func:`to_json` and :func:`to_env` format
+them for ``spark-submit --properties-file``, tools, and ``PYSPARK_SUBMIT_ARGS``. The shipped
+files ``presets/<name>.properties`` are ``render(name)`` with default options (a test keeps
+them identical).
+
+Every preset records the buckets it makes multi-writer safe in
+``spark.deltaguard.multiWriterBuckets``, so ``deltaguard conf check`` can flag a later switch
+of those buckets to the single-driver store.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from deltaguard.logstore.jars import plugin_jar
+from deltaguard.logstore.s3_location import S3Location
+from deltaguard.spark_conf.jvm_deps import maven_coordinates
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, LogStoreChoice, delta_conf
+from deltaguard.spark_conf.storage import LocalStorage, S3Storage
+
+MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
+#: Below this, a completed DynamoDB entry may expire while its commit is still being discovered.
+MIN_SAFE_TTL_SECONDS = 3600
+SINGLE_DRIVER_STORE = "io.delta.storage.S3SingleDriverLogStore"
+PRESET_DIR = Path(__file__).with_name("presets")
+
+
+class PresetName(StrEnum):
+    S3_CONDITIONAL = "s3-conditional"
+    S3_DYNAMODB = "s3-dynamodb"
+    S3_SINGLE_DRIVER = "s3-single-driver"
+    LOCAL = "local"
+
+
+class PresetError(ValueError):
+    """The options do not make a safe preset; the message says which option and why."""
+
+
+@dataclass(frozen=True)
+class PresetOptions:
+    """Parameters of a preset. All optional: the defaults reach AWS S3 in us-east-1 with the
+    default credential chain."""
+
+    table_root: str | None = None
+    region: str = "us-east-1"
+    endpoint: str | None = None
+    path_style: bool = False
+    credentials_provider: str | None = None
+    acknowledge_single_driver: bool = False
+    dynamodb_table: str = "delta_log"
+    dynamodb_region: str | None = None
+    dynamodb_endpoint: str | None = None
+    ttl_seconds: int = 86400
+    #: ``packages``: Maven coordinates (spark.jars.packages) plus the packaged plugin jar;
+    #: ``none``: no jar settings (the cluster provides them).
+    jars: str = "packages"
+    plugin_jar_path: str | None = None
+
+
+def _storage(options: PresetOptions) -> S3Storage:
+    return S3Storage(
+        endpoint=options.endpoint,
+        region=options.region,
+        path_style=options.path_style,
+        credentials_provider=options.credentials_provider,
+    )
+
+
+def _jars(options: PresetOptions, with_plugin: bool) -> dict[str, str]:
+    if options.jars == "none":
+        return {}
+    if options.jars != "packages":
+        raise PresetError(f"jars must be 'packages' or 'none', got {options.jars!r}")
+    conf = {"spark.jars.packages": ",".join(maven_coordinates())}
+    if with_plugin:
+        conf["spark.jars"] = options.plugin_jar_path or str(plugin_jar())
+    return conf
+
+
+def render(name: PresetName | str, options: PresetOptions | None = None) -> dict[str, str]:
+    """The Spark settings of preset ``name``. Raises PresetError for an unsafe or invalid
+    combination (e.g. ``s3-single-driver`` without ``acknowledge_single_driver``)."""
+    options = options or PresetOptions()
+    try:
+        preset = PresetName(name)
+    except ValueError:
+        raise PresetError(
+            f"unknown preset {name!r}; choose one of {', '.join(p.value for p in PresetName)}"
+        ) from None
+    bucket = S3Location.parse(options.table_root).bucket if options.table_root else None
+    if preset is PresetName.LOCAL:
+        return {**delta_conf(LocalStorage(), LogStoreChoice.DELTA_DEFAULT), **_jars(options, False)}
+    if preset is PresetName.S3_SINGLE_DRIVER:
+        if not options.acknowledge_single_driver:
+            raise PresetError(
+                "s3-single-driver uses Delta's S3SingleDriverLogStore, which checks for N.json "
+                "and then writes it: two drivers committing to one table at once silently "
+                "overwrite each other's commits. Use it only when exactly one driver writes "
+                "each table, and say so with --acknowledge-single-driver "
+                "(acknowledge_single_driver=True); otherwise use s3-conditional."
+            )
+        conf = {
+            **delta_conf(_storage(options), LogStoreChoice.DELTA_DEFAULT),
+            **_jars(options, False),
+        }
+        for scheme in ("s3", "s3a"):
+            conf[f"spark.delta.logStore.{scheme}.impl"] = SINGLE_DRIVER_STORE
+        return conf
+    if preset is PresetName.S3_DYNAMODB:
+        if options.ttl_seconds < MIN_SAFE_TTL_SECONDS:
+            raise PresetError(
+                f"ttl_seconds={options.ttl_seconds} is below the safe floor of "
+                f"{MIN_SAFE_TTL_SECONDS} s: an entry that expires before its commit is visible to "
+                "every writer can let a second writer take the same version"
+            )
+        spec = DynamoDBCommitTableSpec(
+            table_name=options.dynamodb_table,
+            region=options.dynamodb_region or options.region,
+            endpoint=options.dynamodb_endpoint,
+            ttl_seconds=options.ttl_seconds,
+        )
+        conf = {
+            **delta_conf(_storage(options), LogStoreChoice.S3_DYNAMODB, spec),
+            **_jars(options, True),
+        }
+    else:
+        conf = {
+            **delta_conf(_storage(options), LogStoreChoice.S3_CONDITIONAL),
+            **_jars(options, True),
+        }
+    if bucket:
+        conf[MULTI_WRITER_BUCKETS_KEY] = bucket
+    return conf
+
+
+def apply(builder: Any, name: PresetName | str, options: PresetOptions | None = None) -> Any:
+    """Applies the preset to a ``SparkSession.Builder`` and returns it. LogStore settings are
+    static: apply before the first session of the process is created."""
+    for key, value in render(name, options).items():
+        builder = builder.config(key, value)
+    return builder
+
+
+def to_properties(conf: dict[str, str], header: str = "") -> str:
+    """spark-submit ``--properties-file`` format, one ``key=value`` per line, sorted."""
+    lines = [f"# {line}" for line in header.splitlines()] if header else []
+    lines += [f"{key}={value}" for key, value in sorted(conf.items())]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(conf: dict[str, str]) -> str:
+    return json.dumps(dict(sorted(conf.items())), indent=2) + "\n"
+
+
+def to_env(conf: dict[str, str]) -> str:
+    """A ``PYSPARK_SUBMIT_ARGS`` export for plain ``python job.py`` runs."""
+    args = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in sorted(conf.items()))
+    return f"export PYSPARK_SUBMIT_ARGS={shlex.quote(args + ' pyspark-shell')}\n"
+
+
+def shipped_preset_file(name: PresetName) -> Path:
+    return PRESET_DIR / f"{name.value}.properties"
+
+
+def shipped_preset_text(name: PresetName) -> str:
+    """What ``presets/<name>.properties`` holds: the preset with default options, portable
+    (jar settings are left to ``deltaguard conf render`` or the cluster)."""
+    options = PresetOptions(
+        jars="none", acknowledge_single_driver=name is PresetName.S3_SINGLE_DRIVER
+    )
+    header = (
+        f"deltaguard preset {name.value} with default options (AWS S3, us-east-1, default "
+        "credential chain).\nJars: add `--packages $(deltaguard packages) --jars $(deltaguard jar)`, "
+        f"or render it complete: deltaguard conf render {name.value} [options]."
+    )
+    if name is PresetName.S3_SINGLE_DRIVER:
+        header += (
+            "\nUNSAFE for more than one driver per table: concurrent commits overwrite each other."
+        )
+    return to_properties(render(name, options), header)

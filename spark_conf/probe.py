@@ -1,0 +1,340 @@
+"""``deltaguard probe``: does an S3 endpoint really honour conditional writes? Decide before
+trusting it with commits.
+
+Checks, in order (each a :class:`Check` with a status and a detail):
+
+1. ``access``: the credentials work and the bucket exists (HeadBucket). Failing here means the
+   probe could not run (exit 2), not that the store is unsafe.
+2. ``if-none-match``: a create-only PUT of a fresh key succeeds; a second create-only PUT of
+   the same key gets 412 PreconditionFailed and leaves the first body in place.
+3. ``atomicity``: ``writers`` threads, each with its own client, race behind a barrier to
+   create one fresh key, for ``rounds`` rounds. A round with more than one winner means the
+   store checks and stores non-atomically (moto does, measured): unsafe.
+4. ``dynamodb-*`` (with a table name): the table exists, its key schema is Delta's
+   (``tablePath`` HASH S, ``fileName`` RANGE S), TTL is enabled on ``expireTime``, and its
+   billing mode (PAY_PER_REQUEST recommended).
+
+Every probe key lives under ``<prefix>/_deltaguard_probe/<run id>/`` and is deleted at the end,
+whatever happened. The verdict recommends a preset: ``s3-conditional`` when 2 and 3 pass,
+``s3-dynamodb`` when they fail but a sound DynamoDB table was given, otherwise none.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from deltaguard.logstore.s3_location import S3Location
+
+PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+
+
+class ProbeAbortedError(RuntimeError):
+    """The probe could not run (credentials, bucket, endpoint); the message says which."""
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+
+
+@dataclass
+class ProbeReport:
+    target: str
+    endpoint: str
+    checks: list[Check] = field(default_factory=list)
+    race_rounds: int = 0
+    race_rounds_with_several_winners: int = 0
+
+    @property
+    def conditional_writes_safe(self) -> bool:
+        return all(
+            c.status == PASS for c in self.checks if c.name in ("if-none-match", "atomicity")
+        )
+
+    @property
+    def dynamodb_sound(self) -> bool:
+        ddb = [c for c in self.checks if c.name.startswith("dynamodb-")]
+        return bool(ddb) and all(c.status in (PASS, WARN) for c in ddb)
+
+    @property
+    def recommended_preset(self) -> str | None:
+        if self.conditional_writes_safe:
+            return "s3-conditional"
+        if self.dynamodb_sound:
+            return "s3-dynamodb"
+        return None
+
+    @property
+    def verdict(self) -> str:
+        if self.conditional_writes_safe:
+            return "safe: conditional writes are honoured and atomic"
+        if self.dynamodb_sound:
+            return "conditional writes are NOT safe here; commit through DynamoDB"
+        return "UNSAFE: conditional writes are not honoured atomically and no sound DynamoDB table was given"
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(
+            verdict=self.verdict,
+            safe=self.recommended_preset is not None,
+            recommended_preset=self.recommended_preset,
+        )
+        return out
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+        return f"HTTP {status} {err.get('Code', '?')}: {err.get('Message', '')}".strip()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _code(exc: Exception) -> str:
+    return (
+        str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
+    )
+
+
+def _check_access(s3: Any, bucket: str, endpoint: str) -> Check:
+    try:
+        s3.head_bucket(Bucket=bucket)
+    except NoCredentialsError:
+        raise ProbeAbortedError(
+            "no AWS credentials found: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+            "or run where an instance role is available"
+        ) from None
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 404 or _code(exc) in ("NoSuchBucket", "404"):
+            raise ProbeAbortedError(f"bucket {bucket} does not exist at {endpoint}") from None
+        if status in (401, 403):
+            raise ProbeAbortedError(
+                f"access to bucket {bucket} at {endpoint} was denied ({_describe(exc)}): check the "
+                "credentials and the bucket policy (the probe needs s3:PutObject, s3:GetObject, "
+                "s3:DeleteObject, s3:ListBucket)"
+            ) from None
+        raise ProbeAbortedError(
+            f"HeadBucket {bucket} at {endpoint} failed: {_describe(exc)}"
+        ) from None
+    except BotoCoreError as exc:
+        raise ProbeAbortedError(f"cannot reach {endpoint}: {_describe(exc)}") from None
+    return Check("access", PASS, f"bucket {bucket} reachable with the given credentials")
+
+
+def _check_if_none_match(s3: Any, bucket: str, key: str) -> Check:
+    first, second = f"probe-1 {uuid.uuid4()}".encode(), f"probe-2 {uuid.uuid4()}".encode()
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=first, IfNoneMatch="*")
+    except (ClientError, BotoCoreError) as exc:
+        return Check(
+            "if-none-match", FAIL, f"a create-only PUT of a fresh key failed: {_describe(exc)}"
+        )
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=second, IfNoneMatch="*")
+        overwritten = True
+    except ClientError as exc:
+        if (
+            _code(exc) != "PreconditionFailed"
+            and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 412
+        ):
+            return Check(
+                "if-none-match",
+                FAIL,
+                f"the second create-only PUT failed with {_describe(exc)}, not 412",
+            )
+        overwritten = False
+    stored = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    if overwritten or stored != first:
+        return Check(
+            "if-none-match",
+            FAIL,
+            "the second create-only PUT of an existing key succeeded and overwrote it: "
+            "the store ignores If-None-Match",
+        )
+    return Check(
+        "if-none-match", PASS, "second create-only PUT got 412 and the first body was kept"
+    )
+
+
+def _check_atomicity(
+    make_client: Any, bucket: str, prefix: str, writers: int, rounds: int, report: ProbeReport
+) -> Check:
+    clients = [make_client() for _ in range(writers)]
+    several = 0
+    errors: list[str] = []
+    for r in range(rounds):
+        key = f"{prefix}race-{r}"
+        barrier = threading.Barrier(writers)
+        wins = [False] * writers
+
+        def attempt(
+            i: int, key: str = key, barrier: threading.Barrier = barrier, wins: list[bool] = wins
+        ) -> None:
+            body = f"writer {i}".encode()
+            barrier.wait()
+            try:
+                clients[i].put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+                wins[i] = True
+            except ClientError as exc:
+                if _code(exc) not in ("PreconditionFailed", "ConditionalRequestConflict"):
+                    errors.append(_describe(exc))
+            except BotoCoreError as exc:
+                errors.append(_describe(exc))
+
+        threads = [threading.Thread(target=attempt, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if sum(wins) > 1:
+            several += 1
+    report.race_rounds = rounds
+    report.race_rounds_with_several_winners = several
+    if several:
+        return Check(
+            "atomicity",
+            FAIL,
+            f"{several} of {rounds} rounds of {writers} concurrent create-only PUTs had "
+            "more than one winner: the store's check and store are not atomic",
+        )
+    if errors:
+        return Check(
+            "atomicity", FAIL, f"{len(errors)} racing PUTs failed unexpectedly, e.g. {errors[0]}"
+        )
+    return Check(
+        "atomicity",
+        PASS,
+        f"{rounds} rounds of {writers} concurrent create-only PUTs: one winner each",
+    )
+
+
+def _check_dynamodb(ddb: Any, table: str) -> list[Check]:
+    try:
+        described = ddb.describe_table(TableName=table)["Table"]
+    except ClientError as exc:
+        if _code(exc) == "ResourceNotFoundException":
+            return [
+                Check(
+                    "dynamodb-table",
+                    FAIL,
+                    f"table {table} does not exist: create it with "
+                    f"`deltaguard dynamodb create-table {table}`",
+                )
+            ]
+        return [Check("dynamodb-table", FAIL, f"DescribeTable {table} failed: {_describe(exc)}")]
+    except BotoCoreError as exc:
+        return [Check("dynamodb-table", FAIL, f"cannot reach DynamoDB: {_describe(exc)}")]
+    checks = [
+        Check("dynamodb-table", PASS, f"table {table} exists ({described.get('TableStatus')})")
+    ]
+    keys = {k["AttributeName"]: k["KeyType"] for k in described.get("KeySchema", [])}
+    types = {
+        a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])
+    }
+    if (
+        keys == {"tablePath": "HASH", "fileName": "RANGE"}
+        and types.get("tablePath") == "S"
+        and types.get("fileName") == "S"
+    ):
+        checks.append(Check("dynamodb-key-schema", PASS, "tablePath HASH (S), fileName RANGE (S)"))
+    else:
+        checks.append(
+            Check(
+                "dynamodb-key-schema",
+                FAIL,
+                f"key schema {keys} / {types} is not Delta's (tablePath HASH S, fileName RANGE S)",
+            )
+        )
+    try:
+        ttl = ddb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+        if (
+            ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
+            and ttl.get("AttributeName") == "expireTime"
+        ):
+            checks.append(Check("dynamodb-ttl", PASS, "TTL enabled on expireTime"))
+        else:
+            checks.append(
+                Check(
+                    "dynamodb-ttl",
+                    WARN,
+                    f"TTL is {ttl.get('TimeToLiveStatus')} on "
+                    f"{ttl.get('AttributeName')}: completed entries are never removed",
+                )
+            )
+    except (ClientError, BotoCoreError) as exc:
+        checks.append(
+            Check("dynamodb-ttl", WARN, f"could not read the TTL setting: {_describe(exc)}")
+        )
+    mode = (described.get("BillingModeSummary") or {}).get("BillingMode", "PROVISIONED")
+    checks.append(
+        Check(
+            "dynamodb-billing",
+            PASS if mode == "PAY_PER_REQUEST" else WARN,
+            f"billing mode {mode}"
+            + ("" if mode == "PAY_PER_REQUEST" else ": bursts of commits can be throttled"),
+        )
+    )
+    return checks
+
+
+def run_probe(
+    target: str,
+    make_s3_client: Any,
+    *,
+    writers: int = 8,
+    rounds: int = 20,
+    dynamodb_client: Any = None,
+    dynamodb_table: str | None = None,
+) -> ProbeReport:
+    """Runs every check against ``target`` (``s3://bucket/prefix``). ``make_s3_client`` builds a
+    new S3 client (one per racing writer). Raises ProbeAbortedError if it could not run."""
+    loc = S3Location.parse(target)
+    s3 = make_s3_client()
+    endpoint = str(s3.meta.endpoint_url)
+    report = ProbeReport(target=target, endpoint=endpoint)
+    report.checks.append(_check_access(s3, loc.bucket, endpoint))
+    prefix = (
+        f"{loc.key.rstrip('/') + '/' if loc.key else ''}_deltaguard_probe/{uuid.uuid4().hex[:12]}/"
+    )
+    try:
+        report.checks.append(_check_if_none_match(s3, loc.bucket, prefix + "if-none-match"))
+        report.checks.append(
+            _check_atomicity(make_s3_client, loc.bucket, prefix, writers, rounds, report)
+        )
+    finally:
+        _delete_prefix(s3, loc.bucket, prefix)
+    if dynamodb_table:
+        report.checks.extend(_check_dynamodb(dynamodb_client, dynamodb_table))
+    return report
+
+
+def _delete_prefix(s3: Any, bucket: str, prefix: str) -> None:
+    """Deletes every probe key (only keys under the probe's own run prefix)."""
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", []) if o["Key"].startswith(prefix)]
+        if keys:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+
+
+def print_report(report: ProbeReport, console: Any) -> None:
+    """The report as a rich table plus verdict lines (used by the CLI and the demo)."""
+    from rich.table import Table
+
+    table = Table(title=f"deltaguard probe {report.target} ({report.endpoint})")
+    for column in ("check", "result", "detail"):
+        table.add_column(column)
+    colours = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
+    for check in report.checks:
+        table.add_row(check.name, f"[{colours[check.status]}]{check.status}[/]", check.detail)
+    console.print(table)
+    console.print(f"verdict: {report.verdict}")
+    console.print(f"recommended preset: {report.recommended_preset or 'none'}")

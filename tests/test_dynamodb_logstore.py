@@ -1,0 +1,220 @@
+"""The DynamoDB commit protocol in Python on LocalStack (S3 + DynamoDB Local): mutual
+exclusion, lost PutItem responses, and recovery of a writer killed after its commit point."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pytest
+
+from deltaguard.logstore.delta_append import append, create_table, latest_version
+from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.logstore.s3_dynamodb import CommitTableMissingError, S3DynamoDBLogStore
+from deltaguard.logstore.s3_location import S3Location
+from deltaguard.testbed.append_job import arrow_schema
+from deltaguard.testbed.fault_proxy import FaultRule
+from deltaguard.testbed.multi_driver import start_job
+
+COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
+
+
+def _store(endpoint, table_name: str) -> S3DynamoDBLogStore:
+    return S3DynamoDBLogStore(endpoint.s3_client(), endpoint.dynamodb_client(), table_name)
+
+
+def _item(endpoint, table_name: str, table_uri: str, version: int) -> dict | None:
+    return (
+        endpoint.dynamodb_client()
+        .get_item(
+            TableName=table_name,
+            ConsistentRead=True,
+            Key={"tablePath": {"S": table_uri}, "fileName": {"S": f"{version:020d}.json"}},
+        )
+        .get("Item")
+    )
+
+
+def _rows(tag: str, n: int = 5) -> pa.Table:
+    return pa.table(
+        {"writer": [0] * n, "batch": [0] * n, "seq": list(range(n)), "payload": [tag] * n}
+    ).cast(arrow_schema())
+
+
+def _put(endpoint):
+    s3 = endpoint.s3_client()
+
+    def put(uri: str, data: bytes) -> None:
+        loc = S3Location.parse(uri)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    return put
+
+
+def test_entry_schema_matches_delta(localstack, ls_bucket, ls_commit_table):
+    store = _store(localstack.endpoint, ls_commit_table)
+    uri = f"s3a://{ls_bucket}/t"
+    create_table(store, uri, arrow_schema())
+    item = _item(localstack.endpoint, ls_commit_table, uri, 0)
+    assert set(item) == {"tablePath", "fileName", "tempPath", "complete", "expireTime"}
+    assert item["tablePath"] == {"S": uri} and item["complete"] == {"S": "true"}
+    assert item["tempPath"]["S"].startswith(".tmp/00000000000000000000.json.")
+    assert int(item["expireTime"]["N"]) > time.time() + 86000
+    with pytest.raises(LogFileExistsError):
+        create_table(store, uri, arrow_schema())
+
+
+def test_concurrent_python_writers_lose_nothing(localstack, ls_bucket, ls_commit_table):
+    uri = f"s3a://{ls_bucket}/t"
+    create_table(_store(localstack.endpoint, ls_commit_table), uri, arrow_schema())
+    barrier = threading.Barrier(6)
+
+    def writer(w: int) -> list[int]:
+        store = _store(localstack.endpoint, ls_commit_table)
+        barrier.wait()
+        return [
+            append(
+                store,
+                _put(localstack.endpoint),
+                uri,
+                _rows(f"w{w}b{b}"),
+                user_metadata=f"w{w}/b{b}",
+            )
+            for b in range(10)
+        ]
+
+    with ThreadPoolExecutor(6) as pool:
+        versions = [v for f in [pool.submit(writer, w) for w in range(6)] for v in f.result()]
+    assert sorted(versions) == list(range(1, 61))
+    assert latest_version(_store(localstack.endpoint, ls_commit_table), uri) == 60
+
+
+def test_lost_putitem_response_is_ours_not_a_conflict(
+    ls_proxy, localstack, ls_bucket, ls_commit_table
+):
+    """The PutItem lands, its response is dropped, botocore... (retries off) - the store's own
+    retry path: a conditional failure against our own entry is success, not a conflict."""
+    store = _store(ls_proxy.endpoint, ls_commit_table)
+    uri = f"s3a://{ls_bucket}/t"
+    create_table(store, uri, arrow_schema())
+    import boto3
+    from botocore.config import Config
+
+    # this client retries once: the retry of the landed PutItem fails its condition
+    ddb = boto3.client(
+        "dynamodb",
+        config=Config(retries={"total_max_attempts": 2, "mode": "standard"}),
+        **ls_proxy.endpoint.boto3_kwargs(),
+    )
+    retrying = S3DynamoDBLogStore(ls_proxy.endpoint.s3_client(), ddb, ls_commit_table)
+    ls_proxy.set_rules(
+        [
+            FaultRule(
+                "drop_response",
+                method="POST",
+                header_present="x-amz-target",
+                times=1,
+                path_regex=r"^/$",
+            )
+        ]
+    )
+    version = append(retrying, _put(ls_proxy.endpoint), uri, _rows("once"), user_metadata="once")
+    assert ls_proxy.fired() == [1]
+    assert version == 1 and latest_version(store, uri) == 1, "committed exactly once, at version 1"
+
+
+def test_writer_killed_after_commit_point_is_repaired(
+    ls_proxy, localstack, ls_bucket, ls_commit_table, tmp_path
+):
+    """A Python writer process freezes on the copy T(N) -> N.json (after its DynamoDB entry)
+    and is killed with SIGKILL. The next writer repairs N first; nothing is lost."""
+    uri = f"s3a://{ls_bucket}/t"
+    direct = _store(localstack.endpoint, ls_commit_table)
+    create_table(direct, uri, arrow_schema())
+    ls_proxy.set_rules(
+        [FaultRule("hang", method="PUT", path_regex=COMMIT_PUT, times=1, delay_s=120)]
+    )
+    proc = start_job(
+        [
+            "append",
+            "--engine",
+            "python",
+            "--table",
+            uri,
+            "--logstore",
+            "s3-dynamodb",
+            "--dynamodb-table",
+            ls_commit_table,
+            "--endpoint",
+            ls_proxy.endpoint.url,
+            "--appends",
+            "1",
+            "--rows",
+            "7",
+            "--run-id",
+            "killed",
+            "--writer",
+            "3",
+        ],
+        tmp_path / "killed.log",
+    )
+    deadline = time.monotonic() + 60
+    while ls_proxy.fired() != [1]:
+        assert time.monotonic() < deadline and proc.poll() is None, (
+            tmp_path / "killed.log"
+        ).read_text()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    item = _item(localstack.endpoint, ls_commit_table, uri, 1)
+    assert item["complete"] == {"S": "false"}, "killed after the commit point, before completion"
+    s3 = localstack.endpoint.s3_client()
+    loc = S3Location.parse(f"{uri}/_delta_log/{1:020d}.json")
+    assert "Contents" not in s3.list_objects_v2(Bucket=loc.bucket, Prefix=loc.key)
+
+    version = append(direct, _put(localstack.endpoint), uri, _rows("next"), user_metadata="next")
+    assert version == 2, "the next writer repaired version 1 and committed after it"
+    tags = [
+        json.loads(next(iter(direct.read(f"{uri}/_delta_log/{v:020d}.json"))))["commitInfo"][
+            "userMetadata"
+        ]
+        for v in (1, 2)
+    ]
+    assert tags == ["killed/w3/b0", "next"]
+    assert _item(localstack.endpoint, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
+
+
+def test_reader_listing_repairs_incomplete_latest_entry(localstack, ls_bucket, ls_commit_table):
+    uri = f"s3a://{ls_bucket}/t"
+    store = _store(localstack.endpoint, ls_commit_table)
+    create_table(store, uri, arrow_schema())
+    # a writer that stopped right after its commit point: temp file + incomplete entry
+    s3, ddb = localstack.endpoint.s3_client(), localstack.endpoint.dynamodb_client()
+    temp = f".tmp/{1:020d}.json.dead-writer"
+    loc = S3Location.parse(f"{uri}/_delta_log/{temp}")
+    s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=b'{"commitInfo":{"txnId":"dead"}}\n')
+    ddb.put_item(
+        TableName=ls_commit_table,
+        Item={
+            "tablePath": {"S": uri},
+            "fileName": {"S": f"{1:020d}.json"},
+            "tempPath": {"S": temp},
+            "complete": {"S": "false"},
+        },
+    )
+    names = [e.name for e in store.list_from(f"{uri}/_delta_log/{0:020d}.json")]
+    assert f"{1:020d}.json" in names
+    assert list(store.read(f"{uri}/_delta_log/{1:020d}.json")) == [
+        '{"commitInfo":{"txnId":"dead"}}'
+    ]
+    assert _item(localstack.endpoint, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
+
+
+def test_missing_table_is_a_clear_error(localstack, ls_bucket):
+    store = _store(localstack.endpoint, "no_such_commit_table")
+    with pytest.raises(CommitTableMissingError, match="dynamodb create-table no_such_commit_table"):
+        create_table(store, f"s3a://{ls_bucket}/t", arrow_schema())

@@ -1,0 +1,126 @@
+"""End to end through the DynamoDB LogStore: Spark driver processes (and Python writers) on one
+s3a:// table on LocalStack, with DynamoDB Local behind LocalStack as the commit authority."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.testbed.fault_proxy import FaultRule
+from deltaguard.testbed.multi_driver import run_multi_driver, start_job, verify_table
+
+pytestmark = pytest.mark.spark
+ROWS = 10
+
+
+def test_dynamodb_store_4_drivers_x_25_appends_lose_nothing(
+    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
+):
+    result = run_multi_driver(
+        f"s3a://{ls_bucket}/events",
+        writer_endpoint_url=ls_proxy.endpoint.url,
+        reader_endpoint_url=localstack.endpoint.url,
+        logstore=LogStoreChoice.S3_DYNAMODB,
+        dynamodb_table=ls_commit_table,
+        writers=4,
+        appends=25,
+        rows=ROWS,
+        workdir=tmp_path,
+    )
+    summary = result.summary()
+    assert result.failed_appends == [] and len(result.claimed_tags) == 100, summary
+    assert result.lost_tags == [] and result.duplicated_tags == [], summary
+    assert result.found_rows == 100 * ROWS, summary
+    assert result.versions_contiguous and len(result.verified["versions"]) == 101, summary
+
+
+def test_spark_and_python_dynamodb_writers_together(
+    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
+):
+    result = run_multi_driver(
+        f"s3a://{ls_bucket}/events",
+        writer_endpoint_url=ls_proxy.endpoint.url,
+        reader_endpoint_url=localstack.endpoint.url,
+        logstore=LogStoreChoice.S3_DYNAMODB,
+        dynamodb_table=ls_commit_table,
+        writers=2,
+        python_writers=2,
+        appends=8,
+        rows=ROWS,
+        workdir=tmp_path,
+    )
+    assert sorted(r["engine"] for r in result.reports) == ["python", "python", "spark", "spark"]
+    assert result.lost_tags == [] and result.duplicated_tags == [] and result.failed_appends == []
+    assert result.found_rows == 32 * ROWS and result.versions_contiguous
+
+
+def test_spark_driver_killed_after_commit_point_is_repaired_by_the_reader(
+    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
+):
+    """The driver freezes copying T(N) -> N.json, after its DynamoDB entry (the commit point),
+    and is SIGKILLed. A reader's listing repairs N: the killed driver's rows are in the table."""
+    table = f"s3a://{ls_bucket}/events"
+    ls_proxy.set_rules(
+        [
+            # version 0 (the table creation) passes; the first data commit's copy hangs
+            FaultRule(
+                "hang",
+                method="PUT",
+                path_regex=r"/_delta_log/(?!0{20}\.json)\d{20}\.json$",
+                times=1,
+                delay_s=300,
+            ),
+        ]
+    )
+    proc = start_job(
+        [
+            "append",
+            "--table",
+            table,
+            "--logstore",
+            "s3-dynamodb",
+            "--dynamodb-table",
+            ls_commit_table,
+            "--endpoint",
+            ls_proxy.endpoint.url,
+            "--appends",
+            "2",
+            "--rows",
+            str(ROWS),
+            "--run-id",
+            "killed",
+            "--writer",
+            "0",
+            "--local-dir",
+            str(tmp_path / "spark-killed"),
+        ],
+        tmp_path / "killed.log",
+    )
+    deadline = time.monotonic() + 300
+    while ls_proxy.fired() != [1]:
+        assert time.monotonic() < deadline and proc.poll() is None, (
+            tmp_path / "killed.log"
+        ).read_text()[-3000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    item = localstack.endpoint.dynamodb_client().get_item(
+        TableName=ls_commit_table,
+        ConsistentRead=True,
+        Key={"tablePath": {"S": f"s3a://{ls_bucket}/events"}, "fileName": {"S": f"{1:020d}.json"}},
+    )["Item"]
+    assert item["complete"] == {"S": "false"}
+    verified = verify_table(
+        table,
+        localstack.endpoint.url,
+        tmp_path,
+        "after-kill",
+        store_args=["--logstore", "s3-dynamodb", "--dynamodb-table", ls_commit_table],
+    )
+    assert verified["versions"] == [0, 1]
+    assert verified["rows_per_batch"] == {"w0/b0": ROWS}, (
+        "the killed driver's committed append survived"
+    )
