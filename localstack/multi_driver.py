@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +151,25 @@ def start_job(args: list[str], log_path: Path) -> subprocess.Popen[str]:
             text=True,
             env=_driver_env(),
         )
+
+
+def kill_when(
+    proc: subprocess.Popen[str], condition: Callable[[], bool], log_path: Path, timeout_s: float
+) -> None:
+    """SIGKILLs ``proc`` as soon as ``condition()`` holds (e.g. the fault proxy froze its commit).
+    Raises DriverFailedError if the process ends first or the condition never holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.communicate()
+            raise DriverFailedError(
+                f"the condition to kill on never held (exit {proc.returncode}); log {log_path}\n"
+                f"{_failure_summary(log_path.read_text(errors='replace'))}"
+            )
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
 
 
 def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:

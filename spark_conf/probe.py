@@ -28,6 +28,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.dynamodb_table import TTL_ATTRIBUTE, schema_problem
 from deltaguard.logstore.s3_location import S3Location
 
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
@@ -89,20 +91,6 @@ class ProbeReport:
         return out
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
-        return f"HTTP {status} {err.get('Code', '?')}: {err.get('Message', '')}".strip()
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _code(exc: Exception) -> str:
-    return (
-        str(exc.response.get("Error", {}).get("Code", "")) if isinstance(exc, ClientError) else ""
-    )
-
-
 def _check_access(s3: Any, bucket: str, endpoint: str) -> Check:
     try:
         s3.head_bucket(Bucket=bucket)
@@ -112,20 +100,20 @@ def _check_access(s3: Any, bucket: str, endpoint: str) -> Check:
             "or run where an instance role is available"
         ) from None
     except ClientError as exc:
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if status == 404 or _code(exc) in ("NoSuchBucket", "404"):
+        status = http_status(exc)
+        if status == 404 or error_code(exc) in ("NoSuchBucket", "404"):
             raise ProbeAbortedError(f"bucket {bucket} does not exist at {endpoint}") from None
         if status in (401, 403):
             raise ProbeAbortedError(
-                f"access to bucket {bucket} at {endpoint} was denied ({_describe(exc)}): check the "
+                f"access to bucket {bucket} at {endpoint} was denied ({describe(exc)}): check the "
                 "credentials and the bucket policy (the probe needs s3:PutObject, s3:GetObject, "
                 "s3:DeleteObject, s3:ListBucket)"
             ) from None
         raise ProbeAbortedError(
-            f"HeadBucket {bucket} at {endpoint} failed: {_describe(exc)}"
+            f"HeadBucket {bucket} at {endpoint} failed: {describe(exc)}"
         ) from None
     except BotoCoreError as exc:
-        raise ProbeAbortedError(f"cannot reach {endpoint}: {_describe(exc)}") from None
+        raise ProbeAbortedError(f"cannot reach {endpoint}: {describe(exc)}") from None
     return Check("access", PASS, f"bucket {bucket} reachable with the given credentials")
 
 
@@ -135,20 +123,17 @@ def _check_if_none_match(s3: Any, bucket: str, key: str) -> Check:
         s3.put_object(Bucket=bucket, Key=key, Body=first, IfNoneMatch="*")
     except (ClientError, BotoCoreError) as exc:
         return Check(
-            "if-none-match", FAIL, f"a create-only PUT of a fresh key failed: {_describe(exc)}"
+            "if-none-match", FAIL, f"a create-only PUT of a fresh key failed: {describe(exc)}"
         )
     try:
         s3.put_object(Bucket=bucket, Key=key, Body=second, IfNoneMatch="*")
         overwritten = True
     except ClientError as exc:
-        if (
-            _code(exc) != "PreconditionFailed"
-            and exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") != 412
-        ):
+        if error_code(exc) != "PreconditionFailed" and http_status(exc) != 412:
             return Check(
                 "if-none-match",
                 FAIL,
-                f"the second create-only PUT failed with {_describe(exc)}, not 412",
+                f"the second create-only PUT failed with {describe(exc)}, not 412",
             )
         overwritten = False
     stored = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -184,10 +169,10 @@ def _check_atomicity(
                 clients[i].put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
                 wins[i] = True
             except ClientError as exc:
-                if _code(exc) not in ("PreconditionFailed", "ConditionalRequestConflict"):
-                    errors.append(_describe(exc))
+                if error_code(exc) not in ("PreconditionFailed", "ConditionalRequestConflict"):
+                    errors.append(describe(exc))
             except BotoCoreError as exc:
-                errors.append(_describe(exc))
+                errors.append(describe(exc))
 
         threads = [threading.Thread(target=attempt, args=(i,)) for i in range(writers)]
         for t in threads:
@@ -220,7 +205,7 @@ def _check_dynamodb(ddb: Any, table: str) -> list[Check]:
     try:
         described = ddb.describe_table(TableName=table)["Table"]
     except ClientError as exc:
-        if _code(exc) == "ResourceNotFoundException":
+        if error_code(exc) == "ResourceNotFoundException":
             return [
                 Check(
                     "dynamodb-table",
@@ -229,35 +214,22 @@ def _check_dynamodb(ddb: Any, table: str) -> list[Check]:
                     f"`deltaguard dynamodb create-table {table}`",
                 )
             ]
-        return [Check("dynamodb-table", FAIL, f"DescribeTable {table} failed: {_describe(exc)}")]
+        return [Check("dynamodb-table", FAIL, f"DescribeTable {table} failed: {describe(exc)}")]
     except BotoCoreError as exc:
-        return [Check("dynamodb-table", FAIL, f"cannot reach DynamoDB: {_describe(exc)}")]
+        return [Check("dynamodb-table", FAIL, f"cannot reach DynamoDB: {describe(exc)}")]
     checks = [
         Check("dynamodb-table", PASS, f"table {table} exists ({described.get('TableStatus')})")
     ]
-    keys = {k["AttributeName"]: k["KeyType"] for k in described.get("KeySchema", [])}
-    types = {
-        a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])
-    }
-    if (
-        keys == {"tablePath": "HASH", "fileName": "RANGE"}
-        and types.get("tablePath") == "S"
-        and types.get("fileName") == "S"
-    ):
-        checks.append(Check("dynamodb-key-schema", PASS, "tablePath HASH (S), fileName RANGE (S)"))
+    problem = schema_problem(described)
+    if problem:
+        checks.append(Check("dynamodb-key-schema", FAIL, problem))
     else:
-        checks.append(
-            Check(
-                "dynamodb-key-schema",
-                FAIL,
-                f"key schema {keys} / {types} is not Delta's (tablePath HASH S, fileName RANGE S)",
-            )
-        )
+        checks.append(Check("dynamodb-key-schema", PASS, "tablePath HASH (S), fileName RANGE (S)"))
     try:
         ttl = ddb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
         if (
             ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING")
-            and ttl.get("AttributeName") == "expireTime"
+            and ttl.get("AttributeName") == TTL_ATTRIBUTE
         ):
             checks.append(Check("dynamodb-ttl", PASS, "TTL enabled on expireTime"))
         else:
@@ -271,7 +243,7 @@ def _check_dynamodb(ddb: Any, table: str) -> list[Check]:
             )
     except (ClientError, BotoCoreError) as exc:
         checks.append(
-            Check("dynamodb-ttl", WARN, f"could not read the TTL setting: {_describe(exc)}")
+            Check("dynamodb-ttl", WARN, f"could not read the TTL setting: {describe(exc)}")
         )
     mode = (described.get("BillingModeSummary") or {}).get("BillingMode", "PROVISIONED")
     checks.append(

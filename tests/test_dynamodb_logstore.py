@@ -4,7 +4,6 @@ exclusion, lost PutItem responses, and recovery of a writer killed after its com
 from __future__ import annotations
 
 import json
-import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,7 @@ from deltaguard.logstore.s3_dynamodb import CommitTableMissingError, S3DynamoDBL
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.testbed.append_job import arrow_schema
 from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.multi_driver import start_job
+from deltaguard.testbed.multi_driver import kill_when, start_job
 
 COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
 
@@ -162,14 +161,7 @@ def test_writer_killed_after_commit_point_is_repaired(
         ],
         tmp_path / "killed.log",
     )
-    deadline = time.monotonic() + 60
-    while ls_proxy.fired() != [1]:
-        assert time.monotonic() < deadline and proc.poll() is None, (
-            tmp_path / "killed.log"
-        ).read_text()
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    kill_when(proc, lambda: ls_proxy.fired() == [1], tmp_path / "killed.log", timeout_s=60)
     item = _item(localstack.endpoint, ls_commit_table, uri, 1)
     assert item["complete"] == {"S": "false"}, "killed after the commit point, before completion"
     s3 = localstack.endpoint.s3_client()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
@@ -15,8 +16,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_wheel_carries_jar_and_namespace(tmp_path):
     uv = os.environ.get("UV") or str(cache_dir() / "bootstrap" / "bin" / "uv")
+    # setuptools writes build/ into the project it builds: build a copy, not the work tree
+    source = tmp_path / "src"
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "*.egg-info", "target", "__pycache__", ".*_cache"
+        ),
+    )
     out = subprocess.run(
-        [uv, "build", "--wheel", "-q", "-o", str(tmp_path), str(REPO)],
+        [uv, "build", "--wheel", "-q", "-o", str(tmp_path), str(source)],
         capture_output=True,
         text=True,
         check=False,

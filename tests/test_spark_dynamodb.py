@@ -3,33 +3,35 @@ s3a:// table on LocalStack, with DynamoDB Local behind LocalStack as the commit 
 
 from __future__ import annotations
 
-import signal
-import time
-
 import pytest
 
 from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.multi_driver import run_multi_driver, start_job, verify_table
+from deltaguard.testbed.multi_driver import kill_when, run_multi_driver, start_job, verify_table
 
 pytestmark = pytest.mark.spark
 ROWS = 10
 
 
-def test_dynamodb_store_4_drivers_x_25_appends_lose_nothing(
-    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
-):
-    result = run_multi_driver(
-        f"s3a://{ls_bucket}/events",
-        writer_endpoint_url=ls_proxy.endpoint.url,
+def _run(localstack, proxy, bucket, commit_table, tmp_path, writers, appends, python_writers=0):
+    return run_multi_driver(
+        f"s3a://{bucket}/events",
+        writer_endpoint_url=proxy.endpoint.url,
         reader_endpoint_url=localstack.endpoint.url,
         logstore=LogStoreChoice.S3_DYNAMODB,
-        dynamodb_table=ls_commit_table,
-        writers=4,
-        appends=25,
+        dynamodb_table=commit_table,
+        writers=writers,
+        python_writers=python_writers,
+        appends=appends,
         rows=ROWS,
         workdir=tmp_path,
     )
+
+
+def test_dynamodb_store_4_drivers_x_25_appends_lose_nothing(
+    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
+):
+    result = _run(localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path, writers=4, appends=25)
     summary = result.summary()
     assert result.failed_appends == [] and len(result.claimed_tags) == 100, summary
     assert result.lost_tags == [] and result.duplicated_tags == [], summary
@@ -40,17 +42,15 @@ def test_dynamodb_store_4_drivers_x_25_appends_lose_nothing(
 def test_spark_and_python_dynamodb_writers_together(
     localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
 ):
-    result = run_multi_driver(
-        f"s3a://{ls_bucket}/events",
-        writer_endpoint_url=ls_proxy.endpoint.url,
-        reader_endpoint_url=localstack.endpoint.url,
-        logstore=LogStoreChoice.S3_DYNAMODB,
-        dynamodb_table=ls_commit_table,
+    result = _run(
+        localstack,
+        ls_proxy,
+        ls_bucket,
+        ls_commit_table,
+        tmp_path,
         writers=2,
-        python_writers=2,
         appends=8,
-        rows=ROWS,
-        workdir=tmp_path,
+        python_writers=2,
     )
     assert sorted(r["engine"] for r in result.reports) == ["python", "python", "spark", "spark"]
     assert result.lost_tags == [] and result.duplicated_tags == [] and result.failed_appends == []
@@ -99,14 +99,7 @@ def test_spark_driver_killed_after_commit_point_is_repaired_by_the_reader(
         ],
         tmp_path / "killed.log",
     )
-    deadline = time.monotonic() + 300
-    while ls_proxy.fired() != [1]:
-        assert time.monotonic() < deadline and proc.poll() is None, (
-            tmp_path / "killed.log"
-        ).read_text()[-3000:]
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_when(proc, lambda: ls_proxy.fired() == [1], tmp_path / "killed.log", timeout_s=300)
     item = localstack.endpoint.dynamodb_client().get_item(
         TableName=ls_commit_table,
         ConsistentRead=True,

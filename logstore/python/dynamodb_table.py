@@ -17,6 +17,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from deltaguard.logstore.aws_errors import describe, error_code
+
 KEY_SCHEMA = [
     {"AttributeName": "tablePath", "KeyType": "HASH"},
     {"AttributeName": "fileName", "KeyType": "RANGE"},
@@ -40,14 +42,7 @@ class CreateResult:
     billing_mode: str
 
 
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        return f"{err.get('Code', '?')}: {err.get('Message', '')}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _schema_problem(described: dict[str, Any]) -> str | None:
+def schema_problem(described: dict[str, Any]) -> str | None:
     keys = {k["AttributeName"]: k["KeyType"] for k in described.get("KeySchema", [])}
     types = {
         a["AttributeName"]: a["AttributeType"] for a in described.get("AttributeDefinitions", [])
@@ -75,14 +70,12 @@ def create_table(ddb: Any, name: str, wait_s: float = 60.0) -> CreateResult:
         )
         created = True
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ResourceInUseException":
+        if error_code(exc) != "ResourceInUseException":
             raise CommitTableError(
-                f"cannot create DynamoDB table {name}: {_describe(exc)}"
+                f"cannot create DynamoDB table {name}: {describe(exc)}"
             ) from None
     except BotoCoreError as exc:
-        raise CommitTableError(
-            f"cannot reach DynamoDB to create {name}: {_describe(exc)}"
-        ) from None
+        raise CommitTableError(f"cannot reach DynamoDB to create {name}: {describe(exc)}") from None
     deadline = time.monotonic() + wait_s
     while True:
         described = ddb.describe_table(TableName=name)["Table"]
@@ -93,7 +86,7 @@ def create_table(ddb: Any, name: str, wait_s: float = 60.0) -> CreateResult:
                 f"table {name} is still {described.get('TableStatus')} after {wait_s:.0f} s"
             )
         time.sleep(0.5)
-    problem = _schema_problem(described)
+    problem = schema_problem(described)
     if problem:
         raise CommitTableError(f"table {name} exists with {problem}")
     ttl = ddb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]

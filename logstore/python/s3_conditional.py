@@ -36,6 +36,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.errors import (
     CommitOutcomeUnknownError,
     ConditionalWritesNotHonouredError,
@@ -65,8 +66,7 @@ class _Kind:
 def classify(error: Exception) -> str:
     """What a failed S3 request means for a conditional create (see the JVM S3Failure)."""
     if isinstance(error, ClientError):
-        code = str(error.response.get("Error", {}).get("Code", ""))
-        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        code, status = error_code(error), http_status(error)
         if status == 412 or code == "PreconditionFailed":
             return _Kind.PRECONDITION_FAILED
         if status == 409 or code == "ConditionalRequestConflict":
@@ -77,14 +77,6 @@ def classify(error: Exception) -> str:
     if isinstance(error, BotoCoreError):
         return _Kind.UNKNOWN_OUTCOME
     return _Kind.FATAL
-
-
-def describe(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        err = error.response.get("Error", {})
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
-        return f"HTTP {status} {err.get('Code', '?')}: {err.get('Message', '')}"
-    return f"{type(error).__name__}: {error}"
 
 
 @dataclass(frozen=True)
@@ -191,7 +183,7 @@ class S3ConditionalLogStore:
             try:
                 return bytes(self.s3.get_object(Bucket=loc.bucket, Key=loc.key)["Body"].read())
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                if error_code(exc) in ("NoSuchKey", "404"):
                     return None
                 last_error = describe(exc)
                 if classify(exc) == _Kind.FATAL:
@@ -220,7 +212,7 @@ class S3ConditionalLogStore:
         try:
             body = self.s3.get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            if error_code(exc) in ("NoSuchKey", "404"):
                 raise FileNotFoundError(uri) from exc
             raise OSError(f"GET of {loc.uri()} failed: {describe(exc)}") from exc
         for raw in body.iter_lines():

@@ -30,6 +30,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from deltaguard.logstore.aws_errors import error_code, http_status
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
@@ -68,7 +69,7 @@ class S3DynamoDBLogStore:
         try:
             return dict(getattr(self.ddb, operation)(TableName=self.table_name, **kwargs))
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            if error_code(exc) == "ResourceNotFoundException":
                 raise CommitTableMissingError(
                     f"DynamoDB table {self.table_name} does not exist. Create it with "
                     f"`deltaguard dynamodb create-table {self.table_name}`."
@@ -115,7 +116,7 @@ class S3DynamoDBLogStore:
             self.s3.head_object(Bucket=loc.bucket, Key=loc.key)
             return True
         except ClientError as exc:
-            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+            if http_status(exc) == 404:
                 return False
             raise
 
@@ -175,7 +176,7 @@ class S3DynamoDBLogStore:
         try:
             self._put(entry, overwrite=False)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise
             stored = self._get(table_uri, loc.name)
             if stored is None or stored["tempPath"] != entry["tempPath"]:
