@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from deltaguard.spark_conf.session import (
@@ -104,16 +105,8 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
         s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
 
     log0 = S3Location.parse(f"{args.table}/_delta_log/{0:020d}.json")
-    deadline = time.monotonic() + 300
-    while not s3.list_objects_v2(Bucket=log0.bucket, Prefix=log0.key).get("KeyCount"):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"table {args.table} was not created within 300 s")
-        time.sleep(0.2)
-    ready = time.monotonic()
-    first_append_at = time.time()
-    committed, errors = [], []
-    for batch in range(args.appends):
-        tag = f"{args.run_id}/w{args.writer}/b{batch}"
+
+    def commit(batch: int, tag: str) -> None:
         rows = pa.table(
             {
                 "writer": [args.writer] * args.rows,
@@ -122,14 +115,44 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
                 "payload": [tag] * args.rows,
             }
         ).cast(arrow_schema())
+        delta_append(store, put, args.table, rows, user_metadata=tag)
+
+    return _wait_and_append(
+        args,
+        "python",
+        started,
+        lambda: bool(s3.list_objects_v2(Bucket=log0.bucket, Prefix=log0.key).get("KeyCount")),
+        commit,
+    )
+
+
+def _wait_and_append(
+    args: argparse.Namespace,
+    engine: str,
+    started: float,
+    table_exists: Callable[[], bool],
+    commit: Callable[[int, str], None],
+) -> dict[str, object]:
+    """Waits for version 0, then runs ``commit(batch, tag)`` once per append, recording every
+    success and every exception (none is hidden), with the timings the benchmarks use."""
+    deadline = time.monotonic() + 300
+    while not table_exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"table {args.table} was not created within 300 s")
+        time.sleep(0.2)
+    ready = time.monotonic()
+    first_append_at = time.time()
+    committed, errors = [], []
+    for batch in range(args.appends):
+        tag = f"{args.run_id}/w{args.writer}/b{batch}"
         try:
-            delta_append(store, put, args.table, rows, user_metadata=tag)
+            commit(batch, tag)
             committed.append(tag)
         except Exception as exc:
             errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
     return {
         "writer": args.writer,
-        "engine": "python",
+        "engine": engine,
         "committed": committed,
         "errors": errors,
         "startup_s": round(ready - started, 2),
@@ -156,37 +179,19 @@ def append(args: argparse.Namespace) -> dict[str, object]:
     try:
         if args.writer == 0:
             DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema()).execute()
-        deadline = time.monotonic() + 300
-        while not _log_exists(spark, args.table, 0):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"table {args.table} was not created within 300 s")
-            time.sleep(0.2)
-        ready = time.monotonic()
-        first_append_at = time.time()
-        committed, errors = [], []
-        for batch in range(args.appends):
-            tag = f"{args.run_id}/w{args.writer}/b{batch}"
+
+        def commit(batch: int, tag: str) -> None:
             df = spark.range(args.rows).selectExpr(
                 f"CAST({args.writer} AS INT) AS writer",
                 f"CAST({batch} AS INT) AS batch",
                 "id AS seq",
                 f"'{tag}' AS payload",
             )
-            try:
-                df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
-                committed.append(tag)
-            except Exception as exc:
-                errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
-        return {
-            "writer": args.writer,
-            "engine": "spark",
-            "committed": committed,
-            "errors": errors,
-            "startup_s": round(ready - started, 2),
-            "append_s": round(time.monotonic() - ready, 2),
-            "first_append_at": first_append_at,
-            "last_append_at": time.time(),
-        }
+            df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
+
+        return _wait_and_append(
+            args, "spark", started, lambda: _log_exists(spark, args.table, 0), commit
+        )
     finally:
         spark.stop()
 
