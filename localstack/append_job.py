@@ -69,16 +69,14 @@ def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
     )
 
 
-def python_log_store(args: argparse.Namespace) -> object:
+def python_log_store(endpoint_url: str, logstore: LogStoreChoice, dynamodb_table: str) -> object:
     """deltaguard's Python LogStore for the chosen commit path (S3 only)."""
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 
-    endpoint = Endpoint(url=args.endpoint)
-    if LogStoreChoice(args.logstore) is LogStoreChoice.S3_DYNAMODB:
-        return S3DynamoDBLogStore(
-            endpoint.s3_client(), endpoint.dynamodb_client(), args.dynamodb_table
-        )
+    endpoint = Endpoint(url=endpoint_url)
+    if logstore is LogStoreChoice.S3_DYNAMODB:
+        return S3DynamoDBLogStore(endpoint.s3_client(), endpoint.dynamodb_client(), dynamodb_table)
     return S3ConditionalLogStore(endpoint.s3_client())
 
 
@@ -98,7 +96,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
 
     started = time.monotonic()
     s3 = Endpoint(url=args.endpoint).s3_client()
-    store = python_log_store(args)
+    store = python_log_store(args.endpoint, LogStoreChoice(args.logstore), args.dynamodb_table)
 
     def put(uri: str, data: bytes) -> None:
         loc = S3Location.parse(uri)

@@ -200,21 +200,16 @@ def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[st
     return args
 
 
-def _create_table_with_python(table: str, endpoint_url: str | None, store_args: list[str]) -> None:
-    import argparse
-
+def _create_table_with_python(
+    table: str, endpoint_url: str | None, logstore: LogStoreChoice, dynamodb_table: str | None
+) -> None:
     from deltaguard.logstore.delta_append import create_table
     from deltaguard.testbed.append_job import arrow_schema, python_log_store
 
     if not endpoint_url:
         raise ValueError("deltaguard's Python writer commits to S3 only: give an endpoint")
-    parsed = dict(zip(store_args[::2], store_args[1::2], strict=True))
-    args = argparse.Namespace(
-        endpoint=endpoint_url,
-        logstore=parsed["--logstore"],
-        dynamodb_table=parsed.get("--dynamodb-table", "delta_log"),
-    )
-    create_table(python_log_store(args), table, arrow_schema())
+    store = python_log_store(endpoint_url, logstore, dynamodb_table or "delta_log")
+    create_table(store, table, arrow_schema())
 
 
 def verify_table(
@@ -261,7 +256,7 @@ def run_multi_driver(
     started = time.monotonic()
     store_args = _store_args(logstore, dynamodb_table)
     if writers == 0:
-        _create_table_with_python(table, writer_endpoint_url, store_args)
+        _create_table_with_python(table, writer_endpoint_url, logstore, dynamodb_table)
 
     def one(writer: int) -> dict[str, Any]:
         engine = "spark" if writer < writers else "python"
