@@ -7,11 +7,13 @@ import argparse
 import json
 import platform
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.testbed.localstack_server import LocalStackServer
 
 from . import commit_latency, throughput
@@ -19,44 +21,90 @@ from . import commit_latency, throughput
 RESULTS = Path(__file__).parent / "results"
 
 
-def markdown(results: dict[str, Any]) -> str:
+def _latency_lines(lat: dict[str, Any]) -> list[str]:
     lines = [
-        f"Measured {results['measured_at']} on {results['machine']}; medians of "
-        f"{results['runs']} runs ({results['spark_runs']} for Spark drivers), baselines "
-        "measured in the same run.",
-        "",
+        "| commit latency (1 KiB, LocalStack) | plain PutObject | conditional store | ratio (median, min-max) |",
+        "|---|---|---|---|",
     ]
-    lat = results.get("commit_latency")
-    if lat:
+    for side in ("jvm", "python"):
+        s = lat[side]
+        lines.append(
+            f"| {_SIDE[side]} | {s['plain_put_ms_median']:.2f} ms | "
+            f"{s['logstore_ms_median']:.2f} ms | {_ratio(s)} |"
+        )
+    vs = lat.get("dynamodb_vs_conditional")
+    if vs:
         lines += [
-            "| commit latency (1 KiB, LocalStack) | plain PutObject | deltaguard LogStore | ratio (median, min-max) |",
+            "",
+            "| commit latency (1 KiB, LocalStack) | conditional store | DynamoDB store | ratio (median, min-max) |",
             "|---|---|---|---|",
         ]
         for side in ("jvm", "python"):
-            s = lat[side]
+            s = vs[side]
             lines.append(
-                f"| {side.upper() if side == 'jvm' else 'Python'} | {s['plain_put_ms_median']:.2f} ms | "
-                f"{s['logstore_ms_median']:.2f} ms | {s['ratio_median']:.2f} "
-                f"({s['ratio_min']:.2f}-{s['ratio_max']:.2f}) |"
+                f"| {_SIDE[side]} | {s['logstore_ms_median']:.2f} ms | "
+                f"{s['dynamodb_ms_median']:.2f} ms | {_ratio(s)} |"
             )
-        lines.append("")
-    tput = results.get("throughput")
-    if tput:
-        counts = list(tput["python"].keys())
-        lines += [
-            "| committed versions/s, one table | "
-            + " | ".join(f"{c} writer{'s' if c != '1' else ''}" for c in counts)
-            + " |",
-            "|---|" + "---|" * len(counts),
-        ]
-        for engine, label in (("python", "Python writers"), ("spark", "Spark drivers")):
-            appends = tput[engine][counts[0]]["appends_per_writer"]
+    return [*lines, ""]
+
+
+def _throughput_lines(tput: dict[str, Any]) -> list[str]:
+    lines = [
+        "| commits/s on one table (requests per commit: S3 + DynamoDB) | store | "
+        + " | ".join(f"{c} writer{'s' if c != '1' else ''}" for c in _writer_counts(tput))
+        + " |",
+        "|---|---|" + "---|" * len(_writer_counts(tput)),
+    ]
+    for engine, label in (("python", "Python writers"), ("spark", "Spark drivers")):
+        if engine not in tput:
+            continue
+        stores = tput[engine]["stores"]
+        counts = list(next(iter(stores.values())).keys())
+        appends = next(iter(stores.values()))[counts[0]]["appends_per_writer"]
+        for store, rows in stores.items():
+            cells = [
+                f"{r['commits_per_s_median']:.2f} ({r['s3_requests_per_commit_median']:.1f} + "
+                f"{r['dynamodb_requests_per_commit_median']:.1f})"
+                for r in (rows[c] for c in counts)
+            ]
             lines.append(
-                f"| {label} ({appends} appends each) | "
-                + " | ".join(f"{tput[engine][c]['commits_per_s_median']:.2f}" for c in counts)
-                + " |"
+                f"| {label} ({appends} appends each) | {store} | " + " | ".join(cells) + " |"
             )
-        lines.append("")
+        ratio = tput[engine]["commits_per_s_ratio"]
+        lines.append(
+            f"| {label}: DynamoDB / conditional commits/s | ratio (min-max) | "
+            + " | ".join(
+                f"{ratio[c]['dynamodb_over_conditional_median']:.2f} ({ratio[c]['min']:.2f}-{ratio[c]['max']:.2f})"
+                for c in counts
+            )
+            + " |"
+        )
+    return [*lines, ""]
+
+
+_SIDE = {"jvm": "JVM", "python": "Python"}
+
+
+def _ratio(s: dict[str, Any]) -> str:
+    return f"{s['ratio_median']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f})"
+
+
+def _writer_counts(tput: dict[str, Any]) -> list[str]:
+    engine = next(e for e in ("python", "spark") if e in tput)
+    return list(next(iter(tput[engine]["stores"].values())).keys())
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        f"Measured {results['measured_at']} on {results['machine']}; medians of "
+        f"{results['runs']} runs ({results['tput_runs']} for throughput, "
+        f"{results['spark_runs']} for Spark drivers), baselines measured in the same run.",
+        "",
+    ]
+    if results.get("commit_latency"):
+        lines += _latency_lines(results["commit_latency"])
+    if results.get("throughput"):
+        lines += _throughput_lines(results["throughput"])
     return "\n".join(lines)
 
 
@@ -66,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=100, help="commit/PUT pairs per latency run")
     parser.add_argument("--python-appends", type=int, default=25)
     parser.add_argument("--spark-appends", type=int, default=5)
+    parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
     parser.add_argument("--spark-runs", type=int, default=3)
     parser.add_argument("--only", choices=["latency", "throughput"])
     args = parser.parse_args(argv)
@@ -74,23 +123,40 @@ def main(argv: list[str] | None = None) -> int:
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
         "runs": args.runs,
+        "tput_runs": args.tput_runs,
         "spark_runs": args.spark_runs,
     }
-    with LocalStackServer() as localstack:
-        bucket = "deltaguard-bench"
-        localstack.endpoint.s3_client().create_bucket(Bucket=bucket)
+    workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
+    with LocalStackServer(workdir / "localstack") as localstack:
+        endpoint = localstack.endpoint
+        bucket, ddb_table = "deltaguard-bench", "deltaguard-bench-commits"
+        endpoint.s3_client().create_bucket(Bucket=bucket)
+        create_table(endpoint.dynamodb_client(), ddb_table)
         if args.only in (None, "latency"):
             results["commit_latency"] = commit_latency.run(
-                localstack.endpoint, bucket, args.runs, args.commits
+                endpoint, bucket, args.runs, args.commits, ddb_table
             )
         if args.only in (None, "throughput"):
             results["throughput"] = {
-                "what": "data commits per second, from the first append's start to the last one's end",
+                "what": "data commits per second, from the first append's start to the last "
+                "one's end, and every request the writers made per committed version",
                 "python": throughput.run(
-                    localstack.endpoint, bucket, "python", args.runs, args.python_appends
+                    endpoint,
+                    bucket,
+                    "python",
+                    args.tput_runs,
+                    args.python_appends,
+                    ddb_table,
+                    workdir,
                 ),
                 "spark": throughput.run(
-                    localstack.endpoint, bucket, "spark", args.spark_runs, args.spark_appends
+                    endpoint,
+                    bucket,
+                    "spark",
+                    args.spark_runs,
+                    args.spark_appends,
+                    ddb_table,
+                    workdir,
                 ),
             }
     results["wall_s"] = round(time.monotonic() - started, 1)

@@ -1,8 +1,10 @@
 """Median latency of one commit through deltaguard's conditional LogStore against a plain
-PutObject of the same bytes, on the same LocalStack, interleaved, in the same run.
+PutObject of the same bytes, and through the DynamoDB LogStore against the conditional one, on
+the same LocalStack (S3 and DynamoDB), interleaved, in the same run.
 
-JVM: ``io.deltaguard.logstore.tools.CommitLatency`` (the LogStore class Spark uses, with S3A's
-own client). Python: ``S3ConditionalLogStore.write`` against ``put_object`` on one client.
+JVM: ``io.deltaguard.logstore.tools.CommitLatency`` (the LogStore classes Spark uses, with
+S3A's own client). Python: ``S3ConditionalLogStore.write`` / ``S3DynamoDBLogStore.write``
+against ``put_object`` on one client.
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ import pyspark
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.spark_conf.jvm_deps import runtime_jars
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
 from deltaguard.testbed.endpoints import Endpoint
 
 from .stats import summarize
 
 BODY_BYTES = 1024
+WARMUP = 20  # commits per store before timing; versions 0..WARMUP-1 (the DynamoDB store needs N-1)
 
 
-def _jvm_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, float]:
+def _jvm_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> dict[str, float]:
     classpath = ":".join(
         [
             str(Path(pyspark.__file__).parent / "jars" / "*"),
@@ -38,7 +43,8 @@ def _jvm_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, float]:
     hadoop = {
         k.removeprefix("spark.hadoop."): v for k, v in endpoint.s3_storage().hadoop_conf().items()
     }
-    props = [f"-D{k}={v}" for k, v in hadoop.items()]
+    ddb = DynamoDBCommitTableSpec(ddb_table, endpoint.region, endpoint.url).spark_conf()
+    props = [f"-D{k.removeprefix('spark.')}={v}" for k, v in {**hadoop, **ddb}.items()]
     table = f"s3a://{bucket}/latency-jvm-{uuid.uuid4().hex[:8]}"
     out = subprocess.run(
         [
@@ -60,13 +66,16 @@ def _jvm_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, float]:
     return {
         "plain_put_ms": statistics.median(result["plain_put_us"]) / 1000,
         "logstore_ms": statistics.median(result["logstore_us"]) / 1000,
+        "dynamodb_ms": statistics.median(result["dynamodb_us"]) / 1000,
     }
 
 
-def _python_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, float]:
+def _python_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> dict[str, float]:
     s3 = endpoint.s3_client()
     store = S3ConditionalLogStore(s3)
+    dynamo = S3DynamoDBLogStore(s3, endpoint.dynamodb_client(), ddb_table)
     table = f"s3://{bucket}/latency-py-{uuid.uuid4().hex[:8]}"
+    ddb_table_uri = f"{table}-ddb"
     pad = "x" * (BODY_BYTES - 120)
 
     def lines() -> list[str]:
@@ -75,14 +84,16 @@ def _python_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, floa
             json.dumps({"add": {"path": f"part-{uuid.uuid4()}", "stats": pad}}),
         ]
 
-    for i in range(20):  # warm-up, including the one-off conditional-write probe
-        store.write(f"{table}/_delta_log/{1_000_000 + i:020d}.json", lines())
-    plain, ours = [], []
+    for i in range(WARMUP):  # warm-up, including the one-off conditional-write probe
+        store.write(f"{table}/_delta_log/{i:020d}.json", lines())
+        dynamo.write(f"{ddb_table_uri}/_delta_log/{i:020d}.json", lines())
+    plain, ours, ddb = [], [], []
     for i in range(commits):
         actions = lines()
+        ddb_actions = lines()
         body = "".join(a + "\n" for a in actions).encode()
         t0 = time.perf_counter()
-        store.write(f"{table}/_delta_log/{i:020d}.json", actions)
+        store.write(f"{table}/_delta_log/{WARMUP + i:020d}.json", actions)
         t1 = time.perf_counter()
         s3.put_object(
             Bucket=bucket,
@@ -91,17 +102,29 @@ def _python_run(endpoint: Endpoint, bucket: str, commits: int) -> dict[str, floa
             ContentType="application/json",
         )
         t2 = time.perf_counter()
+        dynamo.write(f"{ddb_table_uri}/_delta_log/{WARMUP + i:020d}.json", ddb_actions)
+        t3 = time.perf_counter()
         ours.append((t1 - t0) * 1000)
         plain.append((t2 - t1) * 1000)
-    return {"plain_put_ms": statistics.median(plain), "logstore_ms": statistics.median(ours)}
-
-
-def run(endpoint: Endpoint, bucket: str, runs: int, commits: int) -> dict[str, Any]:
-    jvm = [_jvm_run(endpoint, bucket, commits) for _ in range(runs)]
-    python = [_python_run(endpoint, bucket, commits) for _ in range(runs)]
+        ddb.append((t3 - t2) * 1000)
     return {
-        "what": f"median latency of one {BODY_BYTES}-byte commit vs plain PutObject, {commits} "
-        f"interleaved pairs per run",
+        "plain_put_ms": statistics.median(plain),
+        "logstore_ms": statistics.median(ours),
+        "dynamodb_ms": statistics.median(ddb),
+    }
+
+
+def run(endpoint: Endpoint, bucket: str, runs: int, commits: int, ddb_table: str) -> dict[str, Any]:
+    """``ddb_table``: an existing DynamoDB commit table on the same endpoint."""
+    jvm = [_jvm_run(endpoint, bucket, commits, ddb_table) for _ in range(runs)]
+    python = [_python_run(endpoint, bucket, commits, ddb_table) for _ in range(runs)]
+    return {
+        "what": f"median latency of one {BODY_BYTES}-byte commit: conditional store vs plain "
+        f"PutObject, DynamoDB store vs conditional store; {commits} interleaved triples per run",
         "jvm": summarize(jvm, "plain_put_ms", "logstore_ms"),
         "python": summarize(python, "plain_put_ms", "logstore_ms"),
+        "dynamodb_vs_conditional": {
+            "jvm": summarize(jvm, "logstore_ms", "dynamodb_ms"),
+            "python": summarize(python, "logstore_ms", "dynamodb_ms"),
+        },
     }

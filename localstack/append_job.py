@@ -91,7 +91,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
     """The same workload committed by deltaguard's Python writer (no Spark, no JVM)."""
     import pyarrow as pa
 
-    from deltaguard.logstore.delta_append import append as delta_append
+    from deltaguard.logstore.delta_append import BlindAppender
     from deltaguard.logstore.s3_location import S3Location
 
     started = time.monotonic()
@@ -103,6 +103,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
         s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
 
     log0 = S3Location.parse(f"{args.table}/_delta_log/{0:020d}.json")
+    appender = BlindAppender(store, put, args.table)
 
     def commit(batch: int, tag: str) -> None:
         rows = pa.table(
@@ -113,7 +114,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
                 "payload": [tag] * args.rows,
             }
         ).cast(arrow_schema())
-        delta_append(store, put, args.table, rows, user_metadata=tag)
+        appender.append(rows, user_metadata=tag)
 
     return _wait_and_append(
         args,

@@ -22,7 +22,8 @@ probability ``rate`` at most ``times`` times. Actions:
 
 Determinism: every rule draws from its own ``random.Random(seed, rule index)``, in arrival order.
 Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON list), ``GET
-stats`` (per-rule counts), ``POST reset``. :class:`FaultProxy` wraps it for tests.
+stats`` (per-rule counts, and forwarded requests by kind, see :func:`request_kind`), ``POST
+reset``. :class:`FaultProxy` wraps it for tests.
 
 Run: ``python -m deltaguard.testbed.fault_proxy --upstream URL --port-file F [--seed N]``.
 """
@@ -108,6 +109,7 @@ class _Proxy:
         self.lock = threading.Lock()
         self.rules: list[_RuleState] = []
         self.forwarded = 0
+        self.by_kind: dict[str, int] = {}
 
     def set_rules(self, rules: list[FaultRule]) -> None:
         with self.lock:
@@ -144,11 +146,35 @@ class _Proxy:
         with self.lock:
             return {
                 "forwarded": self.forwarded,
+                "by_kind": dict(self.by_kind),
                 "rules": [
                     {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired}
                     for s in self.rules
                 ],
             }
+
+
+def request_kind(method: str, raw_path: str, headers: dict[str, str]) -> str:
+    """What a request is, for counting: ``dynamodb <Operation>`` (from X-Amz-Target) or ``s3
+    <Operation>`` for the S3 calls a LogStore makes (PutObject, CopyObject, GetObject,
+    HeadObject, ListObjects, DeleteObject(s), other). ``headers`` keys are lower case."""
+    target = headers.get("x-amz-target")
+    if target:
+        return f"dynamodb {target.rsplit('.', 1)[-1]}"
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(raw_path).query, keep_blank_values=True)
+    if method == "PUT":
+        op = "CopyObject" if "x-amz-copy-source" in headers else "PutObject"
+    elif method == "GET":
+        op = "ListObjects" if "list-type" in query or "prefix" in query else "GetObject"
+    elif method == "HEAD":
+        op = "HeadObject"
+    elif method == "DELETE":
+        op = "DeleteObject"
+    elif method == "POST" and "delete" in query:
+        op = "DeleteObjects"
+    else:
+        op = f"other {method}"
+    return f"s3 {op}"
 
 
 def _error_body(headers: dict[str, str], status: int, code: str) -> tuple[bytes, str]:
@@ -237,8 +263,10 @@ class _Handler(BaseHTTPRequestHandler):
             response = conn.getresponse()
             payload = response.read()
             out = [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP]
+            kind = request_kind(self.command, self.path, {k.lower(): v for k, v in headers.items()})
             with proxy.lock:
                 proxy.forwarded += 1
+                proxy.by_kind[kind] = proxy.by_kind.get(kind, 0) + 1
             return response.status, out, payload
         finally:
             conn.close()
@@ -359,7 +387,8 @@ class FaultProxy:
         self._call("POST", "reset")
 
     def stats(self) -> dict[str, Any]:
-        """``{"forwarded": n, "rules": [{"rule": {...}, "matched": n, "fired": n}, ...]}``."""
+        """``{"forwarded": n, "by_kind": {kind: n}, "rules": [{"rule": {...}, "matched": n,
+        "fired": n}, ...]}``; kinds are :func:`request_kind`'s."""
         return dict(self._call("GET", "stats"))
 
     def fired(self) -> list[int]:

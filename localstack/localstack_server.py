@@ -70,7 +70,13 @@ class LocalStackServer:
             link.symlink_to(self.lib, target_is_directory=True)
         tmp = self.workdir / "tmp"
         tmp.mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALSTACK_", "AWS_"))}
+        # PYTHONPATH/PYTHONHOME would put another interpreter's packages (or this repository's
+        # own `localstack/` folder) in front of LocalStack's venv.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("LOCALSTACK_", "AWS_")) and k not in ("PYTHONPATH", "PYTHONHOME")
+        }
         env.update(
             {
                 "OVERRIDE_IN_DOCKER": "0",

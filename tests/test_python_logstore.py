@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from deltaguard.logstore.delta_append import (
+    BlindAppender,
     UnsupportedTableError,
     append,
     create_table,
@@ -219,8 +220,9 @@ def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket):
     barrier = threading.Barrier(8)
 
     def writer(w: int) -> list[int]:
+        appender = BlindAppender(store, put, uri)
         barrier.wait()
-        return [append(store, put, uri, _rows(w, b), user_metadata=f"w{w}/b{b}") for b in range(15)]
+        return [appender.append(_rows(w, b), user_metadata=f"w{w}/b{b}") for b in range(15)]
 
     with ThreadPoolExecutor(8) as pool:
         versions = [v for f in [pool.submit(writer, w) for w in range(8)] for v in f.result()]
@@ -231,6 +233,40 @@ def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket):
         actions = [json.loads(line) for line in store.read(f"{uri}/_delta_log/{v:020d}.json")]
         tags.append(actions[0]["commitInfo"]["userMetadata"])
     assert sorted(tags) == sorted(f"w{w}/b{b}" for w in range(8) for b in range(15))
+
+
+class _CountingReads(S3ConditionalLogStore):
+    def __init__(self, s3) -> None:
+        super().__init__(s3, verify_conditional_writes=False)
+        self.reads: list[str] = []
+
+    def read(self, uri: str):
+        self.reads.append(uri.rsplit("/", 1)[-1])
+        return super().read(uri)
+
+
+def test_appender_reads_only_commits_it_has_not_seen(moto, moto_bucket):
+    s3 = moto.endpoint.s3_client()
+    store = _CountingReads(s3)
+    uri = _spark_like_table(store, moto_bucket)
+
+    def put(target: str, data: bytes) -> None:
+        loc = S3Location.parse(target)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    mine = BlindAppender(store, put, uri)
+    for b in range(12):
+        mine.append(_rows(0, b))
+    assert store.reads == [f"{0:020d}.json"], (
+        "after the first state read, own commits cost no reads"
+    )
+    other = BlindAppender(store, put, uri)
+    store.reads.clear()
+    for b in range(3):
+        other.append(_rows(1, b))
+    store.reads.clear()
+    assert mine.append(_rows(0, 99)) == 16
+    assert store.reads == [f"{v:020d}.json" for v in (13, 14, 15)], "only the 3 newer commits"
 
 
 def test_appender_refuses_unsupported_tables(moto, moto_bucket):

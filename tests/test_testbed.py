@@ -122,6 +122,32 @@ def test_proxy_reset_never_forwards(ls_proxy, localstack, ls_bucket):
         localstack.endpoint.s3_client().head_object(Bucket=ls_bucket, Key="k")
 
 
+def test_proxy_counts_forwarded_requests_by_kind(ls_proxy, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    s3.put_object(Bucket=ls_bucket, Key="a", Body=b"x", IfNoneMatch="*")
+    s3.copy_object(Bucket=ls_bucket, Key="b", CopySource={"Bucket": ls_bucket, "Key": "a"})
+    s3.get_object(Bucket=ls_bucket, Key="b")
+    s3.head_object(Bucket=ls_bucket, Key="b")
+    s3.list_objects_v2(Bucket=ls_bucket, Prefix="")
+    s3.delete_objects(Bucket=ls_bucket, Delete={"Objects": [{"Key": "a"}, {"Key": "b"}]})
+    ls_proxy.endpoint.dynamodb_client().list_tables()
+    ls_proxy.set_rules([FaultRule("reset", method="PUT", path_regex=r"/never$")])
+    with pytest.raises(Exception) as err:
+        s3.put_object(Bucket=ls_bucket, Key="never", Body=b"x")
+    assert not isinstance(err.value, ClientError)
+    stats = ls_proxy.stats()
+    assert stats["by_kind"] == {
+        "s3 PutObject": 1,
+        "s3 CopyObject": 1,
+        "s3 GetObject": 1,
+        "s3 HeadObject": 1,
+        "s3 ListObjects": 1,
+        "s3 DeleteObjects": 1,
+        "dynamodb ListTables": 1,
+    }, "only forwarded requests count, the reset PUT does not"
+    assert stats["forwarded"] == 7
+
+
 def test_proxy_delay(ls_proxy, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     ls_proxy.set_rules([FaultRule("delay", method="PUT", delay_s=1.0, times=1)])

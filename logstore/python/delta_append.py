@@ -4,15 +4,15 @@ Used by deltaguard's tools and tests to commit to the same table as Spark driver
 time (mixed writers). It implements Delta's optimistic commit for the one case it needs:
 
 1. read the latest version ``v``, its ``protocol`` and ``metaData`` (JSON commits, newest
-   first; the checkpoint named by ``_last_checkpoint`` when older commits were cleaned up);
+   first); a :class:`BlindAppender` keeps them and later reads only newer commits;
 2. refuse, with a message naming the feature, tables it cannot append to correctly
    (partitioned tables, column mapping, row tracking, in-commit timestamps, constraints,
    generated or identity columns, catalog-managed tables, unknown writer features);
 3. write one Parquet file under the table root with the table's schema;
 4. create ``_delta_log/<v+1>.json`` through the store (``overwrite=False``). On
-   :class:`LogFileExistsError` another writer won ``v+1``: read the commits that won; if one
-   changed ``metaData`` or ``protocol`` the append is re-validated against them; then retry at
-   the next version. A blind append conflicts with nothing else.
+   :class:`LogFileExistsError` another writer won ``v+1``: read the commits that won; the
+   append is re-validated against the ``metaData`` and ``protocol`` they leave in force; then
+   retry at the next version. A blind append conflicts with nothing else.
 
 Every commit carries ``commitInfo.txnId`` (a random UUID), which makes commit bytes unique per
 transaction: the LogStore's lost-response check relies on that.
@@ -243,6 +243,96 @@ def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
     )
 
 
+class BlindAppender:
+    """Appends to one table, keeping the table state between appends: each append lists the
+    log from the last version it knows and reads only the commits newer than that (the way a
+    Delta snapshot is updated), instead of re-reading the log back to protocol and metaData.
+    Not thread-safe: one appender per writer thread."""
+
+    def __init__(self, store: LogStore, write_object: ObjectWriter, table_uri: str) -> None:
+        self.store = store
+        self.write_object = write_object
+        self.table_uri = table_uri
+        self.state: TableState | None = None
+
+    def _refresh(self) -> TableState:
+        """The state at the newest version, from the known state plus the newer commits."""
+        known = self.state
+        if known is None:
+            self.state = read_state(self.store, self.table_uri)
+            return self.state
+        newest = latest_version(self.store, self.table_uri, at_least=known.version)
+        protocol, metadata = known.protocol, known.metadata
+        for v in range(known.version + 1, newest + 1):
+            for action in _actions(self.store, self.table_uri, v):
+                protocol = action.get("protocol") or protocol
+                metadata = action.get("metaData") or metadata
+        self.state = TableState(newest, protocol, metadata)
+        return self.state
+
+    def append(
+        self, rows: pa.Table, *, user_metadata: str | None = None, max_commit_attempts: int = 1000
+    ) -> int:
+        """Appends ``rows`` as one commit; returns the version it committed.
+
+        Raises UnsupportedTableError, ConcurrentMetadataChangeError, or the store's errors. The
+        data file is written before the commit; if the commit is never made the file is an
+        orphan (the same as a failed Spark job), which ``deltaguard orphans`` finds.
+        """
+        table_uri = self.table_uri
+        state = self._refresh()
+        schema = check_appendable(state, table_uri)
+        data = rows.select(schema.names).cast(schema)
+        buffer = io.BytesIO()
+        pq.write_table(data, buffer, compression="snappy")
+        payload = buffer.getvalue()
+        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        self.write_object(f"{table_uri.rstrip('/')}/{name}", payload)
+        now_ms = int(time.time() * 1000)
+        commit_info: dict[str, Any] = {
+            "timestamp": now_ms,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append", "partitionBy": "[]"},
+            "isolationLevel": "WriteSerializable",
+            "isBlindAppend": True,
+            "operationMetrics": {
+                "numFiles": "1",
+                "numOutputRows": str(data.num_rows),
+                "numOutputBytes": str(len(payload)),
+            },
+            "engineInfo": ENGINE_INFO,
+            "txnId": str(uuid.uuid4()),
+        }
+        if user_metadata is not None:
+            commit_info["userMetadata"] = user_metadata
+        add = {
+            "path": name,
+            "partitionValues": {},
+            "size": len(payload),
+            "modificationTime": now_ms,
+            "dataChange": True,
+            "stats": json.dumps({"numRecords": data.num_rows}),
+        }
+        lines = [json.dumps({"commitInfo": commit_info}), json.dumps({"add": add})]
+        for _ in range(max_commit_attempts):
+            version = state.version + 1
+            try:
+                self.store.write(f"{_log(table_uri)}{version:020d}.json", lines, overwrite=False)
+            except LogFileExistsError:
+                # Another writer won `version`: catch up with the commits that won, and
+                # re-validate the append if one of them changed the schema or protocol.
+                state = self._refresh()
+                if check_appendable(state, table_uri) != schema:
+                    raise ConcurrentMetadataChangeError(
+                        f"{table_uri}: a commit up to version {state.version} changed the "
+                        "schema; the append was not committed"
+                    ) from None
+                continue
+            self.state = TableState(version, state.protocol, state.metadata)
+            return version
+        raise RuntimeError(f"{table_uri}: no free version after {max_commit_attempts} attempts")
+
+
 def append(
     store: LogStore,
     write_object: ObjectWriter,
@@ -252,59 +342,7 @@ def append(
     user_metadata: str | None = None,
     max_commit_attempts: int = 1000,
 ) -> int:
-    """Appends ``rows`` as one commit; returns the version it committed.
-
-    Raises UnsupportedTableError, ConcurrentMetadataChangeError, or the store's errors. The data
-    file is written before the commit; if the commit is never made the file is an orphan (the
-    same as a failed Spark job), which ``deltaguard orphans`` finds.
-    """
-    state = read_state(store, table_uri)
-    schema = check_appendable(state, table_uri)
-    data = rows.select(schema.names).cast(schema)
-    buffer = io.BytesIO()
-    pq.write_table(data, buffer, compression="snappy")
-    payload = buffer.getvalue()
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    write_object(f"{table_uri.rstrip('/')}/{name}", payload)
-    now_ms = int(time.time() * 1000)
-    commit_info: dict[str, Any] = {
-        "timestamp": now_ms,
-        "operation": "WRITE",
-        "operationParameters": {"mode": "Append", "partitionBy": "[]"},
-        "isolationLevel": "WriteSerializable",
-        "isBlindAppend": True,
-        "operationMetrics": {
-            "numFiles": "1",
-            "numOutputRows": str(data.num_rows),
-            "numOutputBytes": str(len(payload)),
-        },
-        "engineInfo": ENGINE_INFO,
-        "txnId": str(uuid.uuid4()),
-    }
-    if user_metadata is not None:
-        commit_info["userMetadata"] = user_metadata
-    add = {
-        "path": name,
-        "partitionValues": {},
-        "size": len(payload),
-        "modificationTime": now_ms,
-        "dataChange": True,
-        "stats": json.dumps({"numRecords": data.num_rows}),
-    }
-    lines = [json.dumps({"commitInfo": commit_info}), json.dumps({"add": add})]
-    version = state.version + 1
-    for _ in range(max_commit_attempts):
-        try:
-            store.write(f"{_log(table_uri)}{version:020d}.json", lines, overwrite=False)
-            return version
-        except LogFileExistsError:
-            newest = latest_version(store, table_uri, at_least=version)
-            for v in range(version, newest + 1):
-                if any("metaData" in a or "protocol" in a for a in _actions(store, table_uri, v)):
-                    new_schema = check_appendable(read_state(store, table_uri, newest), table_uri)
-                    if new_schema != schema:
-                        raise ConcurrentMetadataChangeError(
-                            f"{table_uri}: version {v} changed the schema; the append was not committed"
-                        ) from None
-            version = newest + 1
-    raise RuntimeError(f"{table_uri}: no free version after {max_commit_attempts} attempts")
+    """One append with a fresh :class:`BlindAppender` (see there); returns the version."""
+    return BlindAppender(store, write_object, table_uri).append(
+        rows, user_metadata=user_metadata, max_commit_attempts=max_commit_attempts
+    )

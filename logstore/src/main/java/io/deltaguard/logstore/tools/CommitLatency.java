@@ -7,7 +7,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
 
+import io.delta.storage.LogStore;
 import io.deltaguard.logstore.S3ConditionalLogStore;
+import io.deltaguard.logstore.S3DynamoDBLogStore;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.s3a.S3AFileSystem;
@@ -17,15 +19,20 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * Measures, in one JVM against one endpoint, the latency of committing {@code N.json} through
- * {@link S3ConditionalLogStore} and of a plain PutObject of the same bytes with the same S3A
- * client, interleaved so both see the same server state. Prints one JSON object with the
- * per-call latencies in microseconds. Used by {@code make bench}.
+ * {@link S3ConditionalLogStore}, through {@link S3DynamoDBLogStore} (when a DynamoDB table is
+ * configured) and of a plain PutObject of the same bytes with the same S3A client, interleaved
+ * so all see the same server state. Prints one JSON object with the per-call latencies in
+ * microseconds ({@code dynamodb_us} is empty without a DynamoDB table). Used by
+ * {@code make bench}.
  *
- * <p>Usage: {@code CommitLatency s3a://bucket/table commits bytes} with S3A settings passed as
- * {@code -Dfs.s3a.endpoint=...} style system properties (every {@code fs.*} and
- * {@code deltaguard.*} system property is copied into the Hadoop configuration).
+ * <p>Usage: {@code CommitLatency s3a://bucket/table commits bytes} with settings passed as
+ * {@code -Dfs.s3a.endpoint=...} style system properties (every {@code fs.*},
+ * {@code deltaguard.*} and {@code io.delta.storage.*} system property is copied into the
+ * Hadoop configuration). The DynamoDB store commits to {@code <table>-ddb}.
  */
 public final class CommitLatency {
+    private static final int WARMUP = 20;
+
     private CommitLatency() {}
 
     public static void main(String[] args) throws IOException {
@@ -38,36 +45,51 @@ public final class CommitLatency {
         int size = Integer.parseInt(args[2]);
         Configuration conf = new Configuration();
         for (String name : System.getProperties().stringPropertyNames()) {
-            if (name.startsWith("fs.") || name.startsWith("deltaguard.")) {
+            if (name.startsWith("fs.") || name.startsWith("deltaguard.")
+                || name.startsWith("io.delta.storage.")) {
                 conf.set(name, System.getProperty(name));
             }
         }
         S3ConditionalLogStore store = new S3ConditionalLogStore(conf);
+        boolean withDynamoDB = conf.get("io.delta.storage.S3DynamoDBLogStore.ddb.tableName") != null;
+        LogStore dynamo = withDynamoDB ? new S3DynamoDBLogStore(conf) : null;
+        Path ddbTable = new Path(table.toString() + "-ddb");
         S3AFileSystem fs = (S3AFileSystem) table.getFileSystem(conf);
         S3Client client = fs.getS3AInternals().getAmazonS3Client("deltaguard benchmark");
         String bucket = fs.getBucket();
         String plainPrefix = fs.pathToKey(fs.makeQualified(new Path(table, "_plain_put")));
 
-        // Warm up connections, class loading, JIT and the one-off conditional-write probe.
-        for (int i = 0; i < 20; i++) {
-            store.write(commitPath(table, 1_000_000 + i), lines(size).iterator(), false, conf);
+        // Warm up connections, class loading, JIT and the one-off conditional-write probe, on
+        // versions 0..WARMUP-1: the DynamoDB store (like Delta's) requires N-1 before N.
+        for (int i = 0; i < WARMUP; i++) {
+            store.write(commitPath(table, i), lines(size).iterator(), false, conf);
             plainPut(client, bucket, plainPrefix + "/warm-" + i, body(lines(size)));
+            if (dynamo != null) {
+                dynamo.write(commitPath(ddbTable, i), lines(size).iterator(), false, conf);
+            }
         }
         long[] logstore = new long[commits];
         long[] plain = new long[commits];
+        long[] dynamodb = new long[dynamo != null ? commits : 0];
         for (int i = 0; i < commits; i++) {
             List<String> actions = lines(size);
+            List<String> ddbActions = lines(size);
             byte[] bytes = body(actions);
             long t0 = System.nanoTime();
-            store.write(commitPath(table, i), actions.iterator(), false, conf);
+            store.write(commitPath(table, WARMUP + i), actions.iterator(), false, conf);
             long t1 = System.nanoTime();
             plainPut(client, bucket, plainPrefix + "/" + i, bytes);
             long t2 = System.nanoTime();
             logstore[i] = (t1 - t0) / 1_000;
             plain[i] = (t2 - t1) / 1_000;
+            if (dynamo != null) {
+                dynamo.write(commitPath(ddbTable, WARMUP + i), ddbActions.iterator(), false, conf);
+                dynamodb[i] = (System.nanoTime() - t2) / 1_000;
+            }
         }
         System.out.println("{\"logstore_us\": " + Arrays.toString(logstore)
-            + ", \"plain_put_us\": " + Arrays.toString(plain) + "}");
+            + ", \"plain_put_us\": " + Arrays.toString(plain)
+            + ", \"dynamodb_us\": " + Arrays.toString(dynamodb) + "}");
         fs.close();
     }
 
