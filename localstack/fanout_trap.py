@@ -8,6 +8,8 @@ collide on creation: ProtocolChangedException), and on an existing table with a 
 reads the futures the naive code ignored, to show what it hid.
 
 ``fanout``: the same batches through :func:`deltaguard.spark_conf.fanout.write_fanout`.
+``two_jobs``: two write_fanout calls creating one table at once (Delta's conflict, retried).
+``failure``: a write that cannot succeed, next to one that can (fails at once, is raised).
 
 Prints one JSON object (``DELTAGUARD-RESULT {...}``). Run as
 ``python -m deltaguard.testbed.fanout_trap --endpoint URL --table-root s3a://bucket/prefix``.
@@ -72,6 +74,49 @@ def _fanout(spark: Any, table: str, threads: int, rows: int, with_note: bool) ->
     }
 
 
+def _two_jobs_create_one_table(spark: Any, table: str, rows: int) -> dict[str, Any]:
+    """Two independent write_fanout calls (as two jobs would) create the same table at once:
+    one loses Delta's conflict (ProtocolChangedException), retries, and appends."""
+    barrier = threading.Barrier(2)
+
+    def job(n: int) -> Any:
+        df = _batch(spark, n, rows, False)
+        barrier.wait()
+        return write_fanout(spark, {table: df}, job_id=f"job{n}", run_version=1).tables[table]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = [f.result() for f in [pool.submit(job, n) for n in range(2)]]
+    return {
+        "rows_written": 2 * rows,
+        "rows_found": spark.read.format("delta").load(table).count(),
+        "attempts": sorted(o.attempts for o in outcomes),
+        "statuses": [b.status.value for o in outcomes for b in o.batches],
+    }
+
+
+def _failure_surfaces(spark: Any, root: str, rows: int) -> dict[str, Any]:
+    """A write that cannot succeed (a column whose type clashes with the table's) fails at once,
+    next to a good write, and is raised in a FanoutError carrying every outcome."""
+    from deltaguard.spark_conf.fanout import FanoutError
+
+    bad_table = f"{root}/clash"
+    _batch(spark, 0, rows, False).write.format("delta").save(bad_table)
+    bad = spark.range(rows).selectExpr("'not a number' AS batch", "id AS seq")
+    writes = [(f"{root}/good", _batch(spark, 1, rows, False)), (bad_table, bad)]
+    try:
+        write_fanout(spark, writes, job_id="failing", run_version=1)
+    except FanoutError as exc:
+        return {
+            "raised": type(exc).__name__,
+            "exceptions": [type(e).__name__ for e in exc.exceptions],
+            "tables": {
+                t: {"status": o.batches[0].status.value, "attempts": o.attempts, "rows": o.rows}
+                for t, o in exc.result.tables.items()
+            },
+        }
+    return {"raised": None}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.fanout_trap")
     parser.add_argument("--endpoint", required=True, help="S3 endpoint URL")
@@ -97,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             evolve = approach(spark, evolve_table, args.threads, args.rows, True)
             evolve["rows_found"] -= args.rows  # the pre-existing batch
             report[name] = {"create": create, "evolve": evolve}
+        report["two_jobs"] = _two_jobs_create_one_table(spark, f"{root}/two_jobs", args.rows)
+        report["failure"] = _failure_surfaces(spark, root, args.rows)
     finally:
         spark.stop()
     sys.stdout.write(RESULT_PREFIX + json.dumps(report) + "\n")

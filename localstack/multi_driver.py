@@ -156,7 +156,9 @@ def start_job(args: list[str], log_path: Path) -> subprocess.Popen[str]:
 def kill_when(
     proc: subprocess.Popen[str], condition: Callable[[], bool], log_path: Path, timeout_s: float
 ) -> None:
-    """SIGKILLs ``proc`` as soon as ``condition()`` holds (e.g. the fault proxy froze its commit).
+    """SIGKILLs ``proc`` as soon as ``condition()`` holds (e.g. the fault proxy froze its commit);
+    if ``proc`` leads its own process group (started with ``start_new_session``, like
+    spark-submit with its JVM and Python driver), the whole group.
     Raises DriverFailedError if the process ends first or the condition never holds."""
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -168,7 +170,10 @@ def kill_when(
                 f"{_failure_summary(log_path.read_text(errors='replace'))}"
             )
         time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
+    if os.getpgid(proc.pid) == proc.pid:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
 
 

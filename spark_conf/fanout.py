@@ -210,7 +210,7 @@ class FanoutResult:
         }
 
 
-class FanoutError(ExceptionGroup):  # noqa: N818 (an ExceptionGroup, named for what failed)
+class FanoutError(ExceptionGroup):
     """Raised after every write ended: the exceptions of all failed writes (and of the input
     stream, if it failed); ``result`` is the complete :class:`FanoutResult`."""
 

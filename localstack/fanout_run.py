@@ -1,0 +1,181 @@
+"""The fan-out example job on the test bed: its input, spark-submit with a preset, and a reader.
+
+:func:`write_input` writes raw JSON-lines batches; :func:`properties_file` renders the
+``s3-conditional`` preset for the endpoint (jars from the local cache, a local master) as a
+``--properties-file``; :func:`start_job` starts ``spark-submit`` on
+:mod:`deltaguard.spark_conf.fanout_job` in its own process group (so
+:func:`deltaguard.testbed.multi_driver.kill_when` kills its JVM and Python driver together);
+:func:`job_result` reads the job's JSON line; :func:`count_commits` counts the tables' commits on
+S3. ``python -m deltaguard.testbed.fanout_run verify`` reads the tables back with Spark in a
+fresh driver and reports rows and duplicated keys per table (:func:`verify_tables` runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from deltaguard.logstore.jars import plugin_jar
+from deltaguard.logstore.s3_location import S3Location
+from deltaguard.spark_conf import fanout_job
+from deltaguard.spark_conf.jvm_deps import runtime_jars
+from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
+from deltaguard.spark_conf.session import (
+    LogStoreChoice,
+    build_spark_session,
+    local_classpath_conf,
+    local_driver_conf,
+    master_conf,
+)
+from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.testbed.multi_driver import RESULT_PREFIX, DriverFailedError, _driver_env
+
+SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
+
+
+def write_input(directory: Path, batches: Sequence[Sequence[dict[str, Any]]]) -> Path:
+    """Writes ``batch-<n>.jsonl`` per batch of records into ``directory``; returns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for n, records in enumerate(batches):
+        lines = "".join(json.dumps(r) + "\n" for r in records)
+        (directory / f"batch-{n:03d}.jsonl").write_text(lines)
+    return directory
+
+
+def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: Path) -> Path:
+    """The ``s3-conditional`` preset for ``endpoint`` (``deltaguard conf render s3-conditional
+    --endpoint URL --path-style --jars none``), plus this machine's cached jars and a local
+    master: what a cluster's spark-defaults would add."""
+    conf = render(
+        PresetName.S3_CONDITIONAL,
+        PresetOptions(table_root=table_root, endpoint=endpoint.url, path_style=True, jars="none"),
+    )
+    conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
+    conf |= local_driver_conf(local_dir) | master_conf("local[2]")
+    path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
+    return path
+
+
+def start_job(properties: Path, endpoint: Endpoint, args: list[str], log_path: Path) -> Any:
+    """``spark-submit --properties-file PROPERTIES fanout_job.py ARGS`` in a new process group,
+    credentials in the environment (S3A's default chain), stderr to ``log_path``."""
+    env = _driver_env() | {
+        "AWS_ACCESS_KEY_ID": endpoint.access_key,
+        "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    command = [str(SPARK_SUBMIT), "--properties-file", str(properties), fanout_job.__file__]
+    with log_path.open("w") as log:
+        return subprocess.Popen(
+            [*command, *args],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, dict[str, Any]]:
+    """Waits for the job; returns its exit code and its JSON summary. Raises DriverFailedError
+    if it printed none (a crash, not a write failure)."""
+    try:
+        stdout, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise DriverFailedError(
+            f"the fan-out job ran over {timeout_s:.0f} s; log {log_path}"
+        ) from None
+    lines = [ln for ln in stdout.splitlines() if ln.startswith(fanout_job.RESULT_PREFIX)]
+    if not lines:
+        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
+        raise DriverFailedError(
+            f"the fan-out job exited with {proc.returncode}; {log_path}\n{tail}"
+        )
+    return proc.returncode, json.loads(lines[-1][len(fanout_job.RESULT_PREFIX) :])
+
+
+def count_commits(endpoint: Endpoint, table_root: str) -> int:
+    """Commit files (``_delta_log/<n>.json``) of all tables under ``table_root``."""
+    loc = S3Location.parse(table_root.rstrip("/") + "/")
+    paginator = endpoint.s3_client().get_paginator("list_objects_v2")
+    return sum(
+        1
+        for page in paginator.paginate(Bucket=loc.bucket, Prefix=loc.key)
+        for obj in page.get("Contents", [])
+        if "/_delta_log/" in obj["Key"]
+        and obj["Key"].rsplit("/", 1)[1][:20].isdigit()
+        and obj["Key"].endswith(".json")
+    )
+
+
+def verify_tables(
+    endpoint: Endpoint, tables: list[str], key_columns: list[str], workdir: Path
+) -> dict[str, Any]:
+    """Reads ``tables`` back with Spark in a fresh driver: per table rows, distinct keys, columns
+    and versions. Raises DriverFailedError if the reader fails."""
+    log = workdir / "verify.log"
+    args = ["--endpoint", endpoint.url, "--key-columns", ",".join(key_columns)]
+    args += ["--local-dir", str(workdir / "spark-verify"), *tables]
+    with log.open("w") as err:
+        proc = subprocess.run(
+            [sys.executable, "-m", "deltaguard.testbed.fanout_run", "verify", *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=_driver_env(),
+            timeout=600,
+        )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise DriverFailedError(f"the verifier exited with {proc.returncode}; {log}\n{tail}")
+    return dict(json.loads(lines[-1][len(RESULT_PREFIX) :]))
+
+
+def _verify(args: argparse.Namespace) -> dict[str, Any]:
+    from delta.tables import DeltaTable
+
+    spark = build_spark_session(
+        Endpoint(url=args.endpoint).s3_storage(),
+        LogStoreChoice.S3_CONDITIONAL,
+        app_name="deltaguard-fanout-verify",
+        local_dir=Path(args.local_dir) if args.local_dir else None,
+    )
+    keys = args.key_columns.split(",")
+    report: dict[str, Any] = {}
+    try:
+        for table in args.tables:
+            df = spark.read.format("delta").load(table)
+            history = DeltaTable.forPath(spark, table).history().select("version").collect()
+            report[table] = {
+                "rows": df.count(),
+                "distinct_keys": df.select(*keys).distinct().count(),
+                "columns": sorted(df.columns),
+                "versions": len(history),
+            }
+    finally:
+        spark.stop()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.fanout_run")
+    parser.add_argument("command", choices=["verify"])
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--key-columns", required=True, help="comma-separated unique key")
+    parser.add_argument("--local-dir")
+    parser.add_argument("tables", nargs="+")
+    args = parser.parse_args(argv)
+    sys.stdout.write(RESULT_PREFIX + json.dumps(_verify(args)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
