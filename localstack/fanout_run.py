@@ -6,13 +6,12 @@
 :mod:`deltaguard.spark_conf.fanout_job` in its own process group (so
 :func:`deltaguard.testbed.multi_driver.kill_when` kills its JVM and Python driver together);
 :func:`job_result` reads the job's JSON line; :func:`count_commits` counts the tables' commits on
-S3. ``python -m deltaguard.testbed.fanout_run verify`` reads the tables back with Spark in a
-fresh driver and reports rows and duplicated keys per table (:func:`verify_tables` runs it).
+S3; :func:`read_tables` reads the tables back with delta-rs (not Spark: an independent reader)
+and reports rows and distinct keys per table.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -25,15 +24,9 @@ from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf import fanout_job
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
-from deltaguard.spark_conf.session import (
-    LogStoreChoice,
-    build_spark_session,
-    local_classpath_conf,
-    local_driver_conf,
-    master_conf,
-)
+from deltaguard.spark_conf.session import local_classpath_conf, local_driver_conf, master_conf
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import RESULT_PREFIX, DriverFailedError, _driver_env
+from deltaguard.testbed.multi_driver import DriverFailedError, _driver_env
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
@@ -57,6 +50,13 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
     )
     conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
     conf |= local_driver_conf(local_dir) | master_conf("local[2]")
+    # Tiny test tables on a shared 2-core machine: one task per snapshot reconstruction (Delta
+    # runs one per write that carries txnAppId) and per input scan, and no INFO log volume.
+    conf |= {
+        "spark.databricks.delta.snapshotPartitions": "1",
+        "spark.sql.files.minPartitionNum": "1",
+        "spark.log.level": "WARN",
+    }
     path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
     return path
 
@@ -115,67 +115,22 @@ def count_commits(endpoint: Endpoint, table_root: str) -> int:
     )
 
 
-def verify_tables(
-    endpoint: Endpoint, tables: list[str], key_columns: list[str], workdir: Path
-) -> dict[str, Any]:
-    """Reads ``tables`` back with Spark in a fresh driver: per table rows, distinct keys, columns
-    and versions. Raises DriverFailedError if the reader fails."""
-    log = workdir / "verify.log"
-    args = ["--endpoint", endpoint.url, "--key-columns", ",".join(key_columns)]
-    args += ["--local-dir", str(workdir / "spark-verify"), *tables]
-    with log.open("w") as err:
-        proc = subprocess.run(
-            [sys.executable, "-m", "deltaguard.testbed.fanout_run", "verify", *args],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=_driver_env(),
-            timeout=600,
-        )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
-    if proc.returncode != 0 or not lines:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-        raise DriverFailedError(f"the verifier exited with {proc.returncode}; {log}\n{tail}")
-    return dict(json.loads(lines[-1][len(RESULT_PREFIX) :]))
+def read_tables(endpoint: Endpoint, tables: list[str], key_columns: list[str]) -> dict[str, Any]:
+    """Reads ``tables`` back with delta-rs, a reader independent of Spark: per table rows,
+    distinct ``key_columns`` tuples, columns, and the number of versions."""
+    from deltalake import DeltaTable
 
-
-def _verify(args: argparse.Namespace) -> dict[str, Any]:
-    from delta.tables import DeltaTable
-
-    spark = build_spark_session(
-        Endpoint(url=args.endpoint).s3_storage(),
-        LogStoreChoice.S3_CONDITIONAL,
-        app_name="deltaguard-fanout-verify",
-        local_dir=Path(args.local_dir) if args.local_dir else None,
-    )
-    keys = args.key_columns.split(",")
     report: dict[str, Any] = {}
-    try:
-        for table in args.tables:
-            df = spark.read.format("delta").load(table)
-            history = DeltaTable.forPath(spark, table).history().select("version").collect()
-            report[table] = {
-                "rows": df.count(),
-                "distinct_keys": df.select(*keys).distinct().count(),
-                "columns": sorted(df.columns),
-                "versions": len(history),
-            }
-    finally:
-        spark.stop()
+    for table in tables:
+        delta = DeltaTable(
+            table.replace("s3a://", "s3://", 1), storage_options=endpoint.delta_rs_options()
+        )
+        data = delta.to_pyarrow_table()
+        keys = data.select(key_columns).group_by(key_columns).aggregate([])
+        report[table] = {
+            "rows": data.num_rows,
+            "distinct_keys": keys.num_rows,
+            "columns": sorted(data.column_names),
+            "versions": delta.version() + 1,
+        }
     return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.fanout_run")
-    parser.add_argument("command", choices=["verify"])
-    parser.add_argument("--endpoint", required=True)
-    parser.add_argument("--key-columns", required=True, help="comma-separated unique key")
-    parser.add_argument("--local-dir")
-    parser.add_argument("tables", nargs="+")
-    args = parser.parse_args(argv)
-    sys.stdout.write(RESULT_PREFIX + json.dumps(_verify(args)) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
