@@ -5,7 +5,8 @@
 ``--properties-file``; :func:`start_job` starts ``spark-submit`` on
 :mod:`deltaguard.spark_conf.fanout_job` in its own process group (so
 :func:`deltaguard.testbed.multi_driver.kill_when` kills its JVM and Python driver together);
-:func:`job_result` reads the job's JSON line; :func:`count_commits` counts the tables' commits on
+:func:`job_result` reads the job's JSON line; :func:`run_trap` runs the trap driver
+(:mod:`deltaguard.testbed.fanout_trap`); :func:`count_commits` counts the tables' commits on
 S3; :func:`read_tables` reads the tables back with delta-rs (not Spark: an independent reader)
 and reports rows and distinct keys per table.
 """
@@ -25,10 +26,18 @@ from deltaguard.spark_conf import fanout_job
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.session import local_classpath_conf, local_driver_conf, master_conf
+from deltaguard.testbed import multi_driver
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import DriverFailedError, _driver_env
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
+#: For the fan-out drivers' tiny tables on a shared 2-core machine: one task per snapshot state
+#: reconstruction (Delta runs one per write that carries txnAppId) and per input scan, and no
+#: INFO log volume.
+SMALL_TABLES_CONF = {
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.files.minPartitionNum": "1",
+    "spark.log.level": "WARN",
+}
 
 
 def write_input(directory: Path, batches: Sequence[Sequence[dict[str, Any]]]) -> Path:
@@ -49,14 +58,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
         PresetOptions(table_root=table_root, endpoint=endpoint.url, path_style=True, jars="none"),
     )
     conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
-    conf |= local_driver_conf(local_dir) | master_conf("local[2]")
-    # Tiny test tables on a shared 2-core machine: one task per snapshot reconstruction (Delta
-    # runs one per write that carries txnAppId) and per input scan, and no INFO log volume.
-    conf |= {
-        "spark.databricks.delta.snapshotPartitions": "1",
-        "spark.sql.files.minPartitionNum": "1",
-        "spark.log.level": "WARN",
-    }
+    conf |= local_driver_conf(local_dir) | master_conf("local[2]") | SMALL_TABLES_CONF
     path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
     return path
 
@@ -64,7 +66,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
 def start_job(properties: Path, endpoint: Endpoint, args: list[str], log_path: Path) -> Any:
     """``spark-submit --properties-file PROPERTIES fanout_job.py ARGS`` in a new process group,
     credentials in the environment (S3A's default chain), stderr to ``log_path``."""
-    env = _driver_env() | {
+    env = multi_driver._driver_env() | {
         "AWS_ACCESS_KEY_ID": endpoint.access_key,
         "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
@@ -82,23 +84,33 @@ def start_job(properties: Path, endpoint: Endpoint, args: list[str], log_path: P
 
 
 def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, dict[str, Any]]:
-    """Waits for the job; returns its exit code and its JSON summary. Raises DriverFailedError
-    if it printed none (a crash, not a write failure)."""
-    try:
-        stdout, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise DriverFailedError(
-            f"the fan-out job ran over {timeout_s:.0f} s; log {log_path}"
-        ) from None
-    lines = [ln for ln in stdout.splitlines() if ln.startswith(fanout_job.RESULT_PREFIX)]
-    if not lines:
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
-        raise DriverFailedError(
-            f"the fan-out job exited with {proc.returncode}; {log_path}\n{tail}"
+    """Waits for the job; returns its exit code (0, or 1 when a write failed) and its JSON
+    summary. Raises DriverFailedError for anything else (a crash, bad input, no summary)."""
+    return multi_driver.job_result(
+        proc,
+        log_path,
+        timeout_s,
+        name="the fan-out job",
+        prefix=fanout_job.RESULT_PREFIX,
+        exit_codes=(0, 1),
+    )
+
+
+def run_trap(endpoint: Endpoint, table_root: str, workdir: Path) -> dict[str, Any]:
+    """Runs :mod:`deltaguard.testbed.fanout_trap` in one driver; returns its report."""
+    log = workdir / "trap.log"
+    args = ["--endpoint", endpoint.url, "--table-root", table_root]
+    args += ["--local-dir", str(workdir / "spark-trap")]
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deltaguard.testbed.fanout_trap", *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=multi_driver._driver_env(),
+            cwd=workdir,
         )
-    return proc.returncode, json.loads(lines[-1][len(fanout_job.RESULT_PREFIX) :])
+    return multi_driver.job_result(proc, log, 600, name="the fan-out trap")[1]
 
 
 def count_commits(endpoint: Endpoint, table_root: str) -> int:

@@ -32,7 +32,7 @@ from deltaguard.spark_conf.keyed_append import (
     plan_write,
 )
 from deltaguard.testbed import fanout_run
-from deltaguard.testbed.multi_driver import RESULT_PREFIX, _driver_env, kill_when
+from deltaguard.testbed.multi_driver import kill_when
 
 ENTITIES = 20
 BATCHES = 5
@@ -139,29 +139,7 @@ def test_naive_pool_loses_rows_silently_and_write_fanout_does_not(localstack, ls
     """One driver: 4 threads append one batch each to a new table, and to an existing table with a
     new column, through a plain ThreadPoolExecutor whose futures nobody reads; then the same
     batches through write_fanout; then two fan-outs creating one table; then a failing write."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "deltaguard.testbed.fanout_trap",
-            "--endpoint",
-            localstack.endpoint.url,
-            "--table-root",
-            f"s3a://{ls_bucket}/trap",
-            "--local-dir",
-            str(tmp_path / "spark"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=_driver_env(),
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    report = json.loads(lines[-1][len(RESULT_PREFIX) :])
+    report = fanout_run.run_trap(localstack.endpoint, f"s3a://{ls_bucket}/trap", tmp_path)
 
     for case, conflict in (
         ("create", "ProtocolChangedException"),
