@@ -25,19 +25,16 @@ from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf import fanout_job
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
-from deltaguard.spark_conf.session import local_classpath_conf, local_driver_conf, master_conf
+from deltaguard.spark_conf.session import (
+    local_classpath_conf,
+    local_driver_conf,
+    master_conf,
+    small_tables_conf,
+)
 from deltaguard.testbed import multi_driver
 from deltaguard.testbed.endpoints import Endpoint
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
-#: For the fan-out drivers' tiny tables on a shared 2-core machine: one task per snapshot state
-#: reconstruction (Delta runs one per write that carries txnAppId) and per input scan, and no
-#: INFO log volume.
-SMALL_TABLES_CONF = {
-    "spark.databricks.delta.snapshotPartitions": "1",
-    "spark.sql.files.minPartitionNum": "1",
-    "spark.log.level": "WARN",
-}
 
 
 def write_input(directory: Path, batches: Sequence[Sequence[dict[str, Any]]]) -> Path:
@@ -58,7 +55,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
         PresetOptions(table_root=table_root, endpoint=endpoint.url, path_style=True, jars="none"),
     )
     conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
-    conf |= local_driver_conf(local_dir) | master_conf("local[2]") | SMALL_TABLES_CONF
+    conf |= local_driver_conf(local_dir) | master_conf("local[2]") | small_tables_conf()
     path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
     return path
 

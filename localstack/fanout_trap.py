@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.spark_conf.fanout import write_fanout
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session, small_tables_conf
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.fanout_run import SMALL_TABLES_CONF
 from deltaguard.testbed.multi_driver import RESULT_PREFIX
 
 
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         LogStoreChoice.S3_CONDITIONAL,
         app_name="deltaguard-fanout-trap",
         master="local[2]",
-        extra_conf=SMALL_TABLES_CONF,
+        extra_conf=small_tables_conf(),
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     root = args.table_root.rstrip("/")

@@ -146,6 +146,17 @@ def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
     return conf
 
 
+def small_tables_conf() -> dict[str, str]:
+    """For test drivers that write many tiny tables on a small shared machine: one task per
+    snapshot state reconstruction (Delta runs one for every write that carries ``txnAppId``) and
+    per small input scan, and warnings only in the driver log."""
+    return {
+        "spark.databricks.delta.snapshotPartitions": "1",
+        "spark.sql.files.minPartitionNum": "1",
+        "spark.log.level": "WARN",
+    }
+
+
 def build_spark_session(
     storage: Storage,
     logstore: LogStoreChoice = LogStoreChoice.S3_CONDITIONAL,
