@@ -108,10 +108,10 @@ def run(
 
 def _input_problem(exc: BaseException) -> str | None:
     """A readable description if ``exc`` is Spark failing on the input (missing, malformed)."""
-    text = str(exc)
-    for marker in ("PATH_NOT_FOUND", "Malformed records", "MALFORMED_RECORD", "UNABLE_TO_INFER"):
-        if marker in text:
-            return text.strip().splitlines()[0][:500]
+    markers = ("PATH_NOT_FOUND", "MALFORMED_RECORD", "UNABLE_TO_INFER")
+    for line in str(exc).splitlines():
+        if any(marker in line for marker in markers):
+            return line.strip()[:500]
     return None
 
 

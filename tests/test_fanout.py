@@ -251,3 +251,26 @@ def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
         assert report["rows"] == report["distinct_keys"] == BATCHES * ROWS, (table, report)
         assert ("note" in report["columns"]) == (e in EVOLVING), (table, report)
         assert report["versions"] == BATCHES + (1 if e in EXISTING else 0), (table, report)
+
+
+@pytest.mark.spark
+def test_example_job_bad_input_is_a_clear_error(localstack, ls_bucket, tmp_path):
+    """A malformed raw line: exit code 2 and one line naming the problem, no traceback."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "batch-000.jsonl").write_text('{"entity": "e00", "seq": 1}\n{"entity": oops\n')
+    root = f"s3a://{ls_bucket}/bad"
+    props = fanout_run.properties_file(
+        tmp_path / "p.properties", localstack.endpoint, root, tmp_path
+    )
+    log = tmp_path / "bad.log"
+    args = ["--input", f"file://{raw}", "--output-root", root, "--run-version", "1"]
+    proc = fanout_run.start_job(props, localstack.endpoint, args, log)
+    stdout, _ = proc.communicate(timeout=300)
+    output = stdout + log.read_text()  # spark-submit merges the Python driver's stderr into stdout
+    assert proc.returncode == 2, output[-2000:]
+    message = [ln for ln in output.splitlines() if ln.startswith("fanout_job: bad input")]
+    assert len(message) == 1 and str(raw) in message[0], output[-2000:]
+    assert "Malformed records" in message[0]
+    assert "Traceback" not in output
+    assert fanout_run.count_commits(localstack.endpoint, root) == 0
