@@ -303,12 +303,9 @@ class _Run:
                     gate.schema = table_schema(self.spark, request.table)
                     mode = plan_write(df_schema, gate.schema)
                     if mode is not WriteMode.APPEND:
-                        try:
-                            result = self._append(
-                                request, key, merge_schema=mode is WriteMode.EVOLVE
-                            )
-                        finally:
-                            gate.schema = table_schema(self.spark, request.table)
+                        gate.schema = None  # unknown until this write has landed
+                        result = self._append(request, key, merge_schema=mode is WriteMode.EVOLVE)
+                        gate.schema = table_schema(self.spark, request.table)
                         return mode, result
             # The table exists and has the DataFrame's columns: write alongside the others.
 
