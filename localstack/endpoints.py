@@ -39,6 +39,16 @@ class Endpoint:
 
         return boto3.client("dynamodb", **self.boto3_kwargs())
 
+    def delta_rs_options(self) -> dict[str, str]:
+        """``storage_options`` for delta-rs (``deltalake.DeltaTable``) on this endpoint."""
+        return {
+            "AWS_ENDPOINT_URL": self.url,
+            "AWS_REGION": self.region,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
     def boto3_kwargs(self) -> dict[str, str]:
         """Keyword arguments for ``boto3.client(...)``."""
         return {

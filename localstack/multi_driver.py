@@ -156,7 +156,9 @@ def start_job(args: list[str], log_path: Path) -> subprocess.Popen[str]:
 def kill_when(
     proc: subprocess.Popen[str], condition: Callable[[], bool], log_path: Path, timeout_s: float
 ) -> None:
-    """SIGKILLs ``proc`` as soon as ``condition()`` holds (e.g. the fault proxy froze its commit).
+    """SIGKILLs ``proc`` as soon as ``condition()`` holds (e.g. the fault proxy froze its commit);
+    if ``proc`` leads its own process group (started with ``start_new_session``, like
+    spark-submit with its JVM and Python driver), the whole group.
     Raises DriverFailedError if the process ends first or the condition never holds."""
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -168,27 +170,50 @@ def kill_when(
                 f"{_failure_summary(log_path.read_text(errors='replace'))}"
             )
         time.sleep(0.1)
-    proc.send_signal(signal.SIGKILL)
+    _kill(proc)
     proc.communicate(timeout=30)
 
 
-def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
-    proc = start_job(args, log_path)
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL to ``proc``, or to its whole process group if it leads one."""
+    if os.getpgid(proc.pid) == proc.pid:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.send_signal(signal.SIGKILL)
+
+
+def job_result(
+    proc: subprocess.Popen[str],
+    log_path: Path,
+    timeout_s: float,
+    *,
+    name: str,
+    prefix: str = RESULT_PREFIX,
+    exit_codes: tuple[int, ...] = (0,),
+) -> tuple[int, dict[str, Any]]:
+    """Waits for a job process; returns its exit code and the JSON of its last ``prefix`` line.
+    Raises DriverFailedError (with the cause from its log) if it runs over ``timeout_s`` (it is
+    killed), exits with a code not in ``exit_codes``, or prints no result."""
     try:
         stdout, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _kill(proc)
         proc.communicate()
         raise DriverFailedError(
-            f"append_job {' '.join(args[:3])} did not finish in {timeout_s:.0f} s; log {log_path}"
+            f"{name} did not finish in {timeout_s:.0f} s; log {log_path}"
         ) from None
-    results = [line for line in stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    if proc.returncode != 0 or not results:
+    results = [line for line in stdout.splitlines() if line.startswith(prefix)]
+    if proc.returncode not in exit_codes or not results:
         raise DriverFailedError(
-            f"append_job {' '.join(args[:3])} exited with {proc.returncode}; log {log_path}\n"
+            f"{name} exited with {proc.returncode}; log {log_path}\n"
             f"{_failure_summary(log_path.read_text(errors='replace'))}"
         )
-    return dict(json.loads(results[-1][len(RESULT_PREFIX) :]))
+    return proc.returncode, dict(json.loads(results[-1][len(prefix) :]))
+
+
+def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
+    name = f"append_job {' '.join(args[:3])}"
+    return job_result(start_job(args, log_path), log_path, timeout_s, name=name)[1]
 
 
 def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[str]:

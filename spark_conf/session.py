@@ -130,6 +130,33 @@ def delta_spark_conf(
     }
 
 
+def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
+    """The master, the driver memory, and for a ``local[...]`` master the settings that suit
+    short-lived drivers on a small machine (used by :func:`build_spark_session` and by
+    properties files for spark-submit)."""
+    conf = {"spark.master": master, "spark.driver.memory": driver_memory}
+    if master.startswith("local"):
+        # A local driver has one or two cores: Delta's default of 50 partitions for snapshot
+        # state reconstruction costs seconds per commit there, and the progress bar is noise.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
+        conf["spark.ui.showConsoleProgress"] = "false"
+        # Short-lived local drivers, often several per machine: C1-only JIT and the serial GC
+        # start faster and leave the cores to the work instead of to compiler and GC threads.
+        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    return conf
+
+
+def small_tables_conf() -> dict[str, str]:
+    """For test drivers that write many tiny tables on a small shared machine: one task per
+    snapshot state reconstruction (Delta runs one for every write that carries ``txnAppId``) and
+    per small input scan, and warnings only in the driver log."""
+    return {
+        "spark.databricks.delta.snapshotPartitions": "1",
+        "spark.sql.files.minPartitionNum": "1",
+        "spark.log.level": "WARN",
+    }
+
+
 def build_spark_session(
     storage: Storage,
     logstore: LogStoreChoice = LogStoreChoice.S3_CONDITIONAL,
@@ -150,15 +177,7 @@ def build_spark_session(
 
     builder = SparkSession.builder.appName(app_name).master(master)
     conf = delta_spark_conf(storage, logstore, local_dir=local_dir, dynamodb=dynamodb)
-    conf["spark.driver.memory"] = driver_memory
-    if master.startswith("local"):
-        # A local driver has one or two cores: Delta's default of 50 partitions for snapshot
-        # state reconstruction costs seconds per commit there, and the progress bar is noise.
-        conf["spark.databricks.delta.snapshotPartitions"] = "2"
-        conf["spark.ui.showConsoleProgress"] = "false"
-        # Short-lived local drivers, often several per machine: C1-only JIT and the serial GC
-        # start faster and leave the cores to the work instead of to compiler and GC threads.
-        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    conf.update(master_conf(master, driver_memory))
     conf.update(extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
