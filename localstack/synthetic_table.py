@@ -82,7 +82,10 @@ CHECKPOINT_SCHEMA = pa.schema(
                 ]
             ),
         ),
-        ("protocol", pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])),
+        (
+            "protocol",
+            pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())]),
+        ),
     ]
 )
 
@@ -145,7 +148,10 @@ class SyntheticTable:
     def create(self, timestamp_ms: int) -> int:
         """Version 0: protocol and metadata."""
         return self.commit(
-            [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": self._metadata()}],
+            [
+                {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                {"metaData": self._metadata()},
+            ],
             timestamp_ms,
         )
 
@@ -160,12 +166,16 @@ class SyntheticTable:
         return rel
 
     @staticmethod
-    def add_action(rel: str, mtime_ms: int, dv: dict[str, Any] | None = None, size: int = 0) -> dict[str, Any]:
+    def add_action(
+        rel: str, mtime_ms: int, dv: dict[str, Any] | None = None, size: int = 0
+    ) -> dict[str, Any]:
         from urllib.parse import quote
 
         action: dict[str, Any] = {
             "path": quote(rel, safe="/="),
-            "partitionValues": {"p": rel.split("/")[0].split("=", 1)[1]} if "=" in rel.split("/")[0] else {},
+            "partitionValues": {"p": rel.split("/")[0].split("=", 1)[1]}
+            if "=" in rel.split("/")[0]
+            else {},
             "size": size,
             "modificationTime": mtime_ms,
             "dataChange": True,
@@ -246,7 +256,9 @@ class SyntheticTable:
         return dropped
 
 
-def build_wide_table(root: Path, files: int, partitions: int, mtime_ms: int, orphans: int) -> SyntheticTable:
+def build_wide_table(
+    root: Path, files: int, partitions: int, mtime_ms: int, orphans: int
+) -> SyntheticTable:
     """The benchmark table: ``files`` live empty data files in ``partitions`` partitions,
     committed in one commit and checkpointed, plus ``orphans`` uncommitted files spread over
     the same partitions. All files get ``mtime_ms``."""
@@ -260,5 +272,7 @@ def build_wide_table(root: Path, files: int, partitions: int, mtime_ms: int, orp
     table.commit(adds, mtime_ms)
     table.checkpoint()
     for i in range(orphans):
-        table.write_file(f"p={i % partitions}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", mtime_ms)
+        table.write_file(
+            f"p={i % partitions}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", mtime_ms
+        )
     return table

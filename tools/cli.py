@@ -7,9 +7,10 @@ non-zero exit code, never a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -121,11 +122,24 @@ def conf_check(file: Path) -> None:
     click.echo(f"{file}: no problems found")
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def s3_options(func: F) -> F:
+    """``--endpoint``, ``--region`` and ``--path-style``: how to reach S3, for every command
+    that reads or writes a bucket."""
+    func = click.option(
+        "--path-style/--virtual-host-style", default=False, help="S3 addressing style"
+    )(func)
+    func = click.option(
+        "--region", default=None, help="S3 region (default: the AWS configuration's)"
+    )(func)
+    return click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)")(func)
+
+
 @main.command("probe")
 @click.argument("target")
-@click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)")
-@click.option("--region", default=None, help="S3 region (default: the AWS configuration's)")
-@click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
+@s3_options
 @click.option("--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore")
 @click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
 @click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
@@ -215,3 +229,67 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     state = "created" if result.created else "already exists with the right schema"
     ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
     click.echo(f"table {name}: {state} ({result.billing_mode}){ttl}")
+
+
+@main.command("orphans")
+@click.argument("table")
+@s3_options
+@click.option(
+    "--retention",
+    "retention_hours",
+    type=float,
+    help="hours a file must be untouched before cleanup (default: the table's "
+    "delta.deletedFileRetentionDuration, 7 days if unset)",
+)
+@click.option(
+    "--delete", is_flag=True, help="delete orphan and log-temp files (dry run without --yes)"
+)
+@click.option("--yes", is_flag=True, help="with --delete: really delete")
+@click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
+@click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (schema in README)")
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="where --delete --yes writes its manifest (default: ./deltaguard-orphans-<time>.json)",
+)
+@click.option("--workers", default=16, show_default=True, help="directories listed at once")
+def orphans_command(
+    table: str,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    retention_hours: float | None,
+    delete: bool,
+    yes: bool,
+    include_tombstones: bool,
+    unsafe_retention: bool,
+    as_json: bool,
+    manifest_path: Path | None,
+    workers: int,
+) -> None:
+    """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
+
+    Classes: orphan (no retained log entry names it), expired-tombstone (what VACUUM would
+    delete), recent (younger than the retention: kept), log-temp (leftovers in _delta_log).
+
+    Exit code 0: nothing to clean; 1: files to clean found (dry run) or deleted; 2: the table
+    could not be read (or a setting was refused); 3: some deletions failed."""
+    from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
+
+    request = OrphansRequest(
+        table=table,
+        endpoint=endpoint,
+        region=region,
+        path_style=path_style,
+        retention_hours=retention_hours,
+        delete=delete,
+        yes=yes,
+        include_tombstones=include_tombstones,
+        unsafe_retention=unsafe_retention,
+        as_json=as_json,
+        manifest_path=manifest_path,
+        workers=workers,
+    )
+    sys.exit(run_orphans(request))

@@ -117,7 +117,7 @@ def _data_candidate(
     elif info.path in refs.change_data:
         reason = "change data older than the retention"
     else:
-        reason = "removed from the table; its tombstone is no longer in the snapshot"
+        reason = "named only by removed entries or older versions of the log"
     return Candidate(info.path, info.size, info.mtime_ms, FileClass.EXPIRED_TOMBSTONE, reason)
 
 

@@ -62,7 +62,9 @@ class CleanupResult:
 
 
 def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
-    return (*DEFAULT_CLASSES, FileClass.EXPIRED_TOMBSTONE) if include_tombstones else DEFAULT_CLASSES
+    return (
+        (*DEFAULT_CLASSES, FileClass.EXPIRED_TOMBSTONE) if include_tombstones else DEFAULT_CLASSES
+    )
 
 
 def targets(result: ScanResult, include_tombstones: bool) -> list[Candidate]:
@@ -70,7 +72,9 @@ def targets(result: ScanResult, include_tombstones: bool) -> list[Candidate]:
     return result.of(*cleanup_classes(include_tombstones))
 
 
-def recheck(store: TableStore, result: ScanResult, planned: list[Candidate], *, given_retention: bool) -> Recheck:
+def recheck(
+    store: TableStore, result: ScanResult, planned: list[Candidate], *, given_retention: bool
+) -> Recheck:
     """Re-lists and replays the log and drops every planned file the log now references or
     that is no longer older than the cut-off. Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the log cannot be read (then
@@ -137,7 +141,9 @@ def execute(
     }
     checked = recheck(store, result, planned, given_retention=given_retention)
     doc["version_rechecked"] = checked.version
-    doc["spared"] = [{"path": c.path, "class": c.file_class.value, "why": why} for c, why in checked.spared]
+    doc["spared"] = [
+        {"path": c.path, "class": c.file_class.value, "why": why} for c, why in checked.spared
+    ]
     doc["deleted"] = [_entry(c) for c in checked.targets]  # the intent, until the outcome is known
     write_manifest(manifest_path, doc)
     outcome = delete_files(store, [c.path for c in checked.targets])

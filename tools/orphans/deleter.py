@@ -78,7 +78,9 @@ def check_contained(store: TableStore, rel_paths: Sequence[str]) -> None:
             or any(p in ("", ".", "..") for p in parts)
             or "://" in rel
         ):
-            raise OutsideTableError(f"refusing to delete {rel!r}: not a plain path inside the table")
+            raise OutsideTableError(
+                f"refusing to delete {rel!r}: not a plain path inside the table"
+            )
         if real_root is not None:
             parent = os.path.realpath(os.path.dirname(os.path.join(real_root, rel)))
             if parent != real_root and not parent.startswith(real_root + os.sep):

@@ -38,7 +38,9 @@ def write_manifest(path: Path, document: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(orjson.dumps({"schema": MANIFEST_SCHEMA, **document}, option=orjson.OPT_INDENT_2))
+            f.write(
+                orjson.dumps({"schema": MANIFEST_SCHEMA, **document}, option=orjson.OPT_INDENT_2)
+            )
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

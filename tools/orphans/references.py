@@ -24,8 +24,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaguard.tools.deltalog.actions import AddFile, CdcFile, DeletionVector, RemoveFile
-from deltaguard.tools.deltalog.actions import parse_json_actions
+from deltaguard.tools.deltalog.actions import (
+    AddFile,
+    CdcFile,
+    DeletionVector,
+    RemoveFile,
+    parse_json_actions,
+)
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.filetable import FileActions

@@ -65,7 +65,9 @@ def by_partition(candidates: list[Candidate]) -> list[dict[str, Any]]:
     ]
 
 
-def to_json(result: ScanResult, store: TableStore, cleanup: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_json(
+    result: ScanResult, store: TableStore, cleanup: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "table": result.table,
@@ -132,7 +134,9 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
         for col in ("partition", "class", "files", "size"):
             pt.add_column(col, justify="right" if col in ("files", "size") else "left")
         for row in sorted(parts, key=lambda r: -r["bytes"])[:20]:
-            pt.add_row(row["partition"] or "(root)", row["class"], str(row["files"]), _size(row["bytes"]))
+            pt.add_row(
+                row["partition"] or "(root)", row["class"], str(row["files"]), _size(row["bytes"])
+            )
         console.print(pt)
     shown = result.candidates[:max_files]
     if shown:
@@ -140,7 +144,9 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
         for col in ("path", "class", "size", "reason"):
             ft.add_column(col)
         for c in shown:
-            ft.add_row(c.path, f"[{_STYLE[c.file_class]}]{c.file_class.value}[/]", _size(c.size), c.reason)
+            ft.add_row(
+                c.path, f"[{_STYLE[c.file_class]}]{c.file_class.value}[/]", _size(c.size), c.reason
+            )
         console.print(ft)
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")
