@@ -254,7 +254,7 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     type=click.Path(dir_okay=False, path_type=Path),
     help="where --delete --yes writes its manifest (default: ./deltaguard-orphans-<time>.json)",
 )
-@click.option("--workers", default=16, show_default=True, help="directories listed at once")
+@click.option("--workers", default=8, show_default=True, help="directories listed at once")
 def orphans_command(
     table: str,
     endpoint: str | None,

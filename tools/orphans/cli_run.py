@@ -50,7 +50,7 @@ class OrphansRequest:
     unsafe_retention: bool = False
     as_json: bool = False
     manifest_path: Path | None = None
-    workers: int = 16
+    workers: int = 8
 
 
 def scan_with_progress(
@@ -111,7 +111,7 @@ def _default_manifest() -> Path:
 def run_orphans(req: OrphansRequest) -> int:
     """Runs the command; returns the exit code."""
     out = Console()
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
     try:
         if retention_ms is not None and req.delete:

@@ -29,7 +29,7 @@ from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.storage import FileInfo, LocalTableStore, S3TableStore, TableStore
 
 #: Default listing concurrency (threads; each task is one directory).
-DEFAULT_WORKERS = 16
+DEFAULT_WORKERS = 8
 
 
 @dataclass
