@@ -130,6 +130,7 @@ class SyntheticTable:
     version: int = -1
     live: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
     tombstones: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
+    last_commit_ms: int = 0
 
     @property
     def log(self) -> Path:
@@ -203,6 +204,7 @@ class SyntheticTable:
             f.write("\n".join(json.dumps(a) for a in lines) + "\n")
         os.utime(path, ns=(timestamp_ms * 1_000_000, timestamp_ms * 1_000_000))
         self.version = version
+        self.last_commit_ms = timestamp_ms
         for a in actions:
             if "add" in a:
                 key = self._key(a["add"])
@@ -228,7 +230,8 @@ class SyntheticTable:
         return out
 
     def checkpoint(self) -> None:
-        """A classic checkpoint of the current version, and ``_last_checkpoint``."""
+        """A classic checkpoint of the current version (modified at that version's commit
+        time, as if written right after it), and ``_last_checkpoint``."""
         rows: list[dict[str, Any]] = [
             {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
             {"metaData": {**self._metadata(), "configuration": list(self.configuration.items())}},
@@ -240,6 +243,8 @@ class SyntheticTable:
         table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
         name = f"{self.version:020d}.checkpoint.parquet"
         pq.write_table(table, self.log / name)
+        stamp = self.last_commit_ms * 1_000_000
+        os.utime(self.log / name, ns=(stamp, stamp))
         (self.log / "_last_checkpoint").write_text(
             json.dumps({"version": self.version, "size": len(rows)})
         )
