@@ -16,7 +16,7 @@ from typing import Any
 from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.testbed.localstack_server import LocalStackServer
 
-from . import commit_latency, throughput
+from . import commit_latency, orphans, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -82,6 +82,25 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _orphans_lines(orph: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Orphan scan: {orph['what']}.",
+        "",
+        "| storage | deltaguard orphans (wall, scan) | Spark VACUUM DRY RUN | speedup | peak RSS | files found (ours / Spark) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for side, label in (("local", "local disk"), ("localstack", "LocalStack (s3a://)")):
+        if side not in orph:
+            continue
+        s = orph[side]
+        lines.append(
+            f"| {label} | {s['deltaguard_wall_s_median']:.2f} s ({s['deltaguard_scan_s_median']:.2f} s) | "
+            f"{s['spark_vacuum_dry_run_s_median']:.2f} s | {s['speedup_median']:.1f}x | "
+            f"{s['deltaguard_peak_rss_mib']:.0f} MiB | {s['files_reported']['deltaguard']} / {s['files_reported']['spark']} |"
+        )
+    return [*lines, ""]
+
+
 _SIDE = {"jvm": "JVM", "python": "Python"}
 
 
@@ -105,6 +124,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _latency_lines(results["commit_latency"])
     if results.get("throughput"):
         lines += _throughput_lines(results["throughput"])
+    if results.get("orphans"):
+        lines += _orphans_lines(results["orphans"])
     return "\n".join(lines)
 
 
@@ -116,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-appends", type=int, default=5)
     parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
     parser.add_argument("--spark-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "throughput"])
+    parser.add_argument("--only", choices=["latency", "throughput", "orphans"])
+    parser.add_argument(
+        "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     results: dict[str, Any] = {
@@ -159,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
                     workdir,
                 ),
             }
+        if args.only in (None, "orphans"):
+            results["orphans"] = orphans.run(
+                endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
+            )
     results["wall_s"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -10,6 +10,8 @@ commits and rows expected and found, and what was lost. Exit code 1 if deltaguar
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -21,10 +23,14 @@ from rich.table import Table
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.probe import print_report, run_probe
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
+from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
 from deltaguard.testbed.multi_driver import MultiDriverResult, run_multi_driver
 from deltaguard.testbed.race import hold_one_commit_put
+from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.orphans import execute, scan
+from deltaguard.tools.orphans.report import print_report as print_orphans
 
 BUCKET = "deltaguard-demo"
 
@@ -66,6 +72,55 @@ def render_results(results: list[MultiDriverResult], console: Console) -> None:
             str(s["wall_s"]),
         )
     console.print(table)
+
+
+def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
+    """Runs a Spark job that fails half way on a fresh table, shows the files it left with
+    :func:`deltaguard.tools.orphans.scan` and removes them with
+    :func:`deltaguard.tools.orphans.execute`. True if the table is intact afterwards."""
+    table = f"s3a://{BUCKET}/orphans_demo"
+    log = workdir / "fail-half-way.log"
+    console.print(f"[bold]a Spark append to {table} whose last task fails[/] ...")
+    with log.open("w") as err:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "deltaguard.testbed.failed_job",
+                "fail-half-way",
+                table,
+                "--endpoint",
+                endpoint.url,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+            check=False,
+        )
+    if proc.returncode != 0:
+        console.print(f"[bold red]the job did not fail as planned; log {log}[/]")
+        return False
+    store = open_table(table, client=endpoint.s3_client())
+    console.print("With the table's retention (7 days) its files are too young to touch:")
+    print_orphans(scan(store), console, max_files=0)
+    console.print("Nothing else writes this table, so the demo may look at files of any age:")
+    result = scan(store, retention_ms=0)
+    print_orphans(result, console, max_files=10)
+    done = execute(
+        store,
+        result,
+        manifest_path=workdir / "orphans-manifest.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    snapshot = load_snapshot(store)
+    intact = all(store.stat(p) is not None for p in snapshot.adds.paths())
+    console.print(
+        f"deleted {len(done.outcome.deleted)} files in {done.outcome.requests} DeleteObjects "
+        f"request(s); manifest {workdir / 'orphans-manifest.json'}; table version "
+        f"{snapshot.version}, every live file present: {intact}"
+    )
+    return intact and not done.outcome.failed and bool(done.outcome.deleted)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
                 f"{s['rows_expected']}"
             )
-    render_results(results, console)
+        render_results(results, console)
+        console.rule("4. orphans: a Spark job fails half way; find and remove what it left")
+        if not orphans_step(localstack.endpoint, workdir, console):
+            return 1
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")

@@ -11,7 +11,8 @@ tasks wrote. Subcommands of ``python -m deltaguard.testbed.failed_job``:
     ``failed_job_files``, ``killed_job_files`` (relative paths they left) and
     ``vacuum_dry_run`` (absolute paths Spark reported).
 ``fail-half-way TABLE [--endpoint URL]``
-    one append whose last task raises: earlier tasks' files stay (used by ``make demo``).
+    one successful append, then one whose last task raises: the earlier tasks' files stay
+    (used by ``make demo``).
 ``slow-append TABLE``
     an append slow enough to be killed mid-write.
 ``vacuum TABLE [--endpoint URL] [--runs N]``
@@ -208,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = session(args.endpoint, master=args.master)
     try:
         if args.command == "fail-half-way":
+            first = spark.range(0, 10, 1, 1).selectExpr("id", "CAST(id % 2 AS STRING) AS p")
+            first.write.format("delta").partitionBy("p").mode("append").save(args.target)
             fail_half_way(spark, args.target)
         elif args.command == "slow-append":
             slow_append(spark, args.target)
