@@ -21,6 +21,7 @@ from deltaguard.tools.deltalog.names import (
     STAGED_COMMITS_DIRS,
     LogFileKind,
     LogFileName,
+    is_hadoop_checksum,
     is_temp_name,
     parse_log_name,
 )
@@ -66,6 +67,8 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
         listing.files[name] = info
         parsed = parse_log_name(name)
         if parsed is None:
+            if is_hadoop_checksum(name):
+                continue
             if is_temp_name(name):
                 listing.temp_files.append(name)
             elif LOG_LIKE.match(name) or name.startswith(".") or name.endswith(".crc"):

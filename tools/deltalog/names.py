@@ -90,6 +90,11 @@ def is_temp_name(name: str) -> bool:
     return name.endswith(".tmp") or name.startswith(".tmp/") or "/.tmp/" in name
 
 
+def is_hadoop_checksum(name: str) -> bool:
+    """Hadoop's local filesystem writes ``.<file>.crc`` next to every file it writes: normal."""
+    return name.startswith(".") and name.endswith(".crc") and not name.endswith(".tmp.crc")
+
+
 def commit_name(version: int) -> str:
     return f"{version:020d}.json"
 

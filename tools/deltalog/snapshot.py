@@ -49,6 +49,7 @@ from deltaguard.tools.deltalog.errors import (
 )
 from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import FileActions
+from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
     LogListing,
@@ -208,37 +209,11 @@ def _listing_for(store: TableStore, want_latest: bool) -> LogListing:
     return list_log(store)
 
 
-def commit_timestamps(store: TableStore, listing: LogListing) -> dict[int, int]:
-    """Commit timestamps of every listed commit: the in-commit timestamp if the commit has one,
-    else the file's modification time, made strictly increasing as Delta does."""
-    out: dict[int, int] = {}
-    previous = None
-    for version in sorted(listing.commits):
-        ts = listing.mtime_ms(listing.commits[version])
-        info = read_commit_info(store, listing.commits[version])
-        if info is not None and info.raw.get("inCommitTimestamp") is not None and info.timestamp:
-            ts = info.timestamp
-        elif previous is not None and ts <= previous:
-            ts = previous + 1
-        out[version] = ts
-        previous = ts
-    return out
-
-
-def read_commit_info(store: TableStore, name: str) -> CommitInfo | None:
-    """The commitInfo of a commit file (None if it has none or cannot be read)."""
-    try:
-        parsed = parse_json_actions(store.read(f"{LOG_DIR}/{name}"))
-    except StorageError:
-        return None
-    return next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
-
-
 def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int:
     """The newest version committed at or before ``timestamp_ms`` (the latest version for a
     time after it). Raises :class:`VersionNotFoundError` for a time before the oldest
     retained commit."""
-    stamps = commit_timestamps(store, listing)
+    stamps = {e.version: e.timestamp_ms for e in read_history(store, listing=listing)}
     eligible = [v for v, ts in stamps.items() if ts <= timestamp_ms]
     if not eligible:
         oldest = min(stamps.values()) if stamps else None
@@ -423,7 +398,6 @@ __all__ = [
     "DeltaLogError",
     "LogSegment",
     "Snapshot",
-    "commit_timestamps",
     "load_snapshot",
     "parse_interval_ms",
     "version_at",
