@@ -259,6 +259,13 @@ def _parse_timestamp(value: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _wide_console() -> Any:
+    """A rich console at least 150 columns wide, also when output goes to a pipe or file."""
+    from rich.console import Console
+
+    return Console(width=max(Console().width, 150))
+
+
 def _fail(command: str, exc: Exception) -> None:
     click.echo(f"deltaguard {command}: {exc}", err=True)
     sys.exit(2)
@@ -338,11 +345,9 @@ def audit_command(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        from rich.console import Console
-
         from deltaguard.tools.deltalog.render import print_audit
 
-        print_audit(report, Console())
+        print_audit(report, _wide_console())
     sys.exit(report.exit_code)
 
 
@@ -374,8 +379,6 @@ def history_command(
     if as_json:
         click.echo(json.dumps([e.to_json() for e in entries], indent=2))
     else:
-        from rich.console import Console
-
         from deltaguard.tools.deltalog.render import print_history
 
-        print_history(entries, Console())
+        print_history(entries, _wide_console())

@@ -187,6 +187,7 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
     first, last = commits[0], commits[-1]
     latest = listing.latest_version if target is None else target
     chain_ok = False
+    missing: int | None = None
     for ref in [
         *reversed([c for c in listing.checkpoints if latest is not None and c.version <= latest]),
         None,
@@ -197,7 +198,8 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
             chain_ok = True
             covered_from = start
             break
-        missing = chain
+        if missing is None:
+            missing = chain  # the newest checkpoint's view: what the latest state lacks
     if not chain_ok:
         if first > 0 and not any(c.version >= first - 1 for c in listing.checkpoints):
             out.add(
@@ -232,7 +234,7 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
                 "them)",
                 _log(f"{start:020d}.json"),
             )
-        elif not chain_ok and (start, end) != (missing, missing):
+        elif not chain_ok and not (missing is not None and start <= missing <= end):
             out.add("version-gap", f"commits {start}-{end} are missing", _log(f"{start:020d}.json"))
     if first > 0 and any(c.version >= first - 1 for c in listing.checkpoints):
         out.add("log-cleaned-up", f"commits before version {first} were removed by log cleanup")

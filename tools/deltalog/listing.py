@@ -16,8 +16,8 @@ import orjson
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, group_checkpoints
 from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.names import (
+    AUXILIARY_FILES,
     LAST_CHECKPOINT,
-    LOG_LIKE,
     STAGED_COMMITS_DIRS,
     LogFileKind,
     LogFileName,
@@ -71,7 +71,7 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
                 continue
             if is_temp_name(name):
                 listing.temp_files.append(name)
-            elif LOG_LIKE.match(name) or name.startswith(".") or name.endswith(".crc"):
+            elif name not in AUXILIARY_FILES:
                 listing.stray_files.append(name)
             continue
         if parsed.kind is LogFileKind.LAST_CHECKPOINT:

@@ -28,9 +28,8 @@ _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.([^.]+)\.(json|parquet)$")
 _COMPACTION = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CHECKSUM = re.compile(r"^(\d{20})\.crc$")
-#: Loosely log-like names: a version-ish number followed by one of the log suffixes. A name
-#: that matches this but none of the exact patterns is a stray or damaged file.
-LOG_LIKE = re.compile(r"^\d+\..*(json|parquet|crc)$")
+#: Files writers legitimately keep in ``_delta_log`` besides the log itself.
+AUXILIARY_FILES = frozenset({"_last_checkpoint", "_last_vacuum_info"})
 
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS_DIR = "_sidecars"

@@ -39,12 +39,16 @@ def print_audit(report: AuditReport, console: Console) -> None:
         console.print("[bold green]healthy: no findings[/]")
         return
     table = Table(show_lines=False)
-    for column in ("severity", "code", "file:line", "finding", "hint"):
-        table.add_column(column, overflow="fold")
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    table.add_column("file:line", overflow="fold")
+    table.add_column("finding", overflow="fold")
     for f in report.findings:
         where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
-        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, where, f.message, f.hint)
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, where, f.message)
     console.print(table)
+    for code, hint in dict.fromkeys((f.code, f.hint) for f in report.findings):
+        console.print(f"[bold]{code}[/]: {hint}")
     counts = report.counts()
     verdict = "[bold green]healthy[/]" if report.healthy else "[bold red]needs attention[/]"
     console.print(
