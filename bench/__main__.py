@@ -14,7 +14,7 @@ from typing import Any
 
 from deltaguard.testbed.localstack_server import LocalStackServer
 
-from . import commit_latency, throughput
+from . import commit_latency, replay, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -57,6 +57,25 @@ def markdown(results: dict[str, Any]) -> str:
                 + " |"
             )
         lines.append("")
+    rep = results.get("replay")
+    if rep:
+        lines += [
+            f"Snapshot replay (load + list live files), deltaguard vs delta-rs {rep.get('delta_rs_version', '')}, "
+            f"medians of {rep.get('runs', '?')} runs, one process per sample:",
+            "",
+            "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name in ("many_commits", "many_files"):
+            for storage in ("local", "localstack"):
+                row = rep[name][storage]
+                ours, theirs = row["deltaguard"], row["delta-rs"]
+                lines.append(
+                    f"| {rep['tables'][name]} | {storage} | {ours['wall_s_median']:.2f} s | "
+                    f"{theirs['wall_s_median']:.2f} s | {row['ratio_median']:.2f} | "
+                    f"{ours['peak_rss_mib_median']:.0f} MiB | {theirs['peak_rss_mib_median']:.0f} MiB |"
+                )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -67,14 +86,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-appends", type=int, default=25)
     parser.add_argument("--spark-appends", type=int, default=5)
     parser.add_argument("--spark-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "throughput"])
+    parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument("--only", choices=["latency", "throughput", "replay"])
     args = parser.parse_args(argv)
     started = time.monotonic()
+    previous = RESULTS / "latest.json"
+    # A partial run (--only) keeps the other benchmarks' latest results.
+    kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     results: dict[str, Any] = {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
         "runs": args.runs,
         "spark_runs": args.spark_runs,
+        **kept,
     }
     with LocalStackServer() as localstack:
         bucket = "deltaguard-bench"
@@ -92,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
                 "spark": throughput.run(
                     localstack.endpoint, bucket, "spark", args.spark_runs, args.spark_appends
                 ),
+            }
+        if args.only in (None, "replay"):
+            from importlib.metadata import version
+
+            results["replay"] = {
+                "runs": args.replay_runs,
+                "delta_rs_version": version("deltalake"),
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                **replay.run(localstack.endpoint, bucket, args.replay_runs),
             }
     results["wall_s"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)

@@ -166,12 +166,19 @@ class Snapshot:
 
     def live_locations(self) -> list[str]:
         """Absolute locations of every live file (what ``inputFiles()`` lists, decoded)."""
-        return [self.location(p) for p in self.adds.paths()]
+        paths = self.adds.table["path"]
+        prefix = self.store.location("").rstrip("/") + "/"
+        joined = pc.binary_join_element_wise(prefix, paths, "")
+        absolute = pc.match_substring_regex(paths, _ABSOLUTE)
+        return pc.if_else(absolute, paths, joined).to_pylist()  # type: ignore[no-any-return]
+
+
+_ABSOLUTE = r"^(/|[A-Za-z][A-Za-z0-9+.-]*:)"
 
 
 def is_absolute(path: str) -> bool:
     """True for a URI with a scheme (``s3://``, ``file:``) or an absolute filesystem path."""
-    return "://" in path or path.startswith(("file:", "/"))
+    return re.match(_ABSOLUTE, path) is not None
 
 
 def _json_chain(listing: LogListing, start: int, target: int) -> list[JsonPiece] | int:

@@ -142,7 +142,7 @@ class LocalTableStore:
         return FileInfo(rel_path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def location(self, rel_path: str) -> str:
-        return str(self._abs(rel_path))
+        return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
 
 class S3TableStore:
