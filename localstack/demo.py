@@ -2,7 +2,7 @@
 
 Starts LocalStack (host mode) and the fault proxy, then runs the same multi-driver append job
 twice on fresh tables: with Delta's default S3 LogStore and with deltaguard's conditional-write
-LogStore. The proxy holds one commit PUT until another driver has written the same version,
+LogStore, and ends with ``deltaguard audit`` of the table the last run wrote. The proxy holds one commit PUT until another driver has written the same version,
 the race that loses commits in production when one PUT is slow. Prints, per LogStore, the data
 commits and rows expected and found, and what was lost. Exit code 1 if deltaguard lost anything.
 """
@@ -25,6 +25,9 @@ from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
 from deltaguard.testbed.multi_driver import MultiDriverResult, run_multi_driver
 from deltaguard.testbed.race import hold_one_commit_put
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.render import print_audit
+from deltaguard.tools.deltalog.storage import open_table
 
 BUCKET = "deltaguard-demo"
 
@@ -66,6 +69,18 @@ def render_results(results: list[MultiDriverResult], console: Console) -> None:
             str(s["wall_s"]),
         )
     console.print(table)
+
+
+def audit_written_table(
+    results: list[MultiDriverResult], localstack: LocalStackServer, console: Console
+) -> bool:
+    """Step 4: ``deltaguard audit`` (the library call) of the table the last run wrote. Returns
+    False if the audit finds errors or warnings."""
+    table = results[-1].extra["table"]
+    console.rule(f"4. deltaguard audit {table}")
+    report = audit_table(open_table(table, client=localstack.endpoint.s3_client()))
+    print_audit(report, console)
+    return report.healthy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                 "writes the same version) ..."
             )
             proxy.set_rules([hold_one_commit_put()])
+            table = f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}"
             result = run_multi_driver(
-                f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}",
+                table,
                 writer_endpoint_url=proxy.endpoint.url,
                 reader_endpoint_url=localstack.endpoint.url,
                 logstore=choice,
@@ -134,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir=workdir,
             )
             result.extra["held_puts"] = proxy.fired()[0]
+            result.extra["table"] = table
             results.append(result)
             s = result.summary()
             console.print(
@@ -141,13 +158,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
                 f"{s['rows_expected']}"
             )
-    render_results(results, console)
+        render_results(results, console)
+        audited = audit_written_table(results, localstack, console)
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")
         return 1
     console.print(f"Logs and Spark scratch space: {workdir}")
-    return 0
+    return 0 if audited else 1
 
 
 if __name__ == "__main__":
