@@ -229,3 +229,53 @@ def test_dynamodb_incomplete_entry(localstack, ls_commit_table, dv_table):
 
 def test_every_code_has_a_hint():
     assert all(hint for _severity, hint in CODES.values())
+
+
+def test_log_compaction_replaces_cleaned_up_commits(spark_tables, dv_table):
+    log = dv_table / "_delta_log"
+    actions = [
+        line
+        for v in (3, 4, 5)
+        for line in _log(dv_table, v).read_bytes().splitlines()
+        if line.strip() and not line.startswith(b'{"commitInfo"')
+    ]
+    (log / f"{3:020d}.{5:020d}.compacted.json").write_bytes(b"\n".join(actions) + b"\n")
+    for name in [f"{3:020d}.json", f"{4:020d}.json"] + [p.name for p in log.glob("*4.checkpoint*")]:
+        (log / name).unlink()
+    snap = load_snapshot(str(dv_table))
+    assert [p.name for p in snap.segment.pieces] == [f"{3:020d}.{5:020d}.compacted.json"]
+    assert sorted(p.replace(str(dv_table), "") for p in snap.live_locations()) == sorted(
+        p.replace(str(spark_tables.path("dv_cdc")), "")
+        for p in spark_tables.live_files("dv_cdc", 5)
+    )
+    codes = _codes(audit_table(str(dv_table)))
+    assert "version-gap" not in codes and "version-gap-covered" in codes
+
+
+def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
+    snap = load_snapshot(str(dv_table))
+    inside = snap.adds.paths()[0]
+    absolute = f"file://{dv_table}/{inside}"
+    add = {
+        "path": absolute.replace(" ", "%20"),
+        "partitionValues": {},
+        "size": 1,
+        "modificationTime": 1,
+        "dataChange": True,
+    }
+    outside = {**add, "path": "s3://elsewhere/shallow/part-0.parquet"}
+    gone = {**add, "path": f"file://{dv_table}/part-gone.parquet"}
+    remove = {"path": inside, "deletionTimestamp": 5, "dataChange": True}
+    lines = [
+        {"commitInfo": {"operation": "X"}},
+        {"remove": remove},
+        {"add": add},
+        {"add": outside},
+        {"add": gone},
+    ]
+    _log(dv_table, 6).write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    snap = load_snapshot(str(dv_table))
+    assert absolute in snap.live_locations()
+    codes = _codes(audit_table(str(dv_table)))
+    assert [f.file for f in codes["missing-data-file"]] == ["part-gone.parquet"]
+    assert "s3://elsewhere" in codes["external-file"][0].message

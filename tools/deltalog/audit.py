@@ -196,7 +196,6 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
         chain = _json_chain(listing, start, latest if latest is not None else last)
         if not isinstance(chain, int):
             chain_ok = True
-            covered_from = start
             break
         if missing is None:
             missing = chain  # the newest checkpoint's view: what the latest state lacks
@@ -214,7 +213,6 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
                 f"commit {missing} is missing: version {latest} cannot be reconstructed",
                 _log(f"{missing:020d}.json"),
             )
-        covered_from = last + 1
     have = set(commits)
     holes: list[tuple[int, int]] = []
     v = first
@@ -226,12 +224,12 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
             holes.append((start, v - 1))
         v += 1
     for start, end in holes:
-        if chain_ok and end < covered_from:
+        if chain_ok:  # the requested state was reconstructable, so no hole is on its path
             span = f"{start}" if start == end else f"{start}-{end}"
             out.add(
                 "version-gap-covered",
-                f"commits {span} are missing between retained commits (a later checkpoint covers "
-                "them)",
+                f"commits {span} are missing between retained commits (a later checkpoint or a "
+                "compaction covers them)",
                 _log(f"{start:020d}.json"),
             )
         elif not chain_ok and not (missing is not None and start <= missing <= end):

@@ -28,7 +28,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "version-gap-covered": (
         Severity.WARNING,
-        "Commits are missing in the middle of the log, but a later checkpoint covers them: "
+        "Commits are missing in the middle of the log, but a later checkpoint (or a log "
+        "compaction) covers them: "
         "the latest state is readable, time travel to these versions is not. Find out who "
         "deleted them (log cleanup only removes the oldest commits).",
     ),

@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, group_checkpoints
-from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.names import (
     AUXILIARY_FILES,
     LAST_CHECKPOINT,
@@ -25,7 +24,7 @@ from deltaguard.tools.deltalog.names import (
     is_temp_name,
     parse_log_name,
 )
-from deltaguard.tools.deltalog.storage import FileInfo, TableStore
+from deltaguard.tools.deltalog.storage import FileInfo, FileMissingError, TableStore
 
 
 @dataclass
@@ -115,12 +114,10 @@ def read_last_checkpoint(store: TableStore) -> LastCheckpoint | None:
     """The parsed hint, None if absent. Raises :class:`LastCheckpointError` if damaged and
     :class:`StorageError` if unreadable."""
     rel = f"{LOG_DIR}/{LAST_CHECKPOINT}"
-    if store.stat(rel) is None:
-        return None
     try:
         data = store.read(rel)
-    except StorageError:
-        raise
+    except FileMissingError:
+        return None
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -56,7 +56,7 @@ from deltaguard.tools.deltalog.listing import (
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -255,9 +255,9 @@ class _Reconciler:
             else:
                 self.domains[action.domain] = action
 
-    def apply_piece(self, store: TableStore, piece: JsonPiece, target: int) -> None:
+    def apply_piece(self, store: TableStore, piece: JsonPiece, data: bytes, target: int) -> None:
         rel = f"{LOG_DIR}/{piece.name}"
-        parsed = parse_json_actions(store.read(rel))
+        parsed = parse_json_actions(data)
         if parsed.errors:
             err = parsed.errors[0]
             raise CorruptLogError(f"{store.location(rel)}:{err.line}: {err.message}", rel, err.line)
@@ -365,8 +365,9 @@ def _replay(
     if state is not None:
         for action in state.actions:
             rec.apply_small(action)
-    for piece in chain:
-        rec.apply_piece(store, piece, target)
+    contents = read_many(store, [f"{LOG_DIR}/{piece.name}" for piece in chain])
+    for piece, data in zip(chain, contents, strict=True):
+        rec.apply_piece(store, piece, data, target)
     if rec.protocol is None or rec.metadata is None:
         raise CorruptLogError(
             f"{store.uri}: version {target} has no {'protocol' if rec.protocol is None else 'metaData'} action",
