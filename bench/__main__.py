@@ -16,7 +16,7 @@ from typing import Any
 from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.testbed.localstack_server import LocalStackServer
 
-from . import commit_latency, orphans, throughput
+from . import commit_latency, orphans, replay, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -126,6 +126,25 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _throughput_lines(results["throughput"])
     if results.get("orphans"):
         lines += _orphans_lines(results["orphans"])
+    rep = results.get("replay")
+    if rep:
+        lines += [
+            f"Snapshot replay (load + list live files), deltaguard vs delta-rs {rep.get('delta_rs_version', '')}, "
+            f"medians of {rep.get('runs', '?')} runs, one process per sample:",
+            "",
+            "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name in ("many_commits", "many_files"):
+            for storage in ("local", "localstack"):
+                row = rep[name][storage]
+                ours, theirs = row["deltaguard"], row["delta-rs"]
+                lines.append(
+                    f"| {rep['tables'][name]} | {storage} | {ours['wall_s_median']:.2f} s | "
+                    f"{theirs['wall_s_median']:.2f} s | {row['ratio_median']:.2f} | "
+                    f"{ours['peak_rss_mib_median']:.0f} MiB | {theirs['peak_rss_mib_median']:.0f} MiB |"
+                )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -137,18 +156,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-appends", type=int, default=5)
     parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
     parser.add_argument("--spark-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "throughput", "orphans"])
+
     parser.add_argument(
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
     )
+    parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument("--only", choices=["latency", "throughput", "replay", "orphans"])
     args = parser.parse_args(argv)
     started = time.monotonic()
+    previous = RESULTS / "latest.json"
+    # A partial run (--only) keeps the other benchmarks' latest results.
+    kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     results: dict[str, Any] = {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
         "runs": args.runs,
         "tput_runs": args.tput_runs,
         "spark_runs": args.spark_runs,
+        **kept,
     }
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     with LocalStackServer(workdir / "localstack") as localstack:
@@ -187,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
             results["orphans"] = orphans.run(
                 endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
             )
+        if args.only in (None, "replay"):
+            from importlib.metadata import version
+
+            results["replay"] = {
+                "runs": args.replay_runs,
+                "delta_rs_version": version("deltalake"),
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                **replay.run(localstack.endpoint, bucket, args.replay_runs),
+            }
     results["wall_s"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")

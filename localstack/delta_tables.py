@@ -73,6 +73,11 @@ def build_tables(out: Path, timeout_s: float = 900) -> SparkTables:
         raise RuntimeError(
             f"writing Spark test tables failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
         )
+    return load_tables(out)
+
+
+def load_tables(out: Path) -> SparkTables:
+    """Tables an earlier :func:`build_tables` (or ``main``) wrote under ``out``."""
     return SparkTables(out, json.loads((out / "expected.json").read_text()))
 
 

@@ -2,7 +2,7 @@
 
 Starts LocalStack (host mode) and the fault proxy, then runs the same multi-driver append job
 twice on fresh tables: with Delta's default S3 LogStore and with deltaguard's conditional-write
-LogStore. The proxy holds one commit PUT until another driver has written the same version,
+LogStore, and ends with ``deltaguard audit`` of the table the last run wrote. The proxy holds one commit PUT until another driver has written the same version,
 the race that loses commits in production when one PUT is slow. Prints, per LogStore, the data
 commits and rows expected and found, and what was lost. Exit code 1 if deltaguard lost anything.
 """
@@ -28,7 +28,10 @@ from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
 from deltaguard.testbed.multi_driver import MultiDriverResult, run_multi_driver
 from deltaguard.testbed.race import hold_one_commit_put
-from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog import load_snapshot
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.render import print_audit
+from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.orphans import execute, scan
 from deltaguard.tools.orphans.report import print_report as print_orphans
 
@@ -123,6 +126,18 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
     return intact and not done.outcome.failed and bool(done.outcome.deleted)
 
 
+def audit_written_table(
+    results: list[MultiDriverResult], localstack: LocalStackServer, console: Console
+) -> bool:
+    """Step 4: ``deltaguard audit`` (the library call) of the table the last run wrote. Returns
+    False if the audit finds errors or warnings."""
+    table = results[-1].extra["table"]
+    console.rule(f"4. deltaguard audit {table}")
+    report = audit_table(open_table(table, client=localstack.endpoint.s3_client()))
+    print_audit(report, console)
+    return report.healthy
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.demo", description=__doc__)
     parser.add_argument("--drivers", type=int, default=4)
@@ -179,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                 "writes the same version) ..."
             )
             proxy.set_rules([hold_one_commit_put()])
+            table = f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}"
             result = run_multi_driver(
-                f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}",
+                table,
                 writer_endpoint_url=proxy.endpoint.url,
                 reader_endpoint_url=localstack.endpoint.url,
                 logstore=choice,
@@ -189,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir=workdir,
             )
             result.extra["held_puts"] = proxy.fired()[0]
+            result.extra["table"] = table
             results.append(result)
             s = result.summary()
             console.print(
@@ -197,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{s['rows_expected']}"
             )
         render_results(results, console)
-        console.rule("4. orphans: a Spark job fails half way; find and remove what it left")
+        audited = audit_written_table(results, localstack, console)
+        console.rule("5. orphans: a Spark job fails half way; find and remove what it left")
         if not orphans_step(localstack.endpoint, workdir, console):
             return 1
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
@@ -205,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")
         return 1
     console.print(f"Logs and Spark scratch space: {workdir}")
-    return 0
+    return 0 if audited else 1
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("deltaguard"), prog_name="deltaguard")
@@ -122,27 +124,41 @@ def conf_check(file: Path) -> None:
     click.echo(f"{file}: no problems found")
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
 
 
-def s3_options(func: F) -> F:
-    """``--endpoint``, ``--region`` and ``--path-style``: how to reach S3, for every command
-    that reads or writes a bucket."""
-    func = click.option(
-        "--path-style/--virtual-host-style", default=False, help="S3 addressing style"
-    )(func)
-    func = click.option(
-        "--region", default=None, help="S3 region (default: the AWS configuration's)"
-    )(func)
-    return click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)")(func)
+#: How a command reaches S3: shared by probe, audit and history.
+s3_options = _options(
+    click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)"),
+    click.option("--region", default=None, help="S3 region (default: the AWS configuration's)"),
+    click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
+)
+#: The DynamoDB LogStore's table, to check: shared by probe and audit.
+dynamodb_options = _options(
+    click.option(
+        "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
+    ),
+    click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
+    click.option("--dynamodb-region", help="DynamoDB region (default: --region)"),
+)
+
+
+def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
 
 
 @main.command("probe")
 @click.argument("target")
 @s3_options
-@click.option("--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore")
-@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
-@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@dynamodb_options
 @click.option("--writers", default=8, show_default=True, help="concurrent writers per race round")
 @click.option("--rounds", default=20, show_default=True, help="race rounds")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
@@ -163,18 +179,12 @@ def probe_command(
     Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run."""
     import json
 
-    import boto3
-
     from deltaguard.logstore.clients import s3_client
     from deltaguard.spark_conf.probe import ProbeAbortedError, print_report, run_probe
 
     try:
         ddb = (
-            boto3.client(
-                "dynamodb",
-                endpoint_url=dynamodb_endpoint or endpoint,
-                region_name=dynamodb_region or region,
-            )
+            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region)
             if dynamodb_table
             else None
         )
@@ -293,3 +303,146 @@ def orphans_command(
         workers=workers,
     )
     sys.exit(run_orphans(request))
+
+
+def _parse_timestamp(value: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it has an offset)."""
+    from datetime import UTC, datetime
+
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither epoch milliseconds nor an ISO 8601 time",
+            param_hint="--timestamp",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _wide_console() -> Any:
+    """A rich console at least 150 columns wide, also when output goes to a pipe or file."""
+    from rich.console import Console
+
+    return Console(width=max(Console().width, 150))
+
+
+def _fail(command: str, exc: Exception) -> None:
+    click.echo(f"deltaguard {command}: {exc}", err=True)
+    sys.exit(2)
+
+
+@main.command("audit")
+@click.argument("table")
+@click.option("--version", "version", type=int, help="audit this version (default: the latest)")
+@click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
+)
+@click.option(
+    "--check-files/--no-check-files",
+    default=True,
+    show_default=True,
+    help="list the table to find live files and deletion vectors that are missing",
+)
+@click.option(
+    "--dynamodb-table-path",
+    "table_paths",
+    multiple=True,
+    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
+)
+@s3_options
+@dynamodb_options
+def audit_command(
+    table: str,
+    version: int | None,
+    timestamp: str | None,
+    as_json: bool,
+    check_files: bool,
+    table_paths: tuple[str, ...],
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+) -> None:
+    """Read every file of TABLE's Delta log, replay a snapshot and report what is wrong.
+
+    TABLE is a local path or an s3:// / s3a:// URI. Exit code 0: healthy; 1: findings
+    (errors or warnings); 2: the table could not be read."""
+    import json
+
+    from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
+    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.deltalog.storage import S3Options
+
+    if version is not None and timestamp is not None:
+        raise click.UsageError("give --version or --timestamp, not both")
+    timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
+    dynamodb = None
+    if dynamodb_table:
+        paths = table_paths or tuple(
+            dict.fromkeys(
+                table.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://"))
+            )
+        )
+        dynamodb = DynamoDBCheck(
+            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
+            dynamodb_table,
+            paths,
+        )
+    try:
+        report = audit_table(
+            table,
+            version,
+            timestamp_ms,
+            s3=S3Options(endpoint, region, path_style),
+            dynamodb=dynamodb,
+            check_files=check_files,
+        )
+    except (DeltaLogError, OSError) as exc:
+        _fail("audit", exc)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        from deltaguard.tools.deltalog.render import print_audit
+
+        print_audit(report, _wide_console())
+    sys.exit(report.exit_code)
+
+
+@main.command("history")
+@click.argument("table")
+@click.option("--limit", type=int, help="newest N commits only")
+@click.option("--json", "as_json", is_flag=True, help="print the history as a JSON list")
+@s3_options
+def history_command(
+    table: str,
+    limit: int | None,
+    as_json: bool,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+) -> None:
+    """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
+    metrics, txn app ids, engine. Exit code 2 if the table could not be read."""
+    import json
+
+    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.deltalog.history import read_history
+    from deltaguard.tools.deltalog.storage import S3Options
+
+    try:
+        entries = read_history(table, s3=S3Options(endpoint, region, path_style), limit=limit)
+    except (DeltaLogError, OSError) as exc:
+        _fail("history", exc)
+    if as_json:
+        click.echo(json.dumps([e.to_json() for e in entries], indent=2))
+    else:
+        from deltaguard.tools.deltalog.render import print_history
+
+        print_history(entries, _wide_console())

@@ -14,17 +14,17 @@ from typing import Any
 import orjson
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, group_checkpoints
-from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.names import (
+    AUXILIARY_FILES,
     LAST_CHECKPOINT,
-    LOG_LIKE,
     STAGED_COMMITS_DIRS,
     LogFileKind,
     LogFileName,
+    is_hadoop_checksum,
     is_temp_name,
     parse_log_name,
 )
-from deltaguard.tools.deltalog.storage import FileInfo, TableStore
+from deltaguard.tools.deltalog.storage import FileInfo, FileMissingError, TableStore
 
 
 @dataclass
@@ -66,9 +66,11 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
         listing.files[name] = info
         parsed = parse_log_name(name)
         if parsed is None:
+            if is_hadoop_checksum(name):
+                continue
             if is_temp_name(name):
                 listing.temp_files.append(name)
-            elif LOG_LIKE.match(name) or name.startswith(".") or name.endswith(".crc"):
+            elif name not in AUXILIARY_FILES:
                 listing.stray_files.append(name)
             continue
         if parsed.kind is LogFileKind.LAST_CHECKPOINT:
@@ -112,12 +114,10 @@ def read_last_checkpoint(store: TableStore) -> LastCheckpoint | None:
     """The parsed hint, None if absent. Raises :class:`LastCheckpointError` if damaged and
     :class:`StorageError` if unreadable."""
     rel = f"{LOG_DIR}/{LAST_CHECKPOINT}"
-    if store.stat(rel) is None:
-        return None
     try:
         data = store.read(rel)
-    except StorageError:
-        raise
+    except FileMissingError:
+        return None
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -28,9 +28,8 @@ _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.([^.]+)\.(json|parquet)$")
 _COMPACTION = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CHECKSUM = re.compile(r"^(\d{20})\.crc$")
-#: Loosely log-like names: a version-ish number followed by one of the log suffixes. A name
-#: that matches this but none of the exact patterns is a stray or damaged file.
-LOG_LIKE = re.compile(r"^\d+\..*(json|parquet|crc)$")
+#: Files writers legitimately keep in ``_delta_log`` besides the log itself.
+AUXILIARY_FILES = frozenset({"_last_checkpoint", "_last_vacuum_info"})
 
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS_DIR = "_sidecars"
@@ -88,6 +87,11 @@ def is_temp_name(name: str) -> bool:
     """Temp files log stores leave behind: ``.<name>.<uuid>.tmp`` (Hadoop log stores),
     ``*.tmp``, and anything under ``.tmp/`` (the DynamoDB store's temp commits)."""
     return name.endswith(".tmp") or name.startswith(".tmp/") or "/.tmp/" in name
+
+
+def is_hadoop_checksum(name: str) -> bool:
+    """Hadoop's local filesystem writes ``.<file>.crc`` next to every file it writes: normal."""
+    return name.startswith(".") and name.endswith(".crc") and not name.endswith(".tmp.crc")
 
 
 def commit_name(version: int) -> str:

@@ -49,13 +49,14 @@ from deltaguard.tools.deltalog.errors import (
 )
 from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import FileActions
+from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
     LogListing,
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -165,12 +166,19 @@ class Snapshot:
 
     def live_locations(self) -> list[str]:
         """Absolute locations of every live file (what ``inputFiles()`` lists, decoded)."""
-        return [self.location(p) for p in self.adds.paths()]
+        paths = self.adds.table["path"]
+        prefix = self.store.location("").rstrip("/") + "/"
+        joined = pc.binary_join_element_wise(prefix, paths, "")
+        absolute = pc.match_substring_regex(paths, _ABSOLUTE)
+        return pc.if_else(absolute, paths, joined).to_pylist()  # type: ignore[no-any-return]
+
+
+_ABSOLUTE = r"^(/|[A-Za-z][A-Za-z0-9+.-]*:)"
 
 
 def is_absolute(path: str) -> bool:
     """True for a URI with a scheme (``s3://``, ``file:``) or an absolute filesystem path."""
-    return "://" in path or path.startswith(("file:", "/"))
+    return re.match(_ABSOLUTE, path) is not None
 
 
 def _json_chain(listing: LogListing, start: int, target: int) -> list[JsonPiece] | int:
@@ -208,37 +216,11 @@ def _listing_for(store: TableStore, want_latest: bool) -> LogListing:
     return list_log(store)
 
 
-def commit_timestamps(store: TableStore, listing: LogListing) -> dict[int, int]:
-    """Commit timestamps of every listed commit: the in-commit timestamp if the commit has one,
-    else the file's modification time, made strictly increasing as Delta does."""
-    out: dict[int, int] = {}
-    previous = None
-    for version in sorted(listing.commits):
-        ts = listing.mtime_ms(listing.commits[version])
-        info = read_commit_info(store, listing.commits[version])
-        if info is not None and info.raw.get("inCommitTimestamp") is not None and info.timestamp:
-            ts = info.timestamp
-        elif previous is not None and ts <= previous:
-            ts = previous + 1
-        out[version] = ts
-        previous = ts
-    return out
-
-
-def read_commit_info(store: TableStore, name: str) -> CommitInfo | None:
-    """The commitInfo of a commit file (None if it has none or cannot be read)."""
-    try:
-        parsed = parse_json_actions(store.read(f"{LOG_DIR}/{name}"))
-    except StorageError:
-        return None
-    return next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
-
-
 def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int:
     """The newest version committed at or before ``timestamp_ms`` (the latest version for a
     time after it). Raises :class:`VersionNotFoundError` for a time before the oldest
     retained commit."""
-    stamps = commit_timestamps(store, listing)
+    stamps = {e.version: e.timestamp_ms for e in read_history(store, listing=listing)}
     eligible = [v for v, ts in stamps.items() if ts <= timestamp_ms]
     if not eligible:
         oldest = min(stamps.values()) if stamps else None
@@ -273,9 +255,9 @@ class _Reconciler:
             else:
                 self.domains[action.domain] = action
 
-    def apply_piece(self, store: TableStore, piece: JsonPiece, target: int) -> None:
+    def apply_piece(self, store: TableStore, piece: JsonPiece, data: bytes, target: int) -> None:
         rel = f"{LOG_DIR}/{piece.name}"
-        parsed = parse_json_actions(store.read(rel))
+        parsed = parse_json_actions(data)
         if parsed.errors:
             err = parsed.errors[0]
             raise CorruptLogError(f"{store.location(rel)}:{err.line}: {err.message}", rel, err.line)
@@ -383,8 +365,9 @@ def _replay(
     if state is not None:
         for action in state.actions:
             rec.apply_small(action)
-    for piece in chain:
-        rec.apply_piece(store, piece, target)
+    contents = read_many(store, [f"{LOG_DIR}/{piece.name}" for piece in chain])
+    for piece, data in zip(chain, contents, strict=True):
+        rec.apply_piece(store, piece, data, target)
     if rec.protocol is None or rec.metadata is None:
         raise CorruptLogError(
             f"{store.uri}: version {target} has no {'protocol' if rec.protocol is None else 'metaData'} action",
@@ -423,7 +406,6 @@ __all__ = [
     "DeltaLogError",
     "LogSegment",
     "Snapshot",
-    "commit_timestamps",
     "load_snapshot",
     "parse_interval_ms",
     "version_at",

@@ -142,7 +142,7 @@ class LocalTableStore:
         return FileInfo(rel_path, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def location(self, rel_path: str) -> str:
-        return str(self._abs(rel_path))
+        return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
 
 class S3TableStore:
@@ -218,6 +218,17 @@ class S3TableStore:
 
     def location(self, rel_path: str) -> str:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
+
+
+def read_many(store: TableStore, rel_paths: list[str], threads: int = 16) -> list[bytes]:
+    """The contents of several files, in order. S3 reads run concurrently (boto3 clients are
+    thread-safe); local reads are sequential. Raises the first read's error."""
+    if not isinstance(store, S3TableStore) or len(rel_paths) < 2:
+        return [store.read(p) for p in rel_paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(rel_paths))) as pool:
+        return list(pool.map(store.read, rel_paths))
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
