@@ -16,7 +16,7 @@ from typing import Any
 from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.testbed.localstack_server import LocalStackServer
 
-from . import commit_latency, throughput
+from . import commit_latency, orphans, replay, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -82,6 +82,25 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _orphans_lines(orph: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Orphan scan: {orph['what']}.",
+        "",
+        "| storage | deltaguard orphans (wall, scan) | Spark VACUUM DRY RUN | speedup | peak RSS | files found (ours / Spark) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for side, label in (("local", "local disk"), ("localstack", "LocalStack (s3a://)")):
+        if side not in orph:
+            continue
+        s = orph[side]
+        lines.append(
+            f"| {label} | {s['deltaguard_wall_s_median']:.2f} s ({s['deltaguard_scan_s_median']:.2f} s) | "
+            f"{s['spark_vacuum_dry_run_s_median']:.2f} s | {s['speedup_median']:.1f}x | "
+            f"{s['deltaguard_peak_rss_mib']:.0f} MiB | {s['files_reported']['deltaguard']} / {s['files_reported']['spark']} |"
+        )
+    return [*lines, ""]
+
+
 _SIDE = {"jvm": "JVM", "python": "Python"}
 
 
@@ -105,6 +124,27 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _latency_lines(results["commit_latency"])
     if results.get("throughput"):
         lines += _throughput_lines(results["throughput"])
+    if results.get("orphans"):
+        lines += _orphans_lines(results["orphans"])
+    rep = results.get("replay")
+    if rep:
+        lines += [
+            f"Snapshot replay (load + list live files), deltaguard vs delta-rs {rep.get('delta_rs_version', '')}, "
+            f"medians of {rep.get('runs', '?')} runs, one process per sample:",
+            "",
+            "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name in ("many_commits", "many_files"):
+            for storage in ("local", "localstack"):
+                row = rep[name][storage]
+                ours, theirs = row["deltaguard"], row["delta-rs"]
+                lines.append(
+                    f"| {rep['tables'][name]} | {storage} | {ours['wall_s_median']:.2f} s | "
+                    f"{theirs['wall_s_median']:.2f} s | {row['ratio_median']:.2f} | "
+                    f"{ours['peak_rss_mib_median']:.0f} MiB | {theirs['peak_rss_mib_median']:.0f} MiB |"
+                )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -116,15 +156,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-appends", type=int, default=5)
     parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
     parser.add_argument("--spark-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "throughput"])
+
+    parser.add_argument(
+        "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
+    )
+    parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument("--only", choices=["latency", "throughput", "replay", "orphans"])
     args = parser.parse_args(argv)
     started = time.monotonic()
+    previous = RESULTS / "latest.json"
+    # A partial run (--only) keeps the other benchmarks' latest results.
+    kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     results: dict[str, Any] = {
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
         "runs": args.runs,
         "tput_runs": args.tput_runs,
         "spark_runs": args.spark_runs,
+        **kept,
     }
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     with LocalStackServer(workdir / "localstack") as localstack:
@@ -158,6 +207,19 @@ def main(argv: list[str] | None = None) -> int:
                     ddb_table,
                     workdir,
                 ),
+            }
+        if args.only in (None, "orphans"):
+            results["orphans"] = orphans.run(
+                endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
+            )
+        if args.only in (None, "replay"):
+            from importlib.metadata import version
+
+            results["replay"] = {
+                "runs": args.replay_runs,
+                "delta_rs_version": version("deltalake"),
+                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                **replay.run(localstack.endpoint, bucket, args.replay_runs),
             }
     results["wall_s"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)

@@ -2,7 +2,7 @@
 
 Starts LocalStack (host mode) and the fault proxy, then runs the same multi-driver append job
 twice on fresh tables: with Delta's default S3 LogStore and with deltaguard's conditional-write
-LogStore. The proxy holds one commit PUT until another driver has written the same version,
+LogStore, and ends with ``deltaguard audit`` of the table the last run wrote. The proxy holds one commit PUT until another driver has written the same version,
 the race that loses commits in production when one PUT is slow. Prints, per LogStore, the data
 commits and rows expected and found, and what was lost. Exit code 1 if deltaguard lost anything.
 """
@@ -10,6 +10,8 @@ commits and rows expected and found, and what was lost. Exit code 1 if deltaguar
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -21,10 +23,17 @@ from rich.table import Table
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.probe import print_report, run_probe
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
+from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
 from deltaguard.testbed.multi_driver import MultiDriverResult, run_multi_driver
 from deltaguard.testbed.race import hold_one_commit_put
+from deltaguard.tools.deltalog import load_snapshot
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.render import print_audit
+from deltaguard.tools.deltalog.storage import open_table
+from deltaguard.tools.orphans import execute, scan
+from deltaguard.tools.orphans.report import print_report as print_orphans
 
 BUCKET = "deltaguard-demo"
 
@@ -66,6 +75,67 @@ def render_results(results: list[MultiDriverResult], console: Console) -> None:
             str(s["wall_s"]),
         )
     console.print(table)
+
+
+def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
+    """Runs a Spark job that fails half way on a fresh table, shows the files it left with
+    :func:`deltaguard.tools.orphans.scan` and removes them with
+    :func:`deltaguard.tools.orphans.execute`. True if the table is intact afterwards."""
+    table = f"s3a://{BUCKET}/orphans_demo"
+    log = workdir / "fail-half-way.log"
+    console.print(f"[bold]a Spark append to {table} whose last task fails[/] ...")
+    with log.open("w") as err:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "deltaguard.testbed.failed_job",
+                "fail-half-way",
+                table,
+                "--endpoint",
+                endpoint.url,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+            check=False,
+        )
+    if proc.returncode != 0:
+        console.print(f"[bold red]the job did not fail as planned; log {log}[/]")
+        return False
+    store = open_table(table, client=endpoint.s3_client())
+    console.print("With the table's retention (7 days) its files are too young to touch:")
+    print_orphans(scan(store), console, max_files=0)
+    console.print("Nothing else writes this table, so the demo may look at files of any age:")
+    result = scan(store, retention_ms=0)
+    print_orphans(result, console, max_files=10)
+    done = execute(
+        store,
+        result,
+        manifest_path=workdir / "orphans-manifest.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    snapshot = load_snapshot(store)
+    intact = all(store.stat(p) is not None for p in snapshot.adds.paths())
+    console.print(
+        f"deleted {len(done.outcome.deleted)} files in {done.outcome.requests} DeleteObjects "
+        f"request(s); manifest {workdir / 'orphans-manifest.json'}; table version "
+        f"{snapshot.version}, every live file present: {intact}"
+    )
+    return intact and not done.outcome.failed and bool(done.outcome.deleted)
+
+
+def audit_written_table(
+    results: list[MultiDriverResult], localstack: LocalStackServer, console: Console
+) -> bool:
+    """Step 4: ``deltaguard audit`` (the library call) of the table the last run wrote. Returns
+    False if the audit finds errors or warnings."""
+    table = results[-1].extra["table"]
+    console.rule(f"4. deltaguard audit {table}")
+    report = audit_table(open_table(table, client=localstack.endpoint.s3_client()))
+    print_audit(report, console)
+    return report.healthy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                 "writes the same version) ..."
             )
             proxy.set_rules([hold_one_commit_put()])
+            table = f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}"
             result = run_multi_driver(
-                f"s3a://{BUCKET}/events_{choice.value.replace('-', '_')}",
+                table,
                 writer_endpoint_url=proxy.endpoint.url,
                 reader_endpoint_url=localstack.endpoint.url,
                 logstore=choice,
@@ -134,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir=workdir,
             )
             result.extra["held_puts"] = proxy.fired()[0]
+            result.extra["table"] = table
             results.append(result)
             s = result.summary()
             console.print(
@@ -141,13 +213,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"commits found, {s['commits_lost']} lost, rows {s['rows_found']}/"
                 f"{s['rows_expected']}"
             )
-    render_results(results, console)
+        render_results(results, console)
+        audited = audit_written_table(results, localstack, console)
+        console.rule("5. orphans: a Spark job fails half way; find and remove what it left")
+        if not orphans_step(localstack.endpoint, workdir, console):
+            return 1
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")
         return 1
     console.print(f"Logs and Spark scratch space: {workdir}")
-    return 0
+    return 0 if audited else 1
 
 
 if __name__ == "__main__":

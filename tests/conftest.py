@@ -72,3 +72,19 @@ def ls_commit_table(localstack: LocalStackServer) -> str:
     name = f"delta_log_{uuid.uuid4().hex[:10]}"
     create_table(localstack.endpoint.dynamodb_client(), name)
     return name
+
+
+@pytest.fixture(scope="session")
+def spark_tables(tmp_path_factory: pytest.TempPathFactory):
+    """Delta tables written by real Spark Delta, once per session, with Spark's own live file
+    list per version (see deltaguard.testbed.delta_tables). Treat them as read-only: copy a
+    table (``copy_table``) before damaging it. ``DELTAGUARD_SPARK_TABLES=DIR`` reuses tables a
+    previous ``python -m deltaguard.testbed.delta_tables DIR`` wrote (local iteration only)."""
+    import os
+
+    from deltaguard.testbed.delta_tables import build_tables, load_tables
+
+    prebuilt = os.environ.get("DELTAGUARD_SPARK_TABLES")
+    if prebuilt:
+        return load_tables(Path(prebuilt))
+    return build_tables(tmp_path_factory.mktemp("spark-tables"))

@@ -7,9 +7,10 @@ non-zero exit code, never a traceback.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -25,6 +26,8 @@ from deltaguard.spark_conf.presets import (
     to_json,
     to_properties,
 )
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -121,14 +124,41 @@ def conf_check(file: Path) -> None:
     click.echo(f"{file}: no problems found")
 
 
+def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+#: How a command reaches S3: shared by probe, audit and history.
+s3_options = _options(
+    click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)"),
+    click.option("--region", default=None, help="S3 region (default: the AWS configuration's)"),
+    click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
+)
+#: The DynamoDB LogStore's table, to check: shared by probe and audit.
+dynamodb_options = _options(
+    click.option(
+        "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
+    ),
+    click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
+    click.option("--dynamodb-region", help="DynamoDB region (default: --region)"),
+)
+
+
+def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
+
+
 @main.command("probe")
 @click.argument("target")
-@click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)")
-@click.option("--region", default=None, help="S3 region (default: the AWS configuration's)")
-@click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
-@click.option("--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore")
-@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
-@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@s3_options
+@dynamodb_options
 @click.option("--writers", default=8, show_default=True, help="concurrent writers per race round")
 @click.option("--rounds", default=20, show_default=True, help="race rounds")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
@@ -149,18 +179,12 @@ def probe_command(
     Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run."""
     import json
 
-    import boto3
-
     from deltaguard.logstore.clients import s3_client
     from deltaguard.spark_conf.probe import ProbeAbortedError, print_report, run_probe
 
     try:
         ddb = (
-            boto3.client(
-                "dynamodb",
-                endpoint_url=dynamodb_endpoint or endpoint,
-                region_name=dynamodb_region or region,
-            )
+            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region)
             if dynamodb_table
             else None
         )
@@ -215,3 +239,210 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     state = "created" if result.created else "already exists with the right schema"
     ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
     click.echo(f"table {name}: {state} ({result.billing_mode}){ttl}")
+
+
+@main.command("orphans")
+@click.argument("table")
+@s3_options
+@click.option(
+    "--retention",
+    "retention_hours",
+    type=float,
+    help="hours a file must be untouched before cleanup (default: the table's "
+    "delta.deletedFileRetentionDuration, 7 days if unset)",
+)
+@click.option(
+    "--delete", is_flag=True, help="delete orphan and log-temp files (dry run without --yes)"
+)
+@click.option("--yes", is_flag=True, help="with --delete: really delete")
+@click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
+@click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (schema in README)")
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="where --delete --yes writes its manifest (default: ./deltaguard-orphans-<time>.json)",
+)
+@click.option("--workers", default=8, show_default=True, help="directories listed at once")
+def orphans_command(
+    table: str,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    retention_hours: float | None,
+    delete: bool,
+    yes: bool,
+    include_tombstones: bool,
+    unsafe_retention: bool,
+    as_json: bool,
+    manifest_path: Path | None,
+    workers: int,
+) -> None:
+    """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
+
+    Classes: orphan (no retained log entry names it), expired-tombstone (what VACUUM would
+    delete), recent (younger than the retention: kept), log-temp (leftovers in _delta_log).
+
+    Exit code 0: nothing to clean; 1: files to clean found (dry run) or deleted; 2: the table
+    could not be read (or a setting was refused); 3: some deletions failed."""
+    from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
+
+    request = OrphansRequest(
+        table=table,
+        endpoint=endpoint,
+        region=region,
+        path_style=path_style,
+        retention_hours=retention_hours,
+        delete=delete,
+        yes=yes,
+        include_tombstones=include_tombstones,
+        unsafe_retention=unsafe_retention,
+        as_json=as_json,
+        manifest_path=manifest_path,
+        workers=workers,
+    )
+    sys.exit(run_orphans(request))
+
+
+def _parse_timestamp(value: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it has an offset)."""
+    from datetime import UTC, datetime
+
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither epoch milliseconds nor an ISO 8601 time",
+            param_hint="--timestamp",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _wide_console() -> Any:
+    """A rich console at least 150 columns wide, also when output goes to a pipe or file."""
+    from rich.console import Console
+
+    return Console(width=max(Console().width, 150))
+
+
+def _fail(command: str, exc: Exception) -> None:
+    click.echo(f"deltaguard {command}: {exc}", err=True)
+    sys.exit(2)
+
+
+@main.command("audit")
+@click.argument("table")
+@click.option("--version", "version", type=int, help="audit this version (default: the latest)")
+@click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
+)
+@click.option(
+    "--check-files/--no-check-files",
+    default=True,
+    show_default=True,
+    help="list the table to find live files and deletion vectors that are missing",
+)
+@click.option(
+    "--dynamodb-table-path",
+    "table_paths",
+    multiple=True,
+    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
+)
+@s3_options
+@dynamodb_options
+def audit_command(
+    table: str,
+    version: int | None,
+    timestamp: str | None,
+    as_json: bool,
+    check_files: bool,
+    table_paths: tuple[str, ...],
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+) -> None:
+    """Read every file of TABLE's Delta log, replay a snapshot and report what is wrong.
+
+    TABLE is a local path or an s3:// / s3a:// URI. Exit code 0: healthy; 1: findings
+    (errors or warnings); 2: the table could not be read."""
+    import json
+
+    from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
+    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.deltalog.storage import S3Options
+
+    if version is not None and timestamp is not None:
+        raise click.UsageError("give --version or --timestamp, not both")
+    timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
+    dynamodb = None
+    if dynamodb_table:
+        paths = table_paths or tuple(
+            dict.fromkeys(
+                table.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://"))
+            )
+        )
+        dynamodb = DynamoDBCheck(
+            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
+            dynamodb_table,
+            paths,
+        )
+    try:
+        report = audit_table(
+            table,
+            version,
+            timestamp_ms,
+            s3=S3Options(endpoint, region, path_style),
+            dynamodb=dynamodb,
+            check_files=check_files,
+        )
+    except (DeltaLogError, OSError) as exc:
+        _fail("audit", exc)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        from deltaguard.tools.deltalog.render import print_audit
+
+        print_audit(report, _wide_console())
+    sys.exit(report.exit_code)
+
+
+@main.command("history")
+@click.argument("table")
+@click.option("--limit", type=int, help="newest N commits only")
+@click.option("--json", "as_json", is_flag=True, help="print the history as a JSON list")
+@s3_options
+def history_command(
+    table: str,
+    limit: int | None,
+    as_json: bool,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+) -> None:
+    """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
+    metrics, txn app ids, engine. Exit code 2 if the table could not be read."""
+    import json
+
+    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.deltalog.history import read_history
+    from deltaguard.tools.deltalog.storage import S3Options
+
+    try:
+        entries = read_history(table, s3=S3Options(endpoint, region, path_style), limit=limit)
+    except (DeltaLogError, OSError) as exc:
+        _fail("history", exc)
+    if as_json:
+        click.echo(json.dumps([e.to_json() for e in entries], indent=2))
+    else:
+        from deltaguard.tools.deltalog.render import print_history
+
+        print_history(entries, _wide_console())

@@ -95,6 +95,22 @@ class S3DynamoDBLogStore:
         ).get("Items", [])
         return _entry(items[0]) if items else None
 
+    def entries(self, table_path: str) -> list[dict[str, Any]]:
+        """Every entry of one table (``tablePath`` exactly as writers named it), oldest first:
+        dicts with tablePath, fileName, tempPath, complete (bool) and expireTime."""
+        out: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "tablePath = :tp",
+            "ExpressionAttributeValues": {":tp": {"S": table_path}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._call("query", **kwargs)
+            out += [_entry(item) for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                return out
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
     def _put(self, entry: dict[str, Any], overwrite: bool) -> None:
         item = {
             "tablePath": {"S": entry["tablePath"]},

@@ -1,0 +1,148 @@
+"""Orphan scan vs Spark's ``VACUUM ... RETAIN 0 HOURS DRY RUN`` on the same table.
+
+The table is synthesized (:func:`deltaguard.testbed.synthetic_table.build_wide_table`): empty
+data files in 200 partitions, one commit and a checkpoint naming the live ones, and 2.5%
+uncommitted files, all ten days old. Each side runs in its own process: our scan
+(``deltaguard orphans TABLE --retention 0 --json``, whole process wall time, interpreter start
+included, and its peak RSS) against Spark's VACUUM DRY RUN timed inside one warm session (JVM
+start excluded), first on local disk, then on LocalStack after uploading the same files with
+parallel PUTs. Both must report the same number of files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.testbed.synthetic_table import build_wide_table, upload_tree
+
+PARTITIONS = 200
+DAY_MS = 86_400_000
+
+
+def _env(endpoint: Endpoint | None) -> dict[str, str]:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    if endpoint is not None:
+        env.update(AWS_ACCESS_KEY_ID=endpoint.access_key, AWS_SECRET_ACCESS_KEY=endpoint.secret_key)
+    return env
+
+
+def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
+    """One scan in a fresh process: wall seconds, in-process scan seconds, peak RSS (MiB)."""
+    args = [
+        str(Path(sys.executable).parent / "deltaguard"),
+        "orphans",
+        table,
+        "--retention",
+        "0",
+        "--json",
+    ]
+    if endpoint is not None:
+        args += ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    proc = subprocess.run(args, capture_output=True, text=True, env=_env(endpoint), check=False)
+    wall = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"deltaguard orphans failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    report = json.loads(proc.stdout)
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {
+        "wall_s": wall,
+        "scan_s": report["scan_s"],
+        "peak_rss_mib": max(peak_kib, before) / 1024,  # ru_maxrss: the largest child so far
+        "files": report["totals"]["orphan"]["files"]
+        + report["totals"]["expired-tombstone"]["files"],
+        "listed": report["listed_files"],
+    }
+
+
+def _spark(table: str, endpoint: Endpoint | None, runs: int, workdir: Path) -> dict[str, Any]:
+    args = [
+        sys.executable,
+        "-m",
+        "deltaguard.testbed.failed_job",
+        "vacuum",
+        table,
+        "--runs",
+        str(runs),
+        "--master",
+        "local[2]",
+    ]
+    if endpoint is not None:
+        args += ["--endpoint", endpoint.url]
+    log = workdir / f"vacuum-{'s3' if endpoint else 'local'}.log"
+    with log.open("w") as err:
+        proc = subprocess.run(
+            args, stdout=subprocess.PIPE, stderr=err, text=True, env=_env(endpoint), check=False
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"Spark VACUUM failed ({proc.returncode}); log {log}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _side(
+    table: str, endpoint: Endpoint | None, runs: int, spark_runs: int, workdir: Path
+) -> dict[str, Any]:
+    ours = [_ours(table, endpoint) for _ in range(runs)]
+    spark = _spark(table, endpoint, spark_runs, workdir)
+    ours_median = statistics.median(r["wall_s"] for r in ours)
+    spark_median = statistics.median(spark["seconds"])
+    return {
+        "deltaguard_wall_s_median": round(ours_median, 2),
+        "deltaguard_scan_s_median": round(statistics.median(r["scan_s"] for r in ours), 2),
+        "deltaguard_peak_rss_mib": round(max(r["peak_rss_mib"] for r in ours), 1),
+        "spark_vacuum_dry_run_s_median": round(spark_median, 2),
+        "speedup_median": round(spark_median / ours_median, 1),
+        "files_reported": {"deltaguard": ours[0]["files"], "spark": spark["paths"]},
+        "listed_files": ours[0]["listed"],
+        "per_run": {"deltaguard": ours, "spark_s": spark["seconds"]},
+    }
+
+
+def run(
+    endpoint: Endpoint | None,
+    bucket: str | None,
+    workdir: Path,
+    files: int = 200_000,
+    runs: int = 3,
+    spark_runs: int = 3,
+) -> dict[str, Any]:
+    """Builds the table (``files`` data files, 2.5% of them orphans), benchmarks local disk,
+    then (with an endpoint) LocalStack."""
+    orphans = files // 40
+    root = workdir / "orphans-table"
+    started = time.perf_counter()
+    build_wide_table(
+        root, files - orphans, PARTITIONS, int(time.time() * 1000) - 10 * DAY_MS, orphans
+    )
+    out: dict[str, Any] = {
+        "what": f"scan of {files} data files in {PARTITIONS} partitions ({orphans} orphans), "
+        "deltaguard orphans (whole process) vs Spark VACUUM RETAIN 0 HOURS DRY RUN (warm session)",
+        "build_s": round(time.perf_counter() - started, 1),
+        "local": _side(str(root), None, runs, spark_runs, workdir),
+    }
+    if endpoint is not None and bucket is not None:
+        import boto3
+        from botocore.config import Config
+
+        s3 = boto3.client(
+            "s3",
+            **endpoint.boto3_kwargs(),
+            config=Config(max_pool_connections=64, s3={"addressing_style": "path"}),
+        )
+        started = time.perf_counter()
+        uploaded = upload_tree(root, s3, bucket, "orphans-bench", workers=48)
+        out["upload"] = {"files": uploaded, "s": round(time.perf_counter() - started, 1)}
+        out["localstack"] = _side(
+            f"s3a://{bucket}/orphans-bench", endpoint, runs, spark_runs, workdir
+        )
+    return out

@@ -1,0 +1,300 @@
+"""Delta tables written by Python (no Spark): small random histories for property tests and
+a 200,000-file table for the orphan benchmark.
+
+:class:`SyntheticTable` writes real Delta log files on local disk (protocol 1/2 JSON commits
+created exclusively, classic parquet checkpoints, ``_last_checkpoint``) and data files whose
+content does not matter (Delta readers here only read the log). Modification times can be set,
+so "old" and "recent" files exist without waiting. It keeps the reconciled state itself, so it
+can write checkpoints and tell tests which files each version references.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+SCHEMA_STRING = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+_MAP = pa.map_(pa.string(), pa.string())
+_DV = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+CHECKPOINT_SCHEMA = pa.schema(
+    [
+        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64())])),
+        (
+            "add",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("partitionValues", _MAP),
+                    ("size", pa.int64()),
+                    ("modificationTime", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("deletionVector", _DV),
+                ]
+            ),
+        ),
+        (
+            "remove",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("deletionTimestamp", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("size", pa.int64()),
+                    ("partitionValues", _MAP),
+                    ("deletionVector", _DV),
+                ]
+            ),
+        ),
+        (
+            "metaData",
+            pa.struct(
+                [
+                    ("id", pa.string()),
+                    ("format", pa.struct([("provider", pa.string()), ("options", _MAP)])),
+                    ("schemaString", pa.string()),
+                    ("partitionColumns", pa.list_(pa.string())),
+                    ("configuration", _MAP),
+                    ("createdTime", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "protocol",
+            pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())]),
+        ),
+    ]
+)
+
+
+def z85_uuid(value: uuid.UUID) -> str:
+    """Delta's 20-character Z85 form of a UUID (the inverse of the reader's decoder)."""
+    out = []
+    data = value.bytes
+    for i in range(0, 16, 4):
+        n = int.from_bytes(data[i : i + 4], "big")
+        chunk = []
+        for _ in range(5):
+            n, r = divmod(n, 85)
+            chunk.append(_Z85[r])
+        out.append("".join(reversed(chunk)))
+    return "".join(out)
+
+
+def dv_descriptor(dv_uuid: uuid.UUID, prefix: str = "") -> dict[str, Any]:
+    """A ``u``-type deletion vector descriptor for ``<prefix>/deletion_vector_<uuid>.bin``."""
+    return {
+        "storageType": "u",
+        "pathOrInlineDv": prefix + z85_uuid(dv_uuid),
+        "offset": 1,
+        "sizeInBytes": 34,
+        "cardinality": 1,
+    }
+
+
+def dv_file_name(dv_uuid: uuid.UUID, prefix: str = "") -> str:
+    name = f"deletion_vector_{dv_uuid}.bin"
+    return f"{prefix}/{name}" if prefix else name
+
+
+@dataclass
+class SyntheticTable:
+    """A Delta table under ``root`` partitioned by ``p``. ``live`` and ``tombstones`` map the
+    reconciliation key (path, DV id) to the action dict."""
+
+    root: Path
+    configuration: dict[str, str] = field(default_factory=dict)
+    version: int = -1
+    live: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
+    tombstones: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
+    last_commit_ms: int = 0
+
+    @property
+    def log(self) -> Path:
+        return self.root / "_delta_log"
+
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "id": "00000000-0000-0000-0000-000000000001",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": SCHEMA_STRING,
+            "partitionColumns": ["p"],
+            "configuration": self.configuration,
+            "createdTime": 0,
+        }
+
+    def create(self, timestamp_ms: int) -> int:
+        """Version 0: protocol and metadata."""
+        return self.commit(
+            [
+                {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                {"metaData": self._metadata()},
+            ],
+            timestamp_ms,
+        )
+
+    def write_file(self, rel: str, mtime_ms: int, size: int = 0) -> str:
+        """A data file (``size`` zero bytes) with the given modification time."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as f:
+            if size:
+                f.truncate(size)
+        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        return rel
+
+    @staticmethod
+    def add_action(
+        rel: str, mtime_ms: int, dv: dict[str, Any] | None = None, size: int = 0
+    ) -> dict[str, Any]:
+        from urllib.parse import quote
+
+        action: dict[str, Any] = {
+            "path": quote(rel, safe="/="),
+            "partitionValues": {"p": rel.split("/")[0].split("=", 1)[1]}
+            if "=" in rel.split("/")[0]
+            else {},
+            "size": size,
+            "modificationTime": mtime_ms,
+            "dataChange": True,
+        }
+        if dv is not None:
+            action["deletionVector"] = dv
+        return action
+
+    @staticmethod
+    def _key(action: dict[str, Any]) -> tuple[str, str | None]:
+        dv = action.get("deletionVector")
+        dv_id = f"{dv['storageType']}{dv['pathOrInlineDv']}@{dv['offset']}" if dv else None
+        from urllib.parse import unquote
+
+        return unquote(action["path"]), dv_id
+
+    def commit(self, actions: list[dict[str, Any]], timestamp_ms: int) -> int:
+        """Writes the next commit (created exclusively: raises FileExistsError if taken) and
+        applies its add/remove actions to the tracked state."""
+        self.log.mkdir(parents=True, exist_ok=True)
+        version = self.version + 1
+        lines = [{"commitInfo": {"timestamp": timestamp_ms, "operation": "WRITE"}}, *actions]
+        path = self.log / f"{version:020d}.json"
+        with path.open("x") as f:
+            f.write("\n".join(json.dumps(a) for a in lines) + "\n")
+        os.utime(path, ns=(timestamp_ms * 1_000_000, timestamp_ms * 1_000_000))
+        self.version = version
+        self.last_commit_ms = timestamp_ms
+        for a in actions:
+            if "add" in a:
+                key = self._key(a["add"])
+                self.tombstones.pop(key, None)
+                self.live[key] = a["add"]
+            elif "remove" in a:
+                key = self._key(a["remove"])
+                self.live.pop(key, None)
+                self.tombstones[key] = a["remove"]
+        return version
+
+    def remove_action(self, key: tuple[str, str | None], deletion_ms: int) -> dict[str, Any]:
+        add = self.live[key]
+        out = {
+            "path": add["path"],
+            "deletionTimestamp": deletion_ms,
+            "dataChange": True,
+            "size": add["size"],
+            "partitionValues": add["partitionValues"],
+        }
+        if "deletionVector" in add:
+            out["deletionVector"] = add["deletionVector"]
+        return out
+
+    def checkpoint(self) -> None:
+        """A classic checkpoint of the current version (modified at that version's commit
+        time, as if written right after it), and ``_last_checkpoint``."""
+        rows: list[dict[str, Any]] = [
+            {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+            {"metaData": {**self._metadata(), "configuration": list(self.configuration.items())}},
+        ]
+        for add in self.live.values():
+            rows.append({"add": {**add, "partitionValues": list(add["partitionValues"].items())}})
+        for rm in self.tombstones.values():
+            rows.append({"remove": {**rm, "partitionValues": list(rm["partitionValues"].items())}})
+        table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+        name = f"{self.version:020d}.checkpoint.parquet"
+        pq.write_table(table, self.log / name)
+        stamp = self.last_commit_ms * 1_000_000
+        os.utime(self.log / name, ns=(stamp, stamp))
+        (self.log / "_last_checkpoint").write_text(
+            json.dumps({"version": self.version, "size": len(rows)})
+        )
+
+    def drop_commits_before(self, version: int) -> list[int]:
+        """Delta's log cleanup: deletes commit files older than ``version`` (which must have a
+        checkpoint for the table to stay readable). Returns the versions dropped."""
+        dropped = []
+        for v in range(version):
+            p = self.log / f"{v:020d}.json"
+            if p.exists():
+                p.unlink()
+                dropped.append(v)
+        return dropped
+
+
+def build_wide_table(
+    root: Path, files: int, partitions: int, mtime_ms: int, orphans: int
+) -> SyntheticTable:
+    """The benchmark table: ``files`` live empty data files in ``partitions`` partitions,
+    committed in one commit and checkpointed, plus ``orphans`` uncommitted files spread over
+    the same partitions. All files get ``mtime_ms``."""
+    table = SyntheticTable(root)
+    table.create(mtime_ms)
+    adds = []
+    for i in range(files):
+        rel = f"p={i % partitions}/part-{i:06d}-{uuid.UUID(int=i)}.c000.snappy.parquet"
+        table.write_file(rel, mtime_ms)
+        adds.append({"add": SyntheticTable.add_action(rel, mtime_ms)})
+    table.commit(adds, mtime_ms)
+    table.checkpoint()
+    for i in range(orphans):
+        table.write_file(
+            f"p={i % partitions}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", mtime_ms
+        )
+    return table
+
+
+def upload_tree(root: Path, client: Any, bucket: str, prefix: str, workers: int = 32) -> int:
+    """PUTs every file below ``root`` to ``s3://bucket/prefix/...`` with ``workers`` parallel
+    requests (one client shared: boto3 clients are thread-safe). Returns the file count."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = [p for p in root.rglob("*") if p.is_file()]
+
+    def put(p: Path) -> None:
+        client.put_object(
+            Bucket=bucket, Key=f"{prefix}/{p.relative_to(root).as_posix()}", Body=p.read_bytes()
+        )
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(put, files))
+    return len(files)

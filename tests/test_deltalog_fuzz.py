@@ -1,0 +1,143 @@
+"""Property: whatever damage a real Delta log suffers, deltaguard ends with a clean finding or
+a clean error (a DeltaLogError / exit code 2), never a traceback; and a table whose snapshot
+cannot be replayed is never called healthy.
+
+Damage is applied to copies of the Spark-written tables: truncation, bit flips, deleted files,
+reordered or duplicated lines, and garbage files with log-like names.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deltaguard.testbed.delta_tables import TABLES
+from deltaguard.testbed.table_copies import copy_table
+from deltaguard.tools.cli import main
+from deltaguard.tools.deltalog import (
+    DeltaLogError,
+    UnsupportedTableError,
+    VersionNotFoundError,
+    load_snapshot,
+)
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.history import read_history
+from deltaguard.tools.deltalog.references import referenced_files
+
+pytestmark = pytest.mark.spark
+
+GARBAGE_NAMES = (
+    "{v:020d}.json",
+    "{v:020d}.checkpoint.parquet",
+    "{v:020d}.checkpoint.0000000001.0000000002.parquet",
+    "{v:020d}.checkpoint.{u}.json",
+    "{v:020d}.checkpoint.{u}.parquet",
+    "{v:020d}.{w:020d}.compacted.json",
+    "{v:020d}.crc",
+    "_last_checkpoint",
+    "_sidecars/{u}.parquet",
+    ".{v:020d}.json.{u}.tmp",
+)
+GARBAGE_BODIES = (
+    b"",
+    b"PAR1\x00\x00PAR1",
+    b'{"add": {"path": 5}}\n',
+    b'{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}\n{"metaData": {}}\n',
+    b'{"version": "x"}',
+    b'{"add": {"path": "a", "size": 1, "modificationTime": 1, "dataChange": true, '
+    b'"partitionValues": {}, "deletionVector": {"storageType": "u", '
+    b'"pathOrInlineDv": "!!", "sizeInBytes": 1, "cardinality": 1}}}\n',
+    b"\xff\xfe garbage \x00",
+    b"[1, 2, 3]\n",
+    b'{"commitInfo": 1}\n{"remove": {"path": "x", "deletionTimestamp": true}}\n',
+)
+
+
+def _files(table: Path, log_only: bool) -> list[Path]:
+    base = table / "_delta_log" if log_only else table
+    return sorted(p for p in base.rglob("*") if p.is_file())
+
+
+def _damage(table: Path, rng: random.Random, kind: str) -> None:
+    log_files = _files(table, log_only=True)
+    target = rng.choice(log_files)
+    data = target.read_bytes()
+    if kind == "truncate":
+        target.write_bytes(data[: rng.randrange(len(data) + 1)])
+    elif kind == "bitflip" and data:
+        buf = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(buf))
+            buf[i] ^= 1 << rng.randrange(8)
+        target.write_bytes(bytes(buf))
+    elif kind == "delete":
+        rng.choice(_files(table, log_only=rng.random() < 0.7)).unlink()
+    elif kind in ("reorder", "duplicate"):
+        commits = [p for p in log_files if p.name.endswith(".json")]
+        commit = rng.choice(commits)
+        lines = commit.read_bytes().splitlines()
+        if kind == "reorder":
+            rng.shuffle(lines)
+        elif lines:
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(lines))
+        commit.write_bytes(b"\n".join(lines) + b"\n")
+    elif kind == "garbage":
+        name = rng.choice(GARBAGE_NAMES).format(
+            v=rng.randint(0, 8), w=rng.randint(9, 12), u=f"{rng.getrandbits(64):016x}"
+        )
+        path = table / "_delta_log" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(rng.choice(GARBAGE_BODIES))
+
+
+DAMAGE = st.sampled_from(["truncate", "bitflip", "delete", "reorder", "duplicate", "garbage"])
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    table_name=st.sampled_from(TABLES),
+    damages=st.lists(DAMAGE, min_size=1, max_size=4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_damaged_logs_give_findings_or_clean_errors(spark_tables, table_name, damages, seed):
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        table = copy_table(spark_tables.path(table_name), Path(tmp) / table_name)
+        for kind in damages:
+            _damage(table, rng, kind)
+        replay_error: DeltaLogError | None = None
+        try:
+            load_snapshot(str(table))
+        except DeltaLogError as exc:
+            replay_error = exc
+        try:
+            report = audit_table(str(table))
+        except DeltaLogError:
+            report = None
+        if report is not None and replay_error is not None:
+            assert not report.healthy or isinstance(
+                replay_error, UnsupportedTableError | VersionNotFoundError
+            ), (damages, replay_error)
+        for call in (lambda: read_history(str(table)), lambda: referenced_files(str(table))):
+            try:
+                call()
+            except DeltaLogError:
+                pass
+        for args in (["audit", str(table), "--json"], ["history", str(table)]):
+            result = CliRunner().invoke(main, args)
+            assert result.exit_code in (0, 1, 2), (args, result.output)
+            assert result.exception is None or isinstance(result.exception, SystemExit), (
+                damages,
+                repr(result.exception),
+            )

@@ -1,0 +1,245 @@
+"""deltaguard orphans without Spark: classes, rules, CLI exit codes, cleanup safety with a
+writer in flight, S3 (LocalStack) listing and batched deletes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from deltaguard.testbed.synthetic_table import (
+    SyntheticTable,
+    dv_descriptor,
+    dv_file_name,
+    upload_tree,
+)
+from deltaguard.tools.cli import main
+from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.orphans import (
+    OutsideTableError,
+    RetentionTooShortError,
+    execute,
+    scan,
+)
+from deltaguard.tools.orphans.deleter import check_contained
+from deltaguard.tools.orphans.rules import hidden_name_rule, relative_to_root
+
+DAY = 86_400_000
+NOW = int(time.time() * 1000)
+
+
+def _table(root: Path) -> SyntheticTable:
+    """Two live files (one with a DV), an old tombstone, a recent tombstone, an old orphan,
+    a recent orphan, an old cdc orphan, an old log temp file, a hidden file."""
+    t = SyntheticTable(root)
+    t.create(NOW - 10 * DAY)
+    old = NOW - 9 * DAY
+    for rel in ("p=a/live.parquet", "p=a/dv.parquet", "p=b/gone.parquet", "p=b/fresh-rm.parquet"):
+        t.write_file(rel, old)
+    t.commit(
+        [
+            {"add": t.add_action(r, old)}
+            for r in (
+                "p=a/live.parquet",
+                "p=a/dv.parquet",
+                "p=b/gone.parquet",
+                "p=b/fresh-rm.parquet",
+            )
+        ],
+        old,
+    )
+    dv = uuid.uuid4()
+    t.write_file(dv_file_name(dv), old)
+    t.commit(
+        [
+            {"remove": t.remove_action(("p=a/dv.parquet", None), NOW - 8 * DAY)},
+            {"add": t.add_action("p=a/dv.parquet", old, dv=dv_descriptor(dv))},
+            {"remove": t.remove_action(("p=b/gone.parquet", None), NOW - 8 * DAY)},
+        ],
+        NOW - 8 * DAY,
+    )
+    t.commit([{"remove": t.remove_action(("p=b/fresh-rm.parquet", None), NOW - DAY)}], NOW - DAY)
+    t.checkpoint()
+    t.write_file("p=b/part-orphan.parquet", old, size=10)
+    t.write_file("p=c/part-recent.parquet", NOW - 60_000)
+    t.write_file("_change_data/cdc-orphan.parquet", old)
+    t.write_file("_delta_log/.00000000000000000009.json.1234.tmp", old)
+    t.write_file("p=a/.part-orphan.parquet.crc", old)
+    t.write_file("_ignored/x.parquet", old)
+    return t
+
+
+def _classes(result) -> dict[str, str]:
+    return {c.path: c.file_class.value for c in result.candidates}
+
+
+def test_scan_classifies_with_vacuum_rules(tmp_path: Path) -> None:
+    _table(tmp_path / "t")
+    result = scan(open_table(str(tmp_path / "t")))
+    assert result.retention_ms == 7 * DAY
+    assert _classes(result) == {
+        "p=b/gone.parquet": "expired-tombstone",
+        "p=b/part-orphan.parquet": "orphan",
+        "p=c/part-recent.parquet": "recent",
+        "_change_data/cdc-orphan.parquet": "orphan",
+        "_delta_log/.00000000000000000009.json.1234.tmp": "log-temp",
+    }
+    assert "_ignored" in result.hidden_dirs and "_delta_log" in result.hidden_dirs
+    # the recently removed file is protected by its tombstone, the DV file by the live add
+    loose = scan(open_table(str(tmp_path / "t")), retention_ms=0)
+    assert _classes(loose)["p=b/fresh-rm.parquet"] == "expired-tombstone"
+    assert _classes(loose)["p=c/part-recent.parquet"] == "orphan"
+    assert not any(p.startswith("deletion_vector_") for p in _classes(loose))
+
+
+def test_hidden_rule_and_uri_normalisation(tmp_path: Path) -> None:
+    hidden = hidden_name_rule(["_p"], {"delta.universalFormat.enabledFormats": "iceberg"})
+    assert hidden("_delta_log") and hidden(".x.crc") and hidden("_tmp") and hidden("metadata")
+    assert not hidden("_change_data") and not hidden("_delta_index") and not hidden("_p=1")
+    assert not hidden_name_rule([])("metadata")
+    local = open_table(str(tmp_path))
+    assert relative_to_root(f"file://{tmp_path}/a b/c", local) == "a b/c"
+    assert relative_to_root(f"{tmp_path}/x", local) == "x"
+    assert relative_to_root("/elsewhere/x", local) is None
+    assert relative_to_root("s3://b/t/x", local) is None
+    s3 = open_table("s3a://bkt/tbl", client=object())
+    for uri in ("s3://bkt/tbl/p=1/x", "s3a://bkt/tbl/p=1/x", "s3n://bkt/tbl/p=1/x"):
+        assert relative_to_root(uri, s3) == "p=1/x"
+    assert relative_to_root("s3://bkt/tbl2/x", s3) is None
+    assert relative_to_root("s3://other/tbl/x", s3) is None
+    assert relative_to_root("gs://bkt/tbl/x", s3) is None
+
+
+def test_containment_refuses_paths_outside_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    (root / "p=1").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("keep me")
+    (root / "link").symlink_to(outside)
+    store = open_table(str(root))
+    for bad in (
+        "../outside/victim",
+        "/etc/passwd",
+        "p=1/../../outside/victim",
+        "",
+        "link/victim",
+        "s3://b/k",
+    ):
+        with pytest.raises(OutsideTableError):
+            check_contained(store, ["p=1/ok", bad])
+    assert (outside / "victim").exists()
+
+
+def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
+    _table(tmp_path / "t")
+    table = str(tmp_path / "t")
+    runner = CliRunner()
+    dry = runner.invoke(main, ["orphans", table, "--json"])
+    assert dry.exit_code == 1, dry.output
+    report = json.loads(dry.output)
+    assert report["schema"] == "deltaguard.orphans.report/1"
+    assert report["totals"]["orphan"] == {"files": 2, "bytes": 10}
+    assert {"partition": "p=b", "class": "orphan", "files": 1, "bytes": 10} in report["partitions"]
+    refused = runner.invoke(main, ["orphans", table, "--delete", "--yes", "--retention", "1"])
+    assert refused.exit_code == 2 and "--unsafe-retention" in refused.output
+    manifest = tmp_path / "m.json"
+    done = runner.invoke(
+        main, ["orphans", table, "--delete", "--yes", "--json", "--manifest", str(manifest)]
+    )
+    assert done.exit_code == 1, done.output
+    written = json.loads(manifest.read_text())
+    assert written["status"] == "done"
+    assert sorted(d["path"] for d in written["deleted"]) == [
+        "_change_data/cdc-orphan.parquet",
+        "_delta_log/.00000000000000000009.json.1234.tmp",
+        "p=b/part-orphan.parquet",
+    ]
+    assert (tmp_path / "t/p=b/gone.parquet").exists()  # tombstones only with the flag
+    assert runner.invoke(main, ["orphans", table]).exit_code == 0
+    missing = runner.invoke(main, ["orphans", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "not a Delta table" in missing.output
+    assert "Traceback" not in missing.output
+
+
+def test_writer_in_flight_survives_cleanup(tmp_path: Path) -> None:
+    """Scan at retention 0 sees the writer's uncommitted files as orphans; the writer commits
+    (one of its adds even names an old orphan) before the delete; the re-read spares them."""
+    root = tmp_path / "t"
+    t = _table(root)
+    store = open_table(str(root))
+    inflight = [t.write_file(f"p=w/part-{i}.parquet", NOW) for i in range(3)]
+    result = scan(store, retention_ms=0)
+    assert all(_classes(result)[p] == "orphan" for p in inflight)
+    committed = threading.Event()
+
+    def writer() -> None:
+        t.commit(
+            [{"add": t.add_action(p, NOW)} for p in [*inflight, "p=b/part-orphan.parquet"]],
+            int(time.time() * 1000),
+        )
+        committed.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert committed.wait(10)
+    thread.join()
+    done = execute(
+        store,
+        result,
+        manifest_path=tmp_path / "m.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    spared = {c.path for c, _why in done.recheck.spared}
+    assert spared == {*inflight, "p=b/part-orphan.parquet"}
+    assert done.recheck.version == result.version + 1
+    snap = load_snapshot(str(root))
+    assert snap.version == result.version + 1
+    assert all((root / p).exists() for p in snap.adds.paths())
+    assert "_change_data/cdc-orphan.parquet" in done.outcome.deleted
+    with pytest.raises(RetentionTooShortError):
+        execute(store, result, manifest_path=tmp_path / "m2.json")
+
+
+def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) -> None:
+    t = _table(tmp_path / "t")
+    for i in range(1100):
+        t.write_file(f"p=z/part-{i:05d}-orphan.parquet", NOW)
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_tree(tmp_path / "t", client, ls_bucket, "lake/tbl", workers=8)
+    client.put_object(Bucket=ls_bucket, Key="lake/tbl2/part-sibling.parquet", Body=b"x")
+    client.put_object(Bucket=ls_bucket, Key="lake/part-above.parquet", Body=b"x")
+    results = {
+        scheme: scan(open_table(f"{scheme}://{ls_bucket}/lake/tbl", client=client), retention_ms=0)
+        for scheme in ("s3", "s3a")
+    }
+    assert _classes(results["s3"]) == _classes(results["s3a"])
+    classes = _classes(results["s3a"])
+    assert sum(v == "orphan" for v in classes.values()) == 1100 + 3  # + orphan, cdc, fresh
+    assert "p=a/live.parquet" not in classes and "p=a/dv.parquet" not in classes
+    store = open_table(f"s3a://{ls_bucket}/lake/tbl", client=client)
+    done = execute(
+        store,
+        results["s3a"],
+        manifest_path=tmp_path / "m.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    assert not done.outcome.failed
+    assert len(done.outcome.deleted) == 1100 + 3 + 1
+    assert done.outcome.requests == 2  # 1,104 keys in DeleteObjects batches of 1,000
+    keys = {
+        o["Key"]
+        for p in client.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket)
+        for o in p.get("Contents", [])
+    }
+    assert {"lake/tbl2/part-sibling.parquet", "lake/part-above.parquet"} <= keys
+    assert "lake/tbl/p=a/live.parquet" in keys and "lake/tbl/p=b/gone.parquet" in keys
+    assert [k for k in keys if "orphan" in k] == ["lake/tbl/p=a/.part-orphan.parquet.crc"]  # hidden

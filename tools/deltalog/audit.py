@@ -1,0 +1,481 @@
+"""``deltaguard audit``: read a table's whole log, replay a snapshot, and report what is wrong.
+
+:func:`audit_table` never raises for damage in the log: every problem it can attribute to a
+file becomes a :class:`~deltaguard.tools.deltalog.findings.Finding`. It raises
+:class:`DeltaLogError` only when the table cannot be read at all: no ``_delta_log``, storage
+errors (credentials, endpoint), a catalog-managed table or an unknown reader feature
+(``UnsupportedTableError``), or a requested version/timestamp the log never had. The audit only
+reads; it writes and deletes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
+from deltaguard.tools.deltalog.errors import (
+    DeltaLogError,
+    StorageError,
+    TableNotFoundError,
+    UnsupportedTableError,
+    VersionNotFoundError,
+)
+from deltaguard.tools.deltalog.features import unknown_writer_features
+from deltaguard.tools.deltalog.findings import Finding, Severity
+from deltaguard.tools.deltalog.listing import (
+    LastCheckpointError,
+    LogListing,
+    list_log,
+    read_last_checkpoint,
+)
+from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, is_absolute, load_snapshot
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+
+#: At most this many findings per code are listed; the rest are counted in one more finding.
+MAX_FINDINGS_PER_CODE = 50
+
+
+@dataclass(frozen=True)
+class DynamoDBCheck:
+    """Check the DynamoDB LogStore's entries of this table: ``client`` is a boto3 DynamoDB
+    client, ``table_paths`` the ``tablePath`` values writers use (Spark: ``s3a://...``)."""
+
+    client: Any
+    table_name: str
+    table_paths: tuple[str, ...]
+
+
+@dataclass
+class AuditReport:
+    """The result of an audit. ``exit_code``: 0 healthy (no error or warning), 1 findings."""
+
+    table: str
+    version: int | None
+    latest_version: int | None
+    findings: list[Finding] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.severity is not Severity.INFO for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.healthy else 1
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(str(f.severity) for f in self.findings)
+        return {s.value: c.get(s.value, 0) for s in Severity}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "deltaguard.audit/1",
+            "table": self.table,
+            "version": self.version,
+            "latest_version": self.latest_version,
+            "healthy": self.healthy,
+            "counts": self.counts(),
+            "summary": self.summary,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.per_code: Counter[str] = Counter()
+
+    def add(
+        self, code: str, message: str, file: str | None = None, line: int | None = None
+    ) -> None:
+        self.per_code[code] += 1
+        if self.per_code[code] <= MAX_FINDINGS_PER_CODE:
+            self.findings.append(Finding.of(code, message, file, line))
+
+    def finish(self) -> list[Finding]:
+        for code, n in self.per_code.items():
+            if n > MAX_FINDINGS_PER_CODE:
+                self.findings.append(
+                    Finding.of(code, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings")
+                )
+        order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+        return sorted(self.findings, key=lambda f: order[f.severity])
+
+
+def _log(name: str) -> str:
+    return f"{LOG_DIR}/{name}"
+
+
+def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collector) -> None:
+    try:
+        hint = read_last_checkpoint(store)
+    except LastCheckpointError as exc:
+        out.add("last-checkpoint-corrupt", f"_last_checkpoint: {exc}", _log("_last_checkpoint"))
+        return
+    if hint is None:
+        return
+    at_version = [c for c in listing.checkpoints if c.version == hint.version]
+    if not at_version:
+        partial = [c for c in listing.incomplete_checkpoints if c.version == hint.version]
+        what = "only an incomplete multi-part checkpoint" if partial else "no checkpoint"
+        out.add(
+            "last-checkpoint-missing",
+            f"_last_checkpoint names version {hint.version}, but {what} exists there",
+            _log("_last_checkpoint"),
+        )
+    newest = max((c.version for c in listing.checkpoints), default=None)
+    if newest is not None and newest > hint.version:
+        out.add(
+            "last-checkpoint-stale",
+            f"_last_checkpoint names version {hint.version}; checkpoint {newest} is newer",
+            _log("_last_checkpoint"),
+        )
+
+
+def _check_names(listing: LogListing, out: _Collector) -> None:
+    for name in listing.temp_files:
+        out.add("temp-file", f"leftover temp file {name}", _log(name))
+    for name in listing.stray_files:
+        out.add("stray-log-file", f"unrecognized file {name} in _delta_log", _log(name))
+    for ref in listing.incomplete_checkpoints:
+        parts = ref.files[0].split(".")[-2]
+        out.add(
+            "checkpoint-parts-missing",
+            f"multi-part checkpoint {ref.version} has {len(ref.files)} of {int(parts)} parts",
+            _log(ref.files[0]),
+        )
+
+
+def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
+    for version in sorted(listing.commits):
+        name = listing.commits[version]
+        try:
+            data = store.read(_log(name))
+        except StorageError as exc:
+            out.add("commit-unreadable", str(exc), _log(name))
+            continue
+        parsed = parse_json_actions(data)
+        for err in parsed.errors:
+            out.add(
+                "corrupt-json-line", f"{name} line {err.line}: {err.message}", _log(name), err.line
+            )
+        seen: Counter[tuple[str, str, str | None]] = Counter(
+            (type(a).__name__, *a.key)
+            for a in parsed.actions
+            if isinstance(a, AddFile | RemoveFile)
+        )
+        for (kind, path, _dv), n in seen.items():
+            if n > 1:
+                out.add(
+                    "duplicate-file-action",
+                    f"{name}: {n} {kind} actions for {path}",
+                    _log(name),
+                )
+
+
+def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:
+    commits = sorted(listing.commits)
+    if not commits:
+        return
+    first, last = commits[0], commits[-1]
+    latest = listing.latest_version if target is None else target
+    chain_ok = False
+    missing: int | None = None
+    for ref in [
+        *reversed([c for c in listing.checkpoints if latest is not None and c.version <= latest]),
+        None,
+    ]:
+        start = ref.version + 1 if ref is not None else 0
+        chain = _json_chain(listing, start, latest if latest is not None else last)
+        if not isinstance(chain, int):
+            chain_ok = True
+            break
+        if missing is None:
+            missing = chain  # the newest checkpoint's view: what the latest state lacks
+    if not chain_ok:
+        if first > 0 and not any(c.version >= first - 1 for c in listing.checkpoints):
+            out.add(
+                "history-truncated",
+                f"the oldest retained commit is {first} and no checkpoint covers versions "
+                f"before it",
+                _log(listing.commits[first]),
+            )
+        else:
+            out.add(
+                "version-gap",
+                f"commit {missing} is missing: version {latest} cannot be reconstructed",
+                _log(f"{missing:020d}.json"),
+            )
+    have = set(commits)
+    holes: list[tuple[int, int]] = []
+    v = first
+    while v <= last:
+        if v not in have:
+            start = v
+            while v not in have:
+                v += 1
+            holes.append((start, v - 1))
+        v += 1
+    for start, end in holes:
+        if chain_ok:  # the requested state was reconstructable, so no hole is on its path
+            span = f"{start}" if start == end else f"{start}-{end}"
+            out.add(
+                "version-gap-covered",
+                f"commits {span} are missing between retained commits (a later checkpoint or a "
+                "compaction covers them)",
+                _log(f"{start:020d}.json"),
+            )
+        elif not chain_ok and not (missing is not None and start <= missing <= end):
+            out.add("version-gap", f"commits {start}-{end} are missing", _log(f"{start:020d}.json"))
+    if first > 0 and any(c.version >= first - 1 for c in listing.checkpoints):
+        out.add("log-cleaned-up", f"commits before version {first} were removed by log cleanup")
+
+
+def _footer_ok(store: TableStore, rel: str) -> str | None:
+    try:
+        data = store.read(rel)
+        if rel.endswith(".json"):
+            parsed = parse_json_actions(data)
+            return (
+                f"line {parsed.errors[0].line}: {parsed.errors[0].message}"
+                if parsed.errors
+                else None
+            )
+        pq.ParquetFile(pa.BufferReader(data)).metadata  # noqa: B018
+    except StorageError as exc:
+        return str(exc)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return f"unreadable parquet ({exc})"
+    return None
+
+
+def _check_checkpoints(
+    store: TableStore,
+    listing: LogListing,
+    used: CheckpointRef | None,
+    skipped: dict[CheckpointRef, str],
+    out: _Collector,
+) -> None:
+    for ref in listing.checkpoints:
+        if ref == used:
+            continue
+        if ref in skipped:
+            out.add("checkpoint-unreadable", skipped[ref], _log(ref.files[0]))
+            continue
+        for name in ref.files:
+            problem = _footer_ok(store, _log(name))
+            if problem:
+                out.add("checkpoint-unreadable", f"{name}: {problem}", _log(name))
+                break
+        else:
+            if ref.kind.value == "v2-checkpoint" or ref.files[0].endswith(".checkpoint.parquet"):
+                _check_sidecars(store, ref, out)
+
+
+def _check_sidecars(store: TableStore, ref: CheckpointRef, out: _Collector) -> None:
+    """V2 checkpoints list sidecars; each must exist and be readable."""
+    from deltaguard.tools.deltalog.actions import Sidecar
+
+    name = ref.files[0]
+    sidecars: list[Sidecar] = []
+    try:
+        data = store.read(_log(name))
+        if name.endswith(".json"):
+            sidecars = [a for a in parse_json_actions(data).actions if isinstance(a, Sidecar)]
+        else:
+            pf = pq.ParquetFile(pa.BufferReader(data))
+            if "sidecar" in pf.schema_arrow.names:
+                col = pf.read(columns=["sidecar"])["sidecar"]
+                for row in col.filter(col.is_valid()).to_pylist():
+                    if isinstance(row, dict) and isinstance(row.get("path"), str):
+                        sidecars.append(Sidecar(row["path"], row.get("sizeInBytes"), None))
+    except (StorageError, pa.ArrowException, OSError, ValueError) as exc:
+        out.add("checkpoint-unreadable", f"{name}: {exc}", _log(name))
+        return
+    for sidecar in sidecars:
+        rel = sidecar_rel_path(sidecar)
+        problem = _footer_ok(store, rel)
+        if problem:
+            out.add("checkpoint-unreadable", f"sidecar of {name}: {problem}", rel)
+
+
+def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
+    name = snap.listing.checksums.get(snap.version)
+    if name is None:
+        return
+    try:
+        crc = orjson.loads(store.read(_log(name)))
+        if not isinstance(crc, dict):
+            raise ValueError("not a JSON object")
+    except (StorageError, ValueError) as exc:
+        out.add("crc-unreadable", f"{name}: {exc}", _log(name))
+        return
+    actual = {
+        "numFiles": len(snap.adds),
+        "tableSizeBytes": snap.adds.total_size(),
+        "numMetadata": 1,
+        "numProtocol": 1,
+    }
+    for key, value in actual.items():
+        if key in crc and crc[key] != value:
+            out.add(
+                "crc-mismatch",
+                f"{name}: {key} is {crc[key]}, the replayed state has {value}",
+                _log(name),
+            )
+    meta = crc.get("metadata")
+    if isinstance(meta, dict) and meta.get("id") not in (None, snap.metadata.id):
+        out.add(
+            "crc-mismatch",
+            f"{name}: metadata id {meta.get('id')} != {snap.metadata.id}",
+            _log(name),
+        )
+    proto = crc.get("protocol")
+    if isinstance(proto, dict) and proto.get("minReaderVersion") not in (
+        None,
+        snap.protocol.min_reader_version,
+    ):
+        out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
+
+
+def _relative(store: TableStore, path: str) -> str | None:
+    """A decoded log path relative to the table root, or None if outside it."""
+    if not is_absolute(path):
+        return path
+    root = store.location("")
+    candidates = [root, root.replace("s3://", "s3a://", 1), root.replace("s3a://", "s3://", 1)]
+    candidates += [f"file:{root}", f"file://{root}"]
+    for prefix in candidates:
+        if path.startswith(prefix.rstrip("/") + "/"):
+            return path[len(prefix.rstrip("/")) + 1 :]
+    return None
+
+
+def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str, int]:
+    present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
+    missing = missing_dv = external = 0
+    for path in snap.adds.paths():
+        rel = _relative(store, path)
+        if rel is None:
+            external += 1
+            out.add("external-file", f"live file outside the table root: {path}")
+        elif rel not in present:
+            missing += 1
+            out.add("missing-data-file", f"live file {rel} does not exist", rel)
+    for path, dv in snap.adds.deletion_vectors():
+        dv_path = dv.file_path()
+        rel = _relative(store, dv_path) if dv_path else None
+        if dv_path is not None and rel is not None and rel not in present:
+            missing_dv += 1
+            out.add("missing-dv-file", f"deletion vector {rel} of {path} does not exist", rel)
+    return {
+        "missing_data_files": missing,
+        "missing_dv_files": missing_dv,
+        "external_files": external,
+    }
+
+
+def _check_dynamodb(
+    store: TableStore, listing: LogListing, check: DynamoDBCheck, out: _Collector
+) -> None:
+    from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+
+    ddb = S3DynamoDBLogStore(None, check.client, check.table_name)
+    for table_path in check.table_paths:
+        for entry in ddb.entries(table_path):
+            if entry["complete"]:
+                continue
+            temp = entry["tempPath"]
+            out.add(
+                "dynamodb-incomplete-entry",
+                f"{check.table_name}: {entry['fileName']} of {table_path} is incomplete (temp {temp})",
+                _log(entry["fileName"]),
+            )
+            if temp not in listing.temp_files and store.stat(_log(temp)) is None:
+                out.add(
+                    "dynamodb-missing-temp-file",
+                    f"{check.table_name}: temp file {temp} of {entry['fileName']} does not exist",
+                    _log(temp),
+                )
+
+
+def audit_table(
+    table: str | TableStore,
+    version: int | None = None,
+    timestamp_ms: int | None = None,
+    *,
+    s3: S3Options | None = None,
+    dynamodb: DynamoDBCheck | None = None,
+    check_files: bool = True,
+) -> AuditReport:
+    """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
+    See the module docstring for what raises."""
+    store = open_table(table, s3) if isinstance(table, str) else table
+    listing = list_log(store)
+    if listing.latest_version is None and not listing.files:
+        raise TableNotFoundError(
+            f"{store.uri} is not a Delta table: {LOG_DIR}/ is empty or missing"
+        )
+    if version is not None and (listing.latest_version is None or version > listing.latest_version):
+        raise VersionNotFoundError(
+            f"{store.uri} has no version {version} (latest: {listing.latest_version})"
+        )
+    out = _Collector()
+    _check_names(listing, out)
+    _check_last_checkpoint(store, listing, out)
+    _check_commits(store, listing, out)
+    report = AuditReport(store.uri, None, listing.latest_version)
+    snap: Snapshot | None = None
+    if listing.latest_version is not None:
+        try:
+            snap = load_snapshot(store, version, timestamp_ms, listing=listing)
+        except (UnsupportedTableError, VersionNotFoundError) as exc:
+            if isinstance(exc, UnsupportedTableError) or timestamp_ms is not None:
+                raise
+            out.add("snapshot-unreadable", str(exc), exc.path)
+        except DeltaLogError as exc:
+            out.add("snapshot-unreadable", str(exc), exc.path, exc.line)
+    target = snap.version if snap else version
+    _check_versions(listing, target, out)
+    skipped = dict(snap.segment.skipped) if snap else {}
+    _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
+    if snap is not None:
+        report.version = snap.version
+        for feature in unknown_writer_features(snap.protocol):
+            out.add("unknown-writer-feature", f"writer feature {feature}")
+        _check_crc(store, snap, out)
+        file_counts = _check_files(store, snap, out) if check_files else {}
+        report.summary = {
+            "version": snap.version,
+            "timestamp_ms": snap.timestamp_ms,
+            "live_files": len(snap.adds),
+            "live_bytes": snap.adds.total_size(),
+            "tombstones": len(snap.removes),
+            "protocol": {
+                "min_reader_version": snap.protocol.min_reader_version,
+                "min_writer_version": snap.protocol.min_writer_version,
+                "reader_features": sorted(snap.protocol.reader_features),
+                "writer_features": sorted(snap.protocol.writer_features),
+            },
+            "checkpoint": snap.segment.checkpoint.files[0] if snap.segment.checkpoint else None,
+            "commits_replayed": len(snap.segment.pieces),
+            **file_counts,
+        }
+    report.summary.update(
+        {
+            "commits": len(listing.commits),
+            "oldest_commit": min(listing.commits, default=None),
+            "checkpoints": len(listing.checkpoints),
+        }
+    )
+    if dynamodb is not None:
+        _check_dynamodb(store, listing, dynamodb, out)
+    report.findings = out.finish()
+    return report

@@ -1,0 +1,158 @@
+"""Audit findings: what is wrong, where, how bad, and what to do about it.
+
+Every finding has a stable ``code`` (see :data:`CODES`, also the README's table), a severity
+(``error``: the table or some version cannot be read correctly, or data is missing;
+``warning``: something needs attention but readers cope; ``info``: normal state worth knowing),
+the file (relative to the table root) and line when there is one, and a hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+#: code -> (severity, hint)
+CODES: dict[str, tuple[Severity, str]] = {
+    "version-gap": (
+        Severity.ERROR,
+        "A commit the latest state needs is missing. Restore it from a backup or bucket "
+        "versioning; without it the table cannot be read past the gap.",
+    ),
+    "version-gap-covered": (
+        Severity.WARNING,
+        "Commits are missing in the middle of the log, but a later checkpoint (or a log "
+        "compaction) covers them: "
+        "the latest state is readable, time travel to these versions is not. Find out who "
+        "deleted them (log cleanup only removes the oldest commits).",
+    ),
+    "log-cleaned-up": (
+        Severity.INFO,
+        "Normal log cleanup (delta.logRetentionDuration): older versions are no longer "
+        "available for time travel.",
+    ),
+    "history-truncated": (
+        Severity.ERROR,
+        "The oldest retained commits are not covered by any readable checkpoint: the table "
+        "cannot be reconstructed. Restore the missing commits or checkpoint.",
+    ),
+    "corrupt-json-line": (
+        Severity.ERROR,
+        "A log line is not a valid action. Restore the file from a backup or bucket "
+        "versioning; never edit a commit in place while writers are active.",
+    ),
+    "duplicate-file-action": (
+        Severity.WARNING,
+        "One commit has several actions for the same (path, deletion vector): the protocol "
+        "allows one. The writer that made it is broken; the newest action wins.",
+    ),
+    "commit-unreadable": (
+        Severity.ERROR,
+        "A commit file could not be read (permissions, storage error). Check access to it.",
+    ),
+    "checkpoint-unreadable": (
+        Severity.ERROR,
+        "A checkpoint (or one of its sidecars) is truncated or damaged. Readers fall back to "
+        "an older checkpoint if the commits exist; delete it only after writing a new "
+        "checkpoint, and never while log cleanup depends on it.",
+    ),
+    "checkpoint-parts-missing": (
+        Severity.WARNING,
+        "A multi-part checkpoint lacks parts (an interrupted checkpoint). Readers ignore it; "
+        "the parts present can be removed once a newer checkpoint exists.",
+    ),
+    "last-checkpoint-missing": (
+        Severity.WARNING,
+        "_last_checkpoint names a checkpoint that does not exist; readers must list the log "
+        "instead. Write a new checkpoint (it rewrites _last_checkpoint).",
+    ),
+    "last-checkpoint-corrupt": (
+        Severity.WARNING,
+        "_last_checkpoint is not valid; readers list the log instead. Write a new checkpoint.",
+    ),
+    "last-checkpoint-stale": (
+        Severity.INFO,
+        "A newer checkpoint than the one _last_checkpoint names exists (a writer crashed "
+        "between writing the checkpoint and the hint). Harmless; the next checkpoint fixes it.",
+    ),
+    "crc-mismatch": (
+        Severity.ERROR,
+        "The version checksum file disagrees with the replayed state: the log may have been "
+        "modified after the commit. Compare with a backup before trusting this version.",
+    ),
+    "crc-unreadable": (
+        Severity.WARNING,
+        "A .crc file is not valid JSON; it is optional, so readers ignore it.",
+    ),
+    "missing-data-file": (
+        Severity.ERROR,
+        "A live add entry points at a data file that does not exist (a dangling reference): "
+        "reads fail. Restore the file, or remove the entry (FSCK REPAIR TABLE in Databricks).",
+    ),
+    "missing-dv-file": (
+        Severity.ERROR,
+        "A deletion vector file of a live entry does not exist: reads of that data file fail, "
+        "and deleted rows would come back if it were ignored. Restore it from a backup.",
+    ),
+    "external-file": (
+        Severity.INFO,
+        "A live entry has an absolute path outside the table root (e.g. a shallow clone); its "
+        "existence was not checked.",
+    ),
+    "temp-file": (
+        Severity.WARNING,
+        "A leftover temp file in _delta_log from an interrupted write. Safe to delete once no "
+        "writer is active and no incomplete DynamoDB entry names it.",
+    ),
+    "stray-log-file": (
+        Severity.WARNING,
+        "A file in _delta_log with a log-like name that no Delta reader recognizes. Readers "
+        "ignore it; find out what wrote it before deleting.",
+    ),
+    "dynamodb-incomplete-entry": (
+        Severity.WARNING,
+        "A DynamoDB commit entry is incomplete (a writer died after its commit point). The "
+        "next writer or a reader's listing repairs it; `deltaguard audit` does not write.",
+    ),
+    "dynamodb-missing-temp-file": (
+        Severity.ERROR,
+        "An incomplete DynamoDB entry names a temp file that does not exist: the commit cannot "
+        "be repaired, and writers will fail on the next version.",
+    ),
+    "unknown-writer-feature": (
+        Severity.WARNING,
+        "The protocol lists a writer feature deltaguard does not know. Reading is unaffected; "
+        "do not write to the table with tools that do not support it.",
+    ),
+    "snapshot-unreadable": (
+        Severity.ERROR,
+        "The requested version cannot be replayed; see the other findings for the cause.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    hint: str = ""
+
+    @classmethod
+    def of(
+        cls, code: str, message: str, file: str | None = None, line: int | None = None
+    ) -> Finding:
+        severity, hint = CODES[code]
+        return cls(code, severity, message, file, line, hint)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Severity) else v) for k, v in asdict(self).items()}

@@ -1,0 +1,97 @@
+"""``deltaguard history``: one entry per retained commit, newest first, from the commits'
+``commitInfo`` and ``txn`` actions (what ``DESCRIBE HISTORY`` shows, without Spark).
+
+A commit whose lines cannot all be parsed still gets an entry, with ``problem`` set; reading
+history never fails on a damaged commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR
+from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    timestamp_ms: int
+    operation: str | None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    txn_app_ids: dict[str, int] = field(default_factory=dict)
+    engine: str | None = None
+    user_metadata: str | None = None
+    file: str = ""
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def read_history(
+    table: str | TableStore,
+    *,
+    s3: S3Options | None = None,
+    limit: int | None = None,
+    listing: LogListing | None = None,
+) -> list[HistoryEntry]:
+    """The retained commits, newest first (at most ``limit``). The timestamp is the in-commit
+    timestamp when the commit has one, else the commit file's modification time, made strictly
+    increasing as Delta does. Raises :class:`TableNotFoundError` or :class:`StorageError`."""
+    store = open_table(table, s3) if isinstance(table, str) else table
+    listing = listing or list_log(store)
+    if not listing.commits:
+        raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
+    versions = sorted(listing.commits)
+    entries: list[HistoryEntry] = []
+    previous: int | None = None
+    for version in versions:
+        name = listing.commits[version]
+        rel = f"{LOG_DIR}/{name}"
+        problem = None
+        try:
+            parsed = parse_json_actions(store.read(rel))
+            actions = parsed.actions
+            if parsed.errors:
+                problem = f"line {parsed.errors[0].line}: {parsed.errors[0].message}"
+        except StorageError as exc:
+            actions, problem = [], str(exc)
+        info = next((a for a in actions if isinstance(a, CommitInfo)), CommitInfo({}))
+        txns = {a.app_id: a.version for a in actions if isinstance(a, Txn)}
+        ts = listing.mtime_ms(name)
+        ict = info.raw.get("inCommitTimestamp")
+        if isinstance(ict, int) and not isinstance(ict, bool):
+            ts = ict
+        elif previous is not None and ts <= previous:
+            ts = previous + 1
+        previous = ts
+        entries.append(
+            HistoryEntry(
+                version,
+                ts,
+                _str(info.get("operation")),
+                _dict(info.get("operationParameters")),
+                _dict(info.get("operationMetrics")),
+                txns,
+                _str(info.get("engineInfo")),
+                _str(info.get("userMetadata")),
+                rel,
+                problem,
+            )
+        )
+    entries.reverse()
+    return entries[:limit] if limit is not None else entries

@@ -1,0 +1,82 @@
+"""Human-readable output of audits and history (rich), shared by the CLI and the demo."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from deltaguard.tools.deltalog.audit import AuditReport
+from deltaguard.tools.deltalog.findings import Severity
+from deltaguard.tools.deltalog.history import HistoryEntry
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def format_ms(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def print_audit(report: AuditReport, console: Console) -> None:
+    s = report.summary
+    console.print(f"[bold]deltaguard audit[/] {report.table}")
+    if report.version is not None:
+        console.print(
+            f"  version {report.version} of {report.latest_version} ({format_ms(s.get('timestamp_ms'))}): "
+            f"{s.get('live_files')} live files, {s.get('live_bytes')} bytes, "
+            f"{s.get('tombstones')} tombstones"
+        )
+        console.print(
+            f"  replayed from {s.get('checkpoint') or 'commit 0'} + {s.get('commits_replayed')} "
+            f"JSON file(s); {s.get('commits')} commits retained (oldest {s.get('oldest_commit')}), "
+            f"{s.get('checkpoints')} checkpoint(s)"
+        )
+    if not report.findings:
+        console.print("[bold green]healthy: no findings[/]")
+        return
+    table = Table(show_lines=False)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    table.add_column("file:line", overflow="fold")
+    table.add_column("finding", overflow="fold")
+    for f in report.findings:
+        where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, where, f.message)
+    console.print(table)
+    for code, hint in dict.fromkeys((f.code, f.hint) for f in report.findings):
+        console.print(f"[bold]{code}[/]: {hint}")
+    counts = report.counts()
+    verdict = "[bold green]healthy[/]" if report.healthy else "[bold red]needs attention[/]"
+    console.print(
+        f"{verdict}: {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['info']} info"
+    )
+
+
+def print_history(entries: list[HistoryEntry], console: Console) -> None:
+    table = Table()
+    for column in (
+        "version",
+        "timestamp (UTC)",
+        "operation",
+        "parameters",
+        "metrics",
+        "txn",
+        "engine",
+    ):
+        table.add_column(column, overflow="fold")
+    for e in entries:
+        table.add_row(
+            str(e.version),
+            format_ms(e.timestamp_ms),
+            e.operation or (f"[red]{e.problem}[/]" if e.problem else "-"),
+            json.dumps(e.parameters, separators=(",", ":")) if e.parameters else "",
+            json.dumps(e.metrics, separators=(",", ":")) if e.metrics else "",
+            ", ".join(f"{k}={v}" for k, v in e.txn_app_ids.items()),
+            e.engine or "",
+        )
+    console.print(table)

@@ -1,0 +1,252 @@
+"""File access for Delta tables on local disk and S3: list, stat, read.
+
+:func:`open_table` turns a table location (a local path, ``file:`` URI, or ``s3://`` /
+``s3a://`` URI) into a :class:`TableStore`. Paths given to a store are relative to the table
+root, with ``/`` separators, never URL-encoded. Listing is by directory prefix, sorted by name,
+and may start after a name (S3's ``StartAfter``), so the log can be read from a checkpoint on
+without listing everything. All storage failures become :class:`StorageError` naming the path;
+a missing file is ``FileNotFoundError``-free: :meth:`TableStore.read` raises
+:class:`StorageError` with ``missing=True``.
+
+S3 clients come from :func:`deltaguard.logstore.clients.s3_client` (standard AWS credential
+chain; endpoint, region and path-style as for ``deltaguard probe``).
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
+from deltaguard.tools.deltalog.errors import StorageError
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """A listed file: ``path`` relative to the table root, size in bytes, modification time in
+    epoch milliseconds."""
+
+    path: str
+    size: int
+    mtime_ms: int
+
+
+class FileMissingError(StorageError):
+    """The file does not exist (as opposed to a file that could not be read)."""
+
+
+@dataclass(frozen=True)
+class S3Options:
+    """How to reach S3: the same options as ``deltaguard probe``. None means boto3's default
+    (environment, profile, instance role)."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    path_style: bool = False
+
+
+class TableStore(Protocol):
+    """Read access below one table root."""
+
+    #: The table root as given (normalized: no trailing slash).
+    uri: str
+
+    def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
+        """Files directly in ``rel_dir`` (not recursive), sorted by name, names after
+        ``start_after`` only. A missing directory lists as empty."""
+        ...
+
+    def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
+        """Every file below ``rel_dir``, recursively (order unspecified)."""
+        ...
+
+    def read(self, rel_path: str) -> bytes:
+        """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
+        ...
+
+    def stat(self, rel_path: str) -> FileInfo | None:
+        """The file's info, or None if it does not exist."""
+        ...
+
+    def location(self, rel_path: str) -> str:
+        """The absolute location of a relative path (filesystem path or s3:// URI)."""
+        ...
+
+
+class LocalTableStore:
+    """A table on the local filesystem."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.uri = str(root)
+
+    def _abs(self, rel_path: str) -> Path:
+        return self.root / rel_path if rel_path else self.root
+
+    def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
+        base = self._abs(rel_dir)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        out = []
+        try:
+            entries = list(os.scandir(base))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {base}: {exc.strerror}", str(base)) from None
+        for entry in entries:
+            if start_after is not None and entry.name <= start_after:
+                continue
+            try:
+                if not entry.is_file():
+                    continue
+                st = entry.stat()
+            except OSError:
+                continue  # vanished or unreadable between listing and stat
+            out.append(FileInfo(prefix + entry.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
+        base = self._abs(rel_dir)
+        for dirpath, _dirs, files in os.walk(base):
+            rel = os.path.relpath(dirpath, self.root)
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            for name in files:
+                try:
+                    st = os.stat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                yield FileInfo(prefix + name, st.st_size, st.st_mtime_ns // 1_000_000)
+
+    def read(self, rel_path: str) -> bytes:
+        path = self._abs(rel_path)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise FileMissingError(f"{path} does not exist", str(path)) from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc.strerror}", str(path)) from None
+
+    def stat(self, rel_path: str) -> FileInfo | None:
+        try:
+            st = self._abs(rel_path).stat()
+        except OSError:
+            return None
+        return FileInfo(rel_path, st.st_size, st.st_mtime_ns // 1_000_000)
+
+    def location(self, rel_path: str) -> str:
+        return f"{self.uri}/{rel_path}" if rel_path else self.uri
+
+
+class S3TableStore:
+    """A table under an S3 prefix (``s3``, ``s3a`` and ``s3n`` name the same objects)."""
+
+    def __init__(self, client: Any, root: S3Location, scheme: str = "s3") -> None:
+        self.client = client
+        self.root = root
+        self.scheme = scheme
+        self.uri = f"{scheme}://{root.bucket}/{root.key}".rstrip("/")
+        self._prefix = f"{root.key.strip('/')}/" if root.key.strip("/") else ""
+
+    def _key(self, rel_path: str) -> str:
+        return self._prefix + rel_path
+
+    def _error(self, exc: Exception, what: str, key: str) -> StorageError:
+        where = f"s3://{self.root.bucket}/{key}"
+        if error_code(exc) in ("NoSuchKey", "404", "NotFound") or http_status(exc) == 404:
+            if error_code(exc) == "NoSuchBucket":
+                return StorageError(f"bucket {self.root.bucket} does not exist", where)
+            return FileMissingError(f"{where} does not exist", where)
+        return StorageError(f"cannot {what} {where}: {describe(exc)}", where)
+
+    def _pages(self, prefix: str, delimiter: bool, start_after: str | None) -> Iterator[Any]:
+        kwargs: dict[str, Any] = {"Bucket": self.root.bucket, "Prefix": prefix}
+        if delimiter:
+            kwargs["Delimiter"] = "/"
+        if start_after is not None:
+            kwargs["StartAfter"] = prefix + start_after
+        try:
+            yield from self.client.get_paginator("list_objects_v2").paginate(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "list", prefix) from None
+
+    def _infos(self, page: Any) -> Iterator[FileInfo]:
+        for obj in page.get("Contents", []):
+            rel = obj["Key"][len(self._prefix) :]
+            if rel and not rel.endswith("/"):
+                yield FileInfo(rel, int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000))
+
+    def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
+        prefix = self._key(f"{rel_dir}/" if rel_dir else "")
+        out = [
+            info for page in self._pages(prefix, True, start_after) for info in self._infos(page)
+        ]
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
+        prefix = self._key(f"{rel_dir}/" if rel_dir else "")
+        for page in self._pages(prefix, False, None):
+            yield from self._infos(page)
+
+    def read(self, rel_path: str) -> bytes:
+        key = self._key(rel_path)
+        try:
+            return bytes(self.client.get_object(Bucket=self.root.bucket, Key=key)["Body"].read())
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "read", key) from None
+
+    def stat(self, rel_path: str) -> FileInfo | None:
+        key = self._key(rel_path)
+        try:
+            head = self.client.head_object(Bucket=self.root.bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            err = self._error(exc, "stat", key)
+            if isinstance(err, FileMissingError):
+                return None
+            raise err from None
+        return FileInfo(
+            rel_path, int(head["ContentLength"]), int(head["LastModified"].timestamp() * 1000)
+        )
+
+    def location(self, rel_path: str) -> str:
+        return f"{self.uri}/{rel_path}" if rel_path else self.uri
+
+
+def read_many(store: TableStore, rel_paths: list[str], threads: int = 16) -> list[bytes]:
+    """The contents of several files, in order. S3 reads run concurrently (boto3 clients are
+    thread-safe); local reads are sequential. Raises the first read's error."""
+    if not isinstance(store, S3TableStore) or len(rel_paths) < 2:
+        return [store.read(p) for p in rel_paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(rel_paths))) as pool:
+        return list(pool.map(store.read, rel_paths))
+
+
+def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
+    """A store for the table at ``location``: a local path, a ``file:`` URI, or an S3 URI.
+    ``client`` overrides the S3 client built from ``s3``. Raises :class:`StorageError` for an
+    unsupported scheme."""
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme in S3_SCHEMES:
+        if client is None:
+            from deltaguard.logstore.clients import s3_client
+
+            opts = s3 or S3Options()
+            client = s3_client(opts.endpoint, opts.region, path_style=opts.path_style)
+        return S3TableStore(client, S3Location.parse(location.rstrip("/")), parts.scheme)
+    if parts.scheme == "file":
+        return LocalTableStore(Path(urllib.parse.unquote(parts.path)).resolve())
+    if parts.scheme and len(parts.scheme) > 1:
+        raise StorageError(
+            f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
+        )
+    return LocalTableStore(Path(location).resolve())

@@ -1,0 +1,220 @@
+"""Classifying every file of a table that the current snapshot does not reference.
+
+:func:`scan` lists the table (:mod:`.listing`), lists ``_delta_log``, replays the latest
+snapshot and collects its references (:mod:`.references`), then gives each unreferenced file
+one class:
+
+``orphan``
+    visible to VACUUM, older than the cut-off, and named by **no retained log entry**: the
+    output of a failed job or an aborted task (``part-*``, ``cdc-*``, ``deletion_vector_*``).
+``expired-tombstone``
+    visible, older than the cut-off, not protected by the snapshot, but named by some retained
+    log entry: a file removed longer ago than the retention (or a ``_change_data`` file past
+    it). VACUUM deletes these; versions older than the retention may still read them.
+``recent``
+    visible, not protected, but modified at or after the cut-off: it may belong to a writer
+    still in flight, so it is always kept.
+``log-temp``
+    in ``_delta_log``, older than the cut-off: a log store's temp file, a sidecar no retained
+    checkpoint references, or a part of an incomplete multi-part checkpoint.
+
+``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would delete with the
+same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
+valid set (live files, tombstones deleted at or after the cut-off, and their DV files).
+Files the snapshot protects are never classified.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
+from deltaguard.tools.deltalog.errors import DeltaLogError
+from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind
+from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
+from deltaguard.tools.deltalog.storage import FileInfo, TableStore
+from deltaguard.tools.orphans.listing import DEFAULT_WORKERS, ListingProgress, list_table
+from deltaguard.tools.orphans.references import References, collect_references
+from deltaguard.tools.orphans.rules import (
+    CHANGE_DATA_DIR,
+    hidden_name_rule,
+    is_visible,
+    partition_of,
+)
+
+
+class FileClass(StrEnum):
+    ORPHAN = "orphan"
+    EXPIRED_TOMBSTONE = "expired-tombstone"
+    RECENT = "recent"
+    LOG_TEMP = "log-temp"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One unreferenced file: ``path`` relative to the table root (decoded), its size and
+    modification time (epoch ms), its class and a human-readable reason."""
+
+    path: str
+    size: int
+    mtime_ms: int
+    file_class: FileClass
+    reason: str
+
+    @property
+    def partition(self) -> str:
+        return partition_of(self.path)
+
+
+@dataclass
+class ScanResult:
+    """What :func:`scan` found. ``cutoff_ms`` = ``now_ms - retention_ms``: only files modified
+    before it can be cleaned up."""
+
+    table: str
+    version: int
+    now_ms: int
+    retention_ms: int
+    retention_source: str
+    candidates: list[Candidate]
+    listed_files: int
+    referenced_files: int
+    hidden_dirs: list[str]
+    log_files: int
+    scan_s: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cutoff_ms(self) -> int:
+        return self.now_ms - self.retention_ms
+
+    def of(self, *classes: FileClass) -> list[Candidate]:
+        return [c for c in self.candidates if c.file_class in classes]
+
+
+def _data_candidate(
+    info: FileInfo, refs: References, cutoff_ms: int, ever_named: bool
+) -> Candidate | None:
+    if info.path in refs.protected:
+        return None
+    if info.mtime_ms >= cutoff_ms:
+        reason = "modified after the cut-off: may belong to a writer still in flight"
+        return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, reason)
+    if not ever_named:
+        reason = (
+            "change data no retained commit names"
+            if info.path.startswith(CHANGE_DATA_DIR + "/")
+            else "no retained log entry references it (failed or aborted write)"
+        )
+        return Candidate(info.path, info.size, info.mtime_ms, FileClass.ORPHAN, reason)
+    if info.path in refs.tombstone_ms:
+        deleted = refs.tombstone_ms[info.path]
+        reason = f"removed at {deleted} ms, before the cut-off"
+    elif info.path in refs.change_data:
+        reason = "change data older than the retention"
+    else:
+        reason = "named only by removed entries or older versions of the log"
+    return Candidate(info.path, info.size, info.mtime_ms, FileClass.EXPIRED_TOMBSTONE, reason)
+
+
+def referenced_sidecars(store: TableStore, listing: LogListing) -> set[str] | None:
+    """Sidecar files (relative to the table root) any retained V2 checkpoint references, or
+    None if some V2 checkpoint cannot be read (then no sidecar is called unreferenced)."""
+    out: set[str] = set()
+    for ref in listing.checkpoints:
+        if ref.kind is not LogFileKind.V2_CHECKPOINT:
+            continue
+        try:
+            out.update(read_checkpoint(store, ref).sidecars)
+        except DeltaLogError:
+            return None
+    return out
+
+
+def log_candidates(store: TableStore, listing: LogListing, cutoff_ms: int) -> list[Candidate]:
+    """``log-temp`` candidates: old temp files, unreferenced sidecars, incomplete multi-part
+    checkpoint parts. Everything else in ``_delta_log`` is left to Delta's own log cleanup."""
+    out: list[Candidate] = []
+
+    def add(rel: str, info: FileInfo | None, reason: str) -> None:
+        if info is not None and info.mtime_ms < cutoff_ms:
+            out.append(Candidate(rel, info.size, info.mtime_ms, FileClass.LOG_TEMP, reason))
+
+    for name in listing.temp_files:
+        rel = f"{LOG_DIR}/{name}"
+        add(rel, listing.files.get(name) or store.stat(rel), "log store temp file")
+    complete_versions = {c.version for c in listing.checkpoints}
+    for ref in listing.incomplete_checkpoints:
+        for name in ref.files:
+            why = "part of an incomplete multi-part checkpoint"
+            if ref.version in complete_versions:
+                why += " (a complete checkpoint of that version exists)"
+            add(f"{LOG_DIR}/{name}", listing.files.get(name), why)
+    sidecar_files = store.list_dir(f"{LOG_DIR}/{SIDECARS_DIR}")
+    if sidecar_files:
+        used = referenced_sidecars(store, listing)
+        if used is not None:
+            for info in sidecar_files:
+                if info.path not in used:
+                    add(info.path, info, "sidecar no retained checkpoint references")
+    return out
+
+
+def scan(
+    store: TableStore,
+    *,
+    retention_ms: int | None = None,
+    now_ms: int | None = None,
+    workers: int = DEFAULT_WORKERS,
+    progress: ListingProgress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> ScanResult:
+    """Lists and classifies the table at ``store``. ``retention_ms`` defaults to the table's
+    ``delta.deletedFileRetentionDuration`` (Delta's default: 7 days). Raises
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table cannot be read, or
+    ValueError for an invalid retention property. Nothing is modified."""
+    started = time.monotonic()
+    phase = on_phase or (lambda _name: None)
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    phase("reading the log")
+    listing = list_log(store)
+    snapshot: Snapshot = load_snapshot(store, listing=listing)
+    source = "the table property delta.deletedFileRetentionDuration"
+    if retention_ms is None:
+        retention_ms = snapshot.deleted_file_retention_ms()
+        if "delta.deletedFileRetentionDuration" not in snapshot.configuration:
+            source = "Delta's default (7 days)"
+    else:
+        source = "given"
+    cutoff = now_ms - retention_ms
+    refs = collect_references(snapshot, cutoff)
+    is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
+    phase("listing the table")
+    table = list_table(store, is_hidden, workers=workers, progress=progress)
+    phase("classifying")
+    candidates = [
+        c
+        for info in table.files
+        if is_visible(info.path, is_hidden)
+        and (c := _data_candidate(info, refs, cutoff, info.path in refs.ever)) is not None
+    ]
+    candidates += log_candidates(store, listing, cutoff)
+    candidates.sort(key=lambda c: c.path)
+    return ScanResult(
+        store.uri,
+        snapshot.version,
+        now_ms,
+        retention_ms,
+        source,
+        candidates,
+        len(table.files),
+        len(refs.live),
+        table.hidden_dirs,
+        len(listing.files),
+        time.monotonic() - started,
+        list(snapshot.notes),
+    )

@@ -1,0 +1,164 @@
+"""Cleanup: delete what a scan found, after re-reading the log.
+
+Safety argument (why a file that any retained version references is never deleted):
+
+1. **Default classes are unreferenced by definition.** Without ``include_tombstones`` only
+   ``orphan`` and ``log-temp`` files are deleted. An ``orphan`` is a visible data file that no
+   retained log entry names (:attr:`References.ever`: every JSON commit and compaction in
+   ``_delta_log`` plus the checkpoints every reconstructable version starts from), so no
+   version that can still be read references it. ``log-temp`` files are never read by Delta
+   (temp files, parts of incomplete checkpoints, sidecars no retained checkpoint names).
+2. **In-flight writers.** A writer writes its files first and commits them later. Files
+   modified after the cut-off (``now - retention``, at least 24 hours unless
+   ``unsafe_retention``) are ``recent`` and never deleted, so a writer's files are safe as
+   long as it commits within the retention.
+3. **Re-read before delete.** Right before deleting, the log is listed and replayed again
+   and the reference sets are rebuilt; any target that a commit made since the scan names
+   (or that the snapshot now protects), or that is no longer older than a changed cut-off, is
+   spared and reported in the manifest. Only the short window between this re-read and the
+   delete requests remains: a commit landing inside it could only reference a file older than
+   the retention (2. protects newer ones), which Delta writers never do.
+4. ``expired-tombstone`` (only with ``include_tombstones``) are files the snapshot no longer
+   protects: Delta's own VACUUM rule. Versions older than the retention may still name them;
+   that is the retention contract VACUUM has, and why it is opt-in.
+5. Deletes stay inside the table root (:func:`.deleter.check_contained`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.snapshot import load_snapshot
+from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
+from deltaguard.tools.orphans.deleter import DeleteOutcome, delete_files
+from deltaguard.tools.orphans.manifest import write_manifest
+from deltaguard.tools.orphans.references import collect_references
+from deltaguard.tools.orphans.rules import check_retention
+
+DEFAULT_CLASSES = (FileClass.ORPHAN, FileClass.LOG_TEMP)
+
+
+@dataclass
+class Recheck:
+    """The targets still eligible after re-reading the log, and those spared (with why)."""
+
+    version: int
+    targets: list[Candidate]
+    spared: list[tuple[Candidate, str]] = field(default_factory=list)
+
+
+@dataclass
+class CleanupResult:
+    """What :func:`execute` did."""
+
+    recheck: Recheck
+    outcome: DeleteOutcome
+    manifest: dict[str, Any]
+
+
+def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
+    return (
+        (*DEFAULT_CLASSES, FileClass.EXPIRED_TOMBSTONE) if include_tombstones else DEFAULT_CLASSES
+    )
+
+
+def targets(result: ScanResult, include_tombstones: bool) -> list[Candidate]:
+    """The scan's candidates cleanup would delete (``recent`` never is)."""
+    return result.of(*cleanup_classes(include_tombstones))
+
+
+def recheck(
+    store: TableStore, result: ScanResult, planned: list[Candidate], *, given_retention: bool
+) -> Recheck:
+    """Re-lists and replays the log and drops every planned file the log now references or
+    that is no longer older than the cut-off. Raises
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the log cannot be read (then
+    nothing must be deleted)."""
+    listing = list_log(store)
+    snapshot = load_snapshot(store, listing=listing)
+    retention = result.retention_ms if given_retention else snapshot.deleted_file_retention_ms()
+    cutoff = min(result.cutoff_ms, result.now_ms - retention)
+    refs = collect_references(snapshot, cutoff)
+    log_still = {c.path for c in log_candidates(store, listing, cutoff)}
+    out = Recheck(snapshot.version, [])
+    for c in planned:
+        if c.mtime_ms >= cutoff:
+            out.spared.append((c, "no longer older than the cut-off (retention changed)"))
+        elif c.file_class is FileClass.LOG_TEMP and c.path not in log_still:
+            out.spared.append((c, "no longer a log leftover"))
+        elif c.path in refs.protected:
+            out.spared.append((c, f"referenced by the snapshot at version {snapshot.version}"))
+        elif c.file_class is FileClass.ORPHAN and c.path in refs.ever:
+            out.spared.append((c, f"a log entry now names it (latest version {snapshot.version})"))
+        else:
+            out.targets.append(c)
+    return out
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def execute(
+    store: TableStore,
+    result: ScanResult,
+    *,
+    manifest_path: Path,
+    include_tombstones: bool = False,
+    unsafe_retention: bool = False,
+    given_retention: bool = False,
+) -> CleanupResult:
+    """Deletes the scan's targets after :func:`recheck`, writing the manifest before and after
+    (see :mod:`.manifest`). Raises :class:`~.rules.RetentionTooShortError` for a retention
+    under 24 hours without ``unsafe_retention`` (before anything is read or deleted),
+    :class:`~.deleter.OutsideTableError` for a path outside the root, and
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails; files
+    that could not be deleted are in ``outcome.failed``, not raised."""
+    check_retention(result.retention_ms, unsafe_retention)
+    classes = cleanup_classes(include_tombstones)
+    planned = targets(result, include_tombstones)
+    doc: dict[str, Any] = {
+        "status": "deleting",
+        "table": result.table,
+        "version_scanned": result.version,
+        "version_rechecked": None,
+        "retention_ms": result.retention_ms,
+        "cutoff_ms": result.cutoff_ms,
+        "classes": [c.value for c in classes],
+        "started_at": _now(),
+        "finished_at": None,
+        "planned": len(planned),
+        "deleted": [],
+        "missing": [],
+        "spared": [],
+        "failed": [],
+        "requests": 0,
+    }
+    checked = recheck(store, result, planned, given_retention=given_retention)
+    doc["version_rechecked"] = checked.version
+    doc["spared"] = [
+        {"path": c.path, "class": c.file_class.value, "why": why} for c, why in checked.spared
+    ]
+    doc["deleted"] = [_entry(c) for c in checked.targets]  # the intent, until the outcome is known
+    write_manifest(manifest_path, doc)
+    outcome = delete_files(store, [c.path for c in checked.targets])
+    by_path = {c.path: c for c in checked.targets}
+    doc.update(
+        status="done",
+        finished_at=_now(),
+        deleted=[_entry(by_path[p]) for p in sorted(outcome.deleted)],
+        missing=sorted(outcome.missing),
+        failed=[{"path": p, "error": e} for p, e in sorted(outcome.failed)],
+        requests=outcome.requests,
+    )
+    write_manifest(manifest_path, doc)
+    return CleanupResult(checked, outcome, doc)
+
+
+def _entry(c: Candidate) -> dict[str, Any]:
+    return {"path": c.path, "class": c.file_class.value, "size": c.size, "mtime_ms": c.mtime_ms}

@@ -1,0 +1,170 @@
+"""What ``deltaguard orphans`` does, behind the thin click command in :mod:`deltaguard.tools.cli`.
+
+Exit codes (:class:`ExitCode`): 0 nothing to clean, 1 files to clean were found (dry run) or
+deleted, 2 the table could not be read or a setting was refused, 3 some deletions failed.
+Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from deltaguard.tools.deltalog.errors import DeltaLogError
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.orphans.classify import ScanResult, scan
+from deltaguard.tools.orphans.cleanup import execute, targets
+from deltaguard.tools.orphans.deleter import OutsideTableError
+from deltaguard.tools.orphans.listing import ListingProgress
+from deltaguard.tools.orphans.report import print_report, to_json
+from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
+
+
+class ExitCode(IntEnum):
+    CLEAN = 0
+    FOUND = 1
+    UNREADABLE = 2
+    DELETE_FAILED = 3
+
+
+@dataclass(frozen=True)
+class OrphansRequest:
+    """The command line, as plain values."""
+
+    table: str
+    endpoint: str | None = None
+    region: str | None = None
+    path_style: bool = False
+    retention_hours: float | None = None
+    delete: bool = False
+    yes: bool = False
+    include_tombstones: bool = False
+    unsafe_retention: bool = False
+    as_json: bool = False
+    manifest_path: Path | None = None
+    workers: int = 8
+
+
+def scan_with_progress(
+    store: TableStore, console: Console, retention_ms: int | None, workers: int
+) -> ScanResult:
+    """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
+    bytes, rate) refreshed from the listing counters."""
+    counters = ListingProgress()
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[files]} files, {task.fields[dirs]} dirs, {task.fields[size]}"),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(
+            "reading the log", total=None, files=0, dirs="0/0", size="0 MiB", rate=""
+        )
+        stop = threading.Event()
+        started = time.monotonic()
+
+        def refresh() -> None:
+            while not stop.wait(0.2):
+                done, pending = counters.dirs_done, max(counters.dirs_pending, 0)
+                elapsed = max(time.monotonic() - started, 1e-6)
+                bar.update(
+                    task,
+                    total=done + pending or None,
+                    completed=done,
+                    files=counters.files,
+                    dirs=f"{done}/{done + pending}",
+                    size=f"{counters.bytes / 2**20:.1f} MiB",
+                    rate=f"{counters.files / elapsed:,.0f} files/s",
+                )
+
+        ticker = threading.Thread(target=refresh, daemon=True)
+        ticker.start()
+        try:
+            return scan(
+                store,
+                retention_ms=retention_ms,
+                workers=workers,
+                progress=counters,
+                on_phase=lambda name: bar.update(task, description=name),
+            )
+        finally:
+            stop.set()
+            ticker.join()
+
+
+def _default_manifest() -> Path:
+    return Path(f"deltaguard-orphans-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
+
+
+def run_orphans(req: OrphansRequest) -> int:
+    """Runs the command; returns the exit code."""
+    out = Console()
+    err = Console(stderr=True, soft_wrap=True)
+    retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
+    try:
+        if retention_ms is not None and req.delete:
+            check_retention(retention_ms, req.unsafe_retention)
+        store = open_table(req.table, S3Options(req.endpoint, req.region, req.path_style))
+        result = scan_with_progress(store, err, retention_ms, req.workers)
+        if req.delete:
+            check_retention(result.retention_ms, req.unsafe_retention)
+    except (RetentionTooShortError, ValueError) as exc:
+        err.print(f"deltaguard orphans: {exc}", highlight=False)
+        return ExitCode.UNREADABLE
+    except DeltaLogError as exc:
+        err.print(f"deltaguard orphans: cannot read {req.table}: {exc}", highlight=False)
+        return ExitCode.UNREADABLE
+    planned = targets(result, req.include_tombstones)
+    cleanup = None
+    code = ExitCode.FOUND if planned else ExitCode.CLEAN
+    if req.delete and req.yes and planned:
+        manifest = req.manifest_path or _default_manifest()
+        try:
+            done = execute(
+                store,
+                result,
+                manifest_path=manifest,
+                include_tombstones=req.include_tombstones,
+                unsafe_retention=req.unsafe_retention,
+                given_retention=retention_ms is not None,
+            )
+        except (DeltaLogError, OutsideTableError, OSError) as exc:
+            err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
+            return ExitCode.UNREADABLE
+        cleanup = {**done.manifest, "manifest_path": str(manifest)}
+        if done.outcome.failed:
+            code = ExitCode.DELETE_FAILED
+    if req.as_json:
+        out.file.write(
+            orjson.dumps(to_json(result, store, cleanup), option=orjson.OPT_INDENT_2).decode()
+            + "\n"
+        )
+        return code
+    print_report(result, out)
+    if not planned:
+        out.print("nothing to clean up")
+    elif cleanup is None:
+        verb = "would delete" if req.delete else "cleanup would delete"
+        total = sum(c.size for c in planned)
+        hint = "" if req.delete else " (--delete --yes to delete)"
+        hint = hint or " (add --yes to delete)"
+        out.print(f"dry run: {verb} {len(planned)} files, {total} bytes{hint}")
+    else:
+        out.print(
+            f"deleted {len(cleanup['deleted'])} files ({len(cleanup['missing'])} already gone, "
+            f"{len(cleanup['spared'])} spared by the re-read of the log, "
+            f"{len(cleanup['failed'])} failed); manifest: {cleanup['manifest_path']}"
+        )
+    return code

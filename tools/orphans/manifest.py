@@ -1,0 +1,49 @@
+"""The cleanup manifest: a JSON record of what was planned, spared, deleted and failed.
+
+It is written twice, each time atomically (a temp file in the same directory, then
+``os.replace``): once with ``"status": "deleting"`` and the planned files before the first
+delete, and once with the outcome. A crash in between leaves a manifest naming every file that
+may be gone. Schema (``schema`` = :data:`MANIFEST_SCHEMA`)::
+
+    {
+      "schema": "deltaguard.orphans.manifest/1",
+      "status": "deleting" | "done",
+      "table": str, "version_scanned": int, "version_rechecked": int | null,
+      "retention_ms": int, "cutoff_ms": int, "classes": [CLASS],
+      "started_at": ISO-8601, "finished_at": ISO-8601 | null,
+      "planned": int,
+      "deleted": [{"path", "class", "size", "mtime_ms"}],
+      "missing": [str],                          # already gone when deleted
+      "spared": [{"path", "class", "why"}],      # dropped by the re-read of the log
+      "failed": [{"path", "error"}],
+      "requests": int                            # delete requests sent
+    }
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+MANIFEST_SCHEMA = "deltaguard.orphans.manifest/1"
+
+
+def write_manifest(path: Path, document: dict[str, Any]) -> None:
+    """Writes ``document`` to ``path`` atomically (readers see the old or the new file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(
+                orjson.dumps({"schema": MANIFEST_SCHEMA, **document}, option=orjson.OPT_INDENT_2)
+            )
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,152 @@
+"""The scan report: totals by class and by partition, the JSON document, the terminal view.
+
+JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`)::
+
+    {
+      "schema": "deltaguard.orphans.report/1",
+      "table": str,                 # the table root as given
+      "version": int,               # snapshot version the scan used
+      "now_ms": int, "retention_ms": int, "cutoff_ms": int,   # cutoff = now - retention
+      "retention_source": str,      # "given", the table property, or Delta's default
+      "listed_files": int,          # visible files listed below the root
+      "live_files": int,            # files (incl. DV files) the snapshot's adds name
+      "log_files": int,             # files in _delta_log
+      "hidden_dirs": [str],         # directories VACUUM does not look into (_delta_log, ...)
+      "scan_s": float,
+      "totals": {CLASS: {"files": int, "bytes": int}},   # every class, zeros included
+      "partitions": [{"partition": str, "class": CLASS, "files": int, "bytes": int}],
+      "files": [{"path": str, "location": str, "size": int, "mtime_ms": int,
+                 "class": CLASS, "reason": str}],
+      "notes": [str],
+      "cleanup": MANIFEST | null    # with --delete: see deltaguard.tools.orphans.manifest
+    }
+
+``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``; ``path`` is
+relative to the table root and decoded, ``location`` absolute.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult
+
+REPORT_SCHEMA = "deltaguard.orphans.report/1"
+_STYLE = {
+    FileClass.ORPHAN: "bold red",
+    FileClass.EXPIRED_TOMBSTONE: "yellow",
+    FileClass.RECENT: "green",
+    FileClass.LOG_TEMP: "magenta",
+}
+
+
+def totals(candidates: list[Candidate]) -> dict[str, dict[str, int]]:
+    out = {c.value: {"files": 0, "bytes": 0} for c in FileClass}
+    for c in candidates:
+        out[c.file_class.value]["files"] += 1
+        out[c.file_class.value]["bytes"] += c.size
+    return out
+
+
+def by_partition(candidates: list[Candidate]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for c in candidates:
+        g = groups[(c.partition, c.file_class.value)]
+        g[0] += 1
+        g[1] += c.size
+    return [
+        {"partition": p, "class": k, "files": n, "bytes": b}
+        for (p, k), (n, b) in sorted(groups.items())
+    ]
+
+
+def to_json(
+    result: ScanResult, store: TableStore, cleanup: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "schema": REPORT_SCHEMA,
+        "table": result.table,
+        "version": result.version,
+        "now_ms": result.now_ms,
+        "retention_ms": result.retention_ms,
+        "cutoff_ms": result.cutoff_ms,
+        "retention_source": result.retention_source,
+        "listed_files": result.listed_files,
+        "live_files": result.referenced_files,
+        "log_files": result.log_files,
+        "hidden_dirs": result.hidden_dirs,
+        "scan_s": round(result.scan_s, 3),
+        "totals": totals(result.candidates),
+        "partitions": by_partition(result.candidates),
+        "files": [
+            {
+                "path": c.path,
+                "location": store.location(c.path),
+                "size": c.size,
+                "mtime_ms": c.mtime_ms,
+                "class": c.file_class.value,
+                "reason": c.reason,
+            }
+            for c in result.candidates
+        ],
+        "notes": result.notes,
+        "cleanup": cleanup,
+    }
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -> None:
+    """Totals by class, the partitions with the most candidates, and the first files."""
+    hours = result.retention_ms / 3_600_000
+    console.print(
+        f"[bold]{result.table}[/] version {result.version}: {result.listed_files} files listed, "
+        f"{result.referenced_files} live; retention {hours:g} h ({result.retention_source}); "
+        f"scan {result.scan_s:.1f} s"
+    )
+    t = Table(title="Unreferenced files by class")
+    for col in ("class", "files", "size", "cleanup"):
+        t.add_column(col, justify="left" if col in ("class", "cleanup") else "right")
+    action = {
+        FileClass.ORPHAN: "--delete",
+        FileClass.EXPIRED_TOMBSTONE: "--delete --include-tombstones",
+        FileClass.RECENT: "kept (may be in flight)",
+        FileClass.LOG_TEMP: "--delete",
+    }
+    for cls, tot in totals(result.candidates).items():
+        fc = FileClass(cls)
+        t.add_row(f"[{_STYLE[fc]}]{cls}[/]", str(tot["files"]), _size(tot["bytes"]), action[fc])
+    console.print(t)
+    parts = by_partition(result.candidates)
+    if parts:
+        pt = Table(title="By partition")
+        for col in ("partition", "class", "files", "size"):
+            pt.add_column(col, justify="right" if col in ("files", "size") else "left")
+        for row in sorted(parts, key=lambda r: -r["bytes"])[:20]:
+            pt.add_row(
+                row["partition"] or "(root)", row["class"], str(row["files"]), _size(row["bytes"])
+            )
+        console.print(pt)
+    shown = result.candidates[:max_files]
+    if shown:
+        ft = Table(title=f"Files ({len(shown)} of {len(result.candidates)})")
+        for col in ("path", "class", "size", "reason"):
+            ft.add_column(col)
+        for c in shown:
+            ft.add_row(
+                c.path, f"[{_STYLE[c.file_class]}]{c.file_class.value}[/]", _size(c.size), c.reason
+            )
+        console.print(ft)
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")

@@ -1,0 +1,104 @@
+"""The rules Spark's VACUUM applies to decide what it may look at, written once.
+
+* **Hidden paths** (``DeltaTableUtils.isHiddenDirectory``): a directory or file whose *name*
+  starts with ``.`` or ``_`` is hidden, except ``_delta_index*``, ``_change_data*`` and
+  ``<partition column>=...`` names; ``metadata`` is hidden when Iceberg universal format is on.
+  VACUUM never lists below a hidden directory and never deletes a hidden file, so neither do
+  we (``_delta_log`` is handled separately, see :mod:`.classify`).
+* **Paths in the log** are URL-encoded URIs, relative to the table root or absolute. They are
+  compared decoded (the store lists decoded names), and an absolute one is mapped into the
+  table only if it names the same bucket (``s3``, ``s3a`` and ``s3n`` are one scheme) or the
+  same local directory; anything else is outside the table and ignored, as VACUUM does for
+  shallow clones.
+* **Retention**: files younger than the retention window are never candidates, and a window
+  under :data:`MIN_SAFE_RETENTION_MS` needs an explicit override.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Callable, Sequence
+
+from deltaguard.logstore.s3_location import S3_SCHEMES
+from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
+
+#: The shortest retention cleanup accepts without ``unsafe_retention`` (as Iceberg's procedure).
+MIN_SAFE_RETENTION_MS = 24 * 3600 * 1000
+LOG_DIR = "_delta_log"
+CHANGE_DATA_DIR = "_change_data"
+_NEVER_HIDDEN = ("_delta_index", CHANGE_DATA_DIR)
+
+
+class RetentionTooShortError(ValueError):
+    """A retention under 24 hours was asked for without the explicit override."""
+
+
+def hidden_name_rule(
+    partition_columns: Sequence[str], configuration: dict[str, str] | None = None
+) -> Callable[[str], bool]:
+    """Spark's ``isHiddenDirectory`` for this table: a predicate on one path *component*."""
+    formats = (configuration or {}).get("delta.universalFormat.enabledFormats", "")
+    iceberg = "iceberg" in [f.strip().lower() for f in formats.split(",")]
+    prefixes = tuple(f"{c}=" for c in partition_columns)
+
+    def is_hidden(name: str) -> bool:
+        if iceberg and name == "metadata":
+            return True
+        return (
+            name.startswith((".", "_"))
+            and not name.startswith(_NEVER_HIDDEN)
+            and not (prefixes and name.startswith(prefixes))
+        )
+
+    return is_hidden
+
+
+def is_visible(rel_path: str, is_hidden: Callable[[str], bool]) -> bool:
+    """True if no component of ``rel_path`` is hidden (what VACUUM's listing would reach)."""
+    return not any(is_hidden(part) for part in rel_path.split("/"))
+
+
+def check_retention(retention_ms: int, unsafe_retention: bool) -> None:
+    """Raises :class:`RetentionTooShortError` (or ValueError for a negative window) unless the
+    retention is at least 24 hours or the caller explicitly accepted the risk."""
+    if retention_ms < 0:
+        raise ValueError(f"retention must not be negative, got {retention_ms / 3_600_000:g} hours")
+    if retention_ms < MIN_SAFE_RETENTION_MS and not unsafe_retention:
+        raise RetentionTooShortError(
+            f"a retention of {retention_ms / 3_600_000:g} hours is under 24 hours: files of a "
+            "writer still in flight could be deleted; pass --unsafe-retention to accept that"
+        )
+
+
+def relative_to_root(path: str, store: TableStore) -> str | None:
+    """A decoded log path as a path relative to the table root, or None if it points outside
+    the table. Relative paths are returned unchanged (minus a leading ``./``)."""
+    parts = urllib.parse.urlsplit(path)
+    if parts.scheme in S3_SCHEMES:
+        if not isinstance(store, S3TableStore) or parts.netloc != store.root.bucket:
+            return None
+        return _strip_prefix(parts.path.lstrip("/"), store.root.key.strip("/"))
+    if parts.scheme == "file" or path.startswith("/"):
+        if not isinstance(store, LocalTableStore):
+            return None
+        local = parts.path if parts.scheme == "file" else path
+        return _strip_prefix(os.path.normpath(local).lstrip("/"), str(store.root).lstrip("/"))
+    if parts.scheme and len(parts.scheme) > 1:
+        return None  # another filesystem (abfss:, gs:, hdfs:): never this table
+    return path.removeprefix("./")
+
+
+def _strip_prefix(key: str, root: str) -> str | None:
+    if not root:
+        return key or None
+    if key.startswith(root + "/") and len(key) > len(root) + 1:
+        return key[len(root) + 1 :]
+    return None
+
+
+def partition_of(rel_path: str) -> str:
+    """The partition directory of a data file (``a=1/b=2``), ``""`` for the root, and the
+    ``_change_data`` subtree kept as its own group."""
+    head, _, _ = rel_path.rpartition("/")
+    return head
