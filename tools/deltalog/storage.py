@@ -220,9 +220,10 @@ class S3TableStore:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
 
-def read_many(store: TableStore, rel_paths: list[str], threads: int = 16) -> list[bytes]:
+def read_many(store: TableStore, rel_paths: list[str], threads: int = 10) -> list[bytes]:
     """The contents of several files, in order. S3 reads run concurrently (boto3 clients are
-    thread-safe); local reads are sequential. Raises the first read's error."""
+    thread-safe; 10 threads is botocore's default connection pool); local reads are
+    sequential. Raises the first read's error."""
     if not isinstance(store, S3TableStore) or len(rel_paths) < 2:
         return [store.read(p) for p in rel_paths]
     from concurrent.futures import ThreadPoolExecutor
