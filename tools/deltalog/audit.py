@@ -35,7 +35,8 @@ from deltaguard.tools.deltalog.listing import (
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, is_absolute, load_snapshot
+from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
+from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
@@ -345,24 +346,12 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
 
 
-def _relative(store: TableStore, path: str) -> str | None:
-    """A decoded log path relative to the table root, or None if outside it."""
-    if not is_absolute(path):
-        return path
-    root = store.location("")
-    candidates = [root, root.replace("s3://", "s3a://", 1), root.replace("s3a://", "s3://", 1)]
-    candidates += [f"file:{root}", f"file://{root}"]
-    for prefix in candidates:
-        if path.startswith(prefix.rstrip("/") + "/"):
-            return path[len(prefix.rstrip("/")) + 1 :]
-    return None
-
-
 def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str, int]:
+    prefixes = root_prefixes(store)
     present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
     missing = missing_dv = external = 0
     for path in snap.adds.paths():
-        rel = _relative(store, path)
+        rel = relative_to_root(path, prefixes)
         if rel is None:
             external += 1
             out.add("external-file", f"live file outside the table root: {path}")
@@ -371,7 +360,7 @@ def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str
             out.add("missing-data-file", f"live file {rel} does not exist", rel)
     for path, dv in snap.adds.deletion_vectors():
         dv_path = dv.file_path()
-        rel = _relative(store, dv_path) if dv_path else None
+        rel = relative_to_root(dv_path, prefixes) if dv_path else None
         if dv_path is not None and rel is not None and rel not in present:
             missing_dv += 1
             out.add("missing-dv-file", f"deletion vector {rel} of {path} does not exist", rel)
