@@ -254,7 +254,7 @@ def test_log_compaction_replaces_cleaned_up_commits(spark_tables, dv_table):
 
 def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
     snap = load_snapshot(str(dv_table))
-    inside = snap.adds.paths()[0]
+    inside = next(f.path for f in snap.live_files() if f.deletion_vector is None)
     absolute = f"file://{dv_table}/{inside}"
     add = {
         "path": absolute.replace(" ", "%20"),

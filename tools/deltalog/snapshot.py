@@ -392,6 +392,14 @@ def _replay(
     adds = _merge(base_adds, tail, touched, AddFile, prefixes)
     removes = _merge(base_removes, tail, touched, RemoveFile, prefixes)
     commit_name = listing.commits.get(target)
+    if rec.commit_info is None and commit_name is not None:
+        # the snapshot is a checkpoint with no commit after it: its commit still has the
+        # commitInfo (the protocol reads commitInfo from the snapshot version's commit only)
+        try:
+            parsed = parse_json_actions(store.read(f"{LOG_DIR}/{commit_name}"))
+            rec.commit_info = next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+        except StorageError:
+            pass
     timestamp = rec.commit_info.timestamp if rec.commit_info is not None else None
     if rec.commit_info is None or rec.commit_info.raw.get("inCommitTimestamp") is None:
         timestamp = listing.mtime_ms(commit_name) if commit_name else timestamp
