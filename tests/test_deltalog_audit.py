@@ -4,6 +4,7 @@ damage gives its finding (code, file, line), and unreadable tables exit 2 withou
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +282,38 @@ def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
     codes = _codes(audit_table(str(dv_table)))
     assert [f.file for f in codes["missing-data-file"]] == ["part-gone.parquet"]
     assert "s3://elsewhere" in codes["external-file"][0].message
+
+
+def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket):
+    env_args = ["--endpoint", localstack.endpoint.url, "--path-style", "--region", "us-east-1"]
+    cases = {
+        f"s3://{ls_bucket}/no-table": "not a Delta table",
+        "s3://no-such-bucket-dg/t": "no-such-bucket-dg",
+    }
+    for uri, words in cases.items():
+        for command in ("audit", "history"):
+            out = subprocess.run(
+                [DELTAGUARD, command, uri, *env_args],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+            )
+            assert out.returncode == 2, (command, uri, out.stdout, out.stderr)
+            assert words in out.stderr and "Traceback" not in out.stderr
+    closed = subprocess.run(
+        [
+            DELTAGUARD,
+            "audit",
+            f"s3://{ls_bucket}/t",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--path-style",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+    )
+    assert closed.returncode == 2 and "cannot list" in closed.stderr
+    assert "Traceback" not in closed.stderr
