@@ -37,7 +37,7 @@ from deltaguard.tools.deltalog.listing import (
 )
 from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
@@ -155,12 +155,10 @@ def _check_names(listing: LogListing, out: _Collector) -> None:
 
 
 def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
-    for version in sorted(listing.commits):
-        name = listing.commits[version]
-        try:
-            data = store.read(_log(name))
-        except StorageError as exc:
-            out.add("commit-unreadable", str(exc), _log(name))
+    names = [listing.commits[v] for v in sorted(listing.commits)]
+    for name, data in zip(names, read_each(store, [_log(n) for n in names]), strict=True):
+        if isinstance(data, StorageError):
+            out.add("commit-unreadable", str(data), _log(name))
             continue
         parsed = parse_json_actions(data)
         for err in parsed.errors:
