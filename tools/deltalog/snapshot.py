@@ -122,9 +122,9 @@ class Snapshot:
     ``adds`` are the live files, ``removes`` every tombstone still in the log (expired ones
     included: use :meth:`unexpired_tombstones`). Paths are decoded: relative to the table root,
     or absolute URIs for files outside it (an absolute path inside the root is given
-    relative; :meth:`location` resolves either). ``timestamp_ms`` is the commit's timestamp (in-commit timestamp if
-    present, else the commit file's modification time). ``listing`` is the listing the replay
-    used: for the latest version it may start at the checkpoint ``_last_checkpoint`` names
+    relative; :meth:`location` resolves either). ``timestamp_ms`` is the commit's timestamp
+    (in-commit timestamp if present, else the commit file's modification time). ``listing`` is
+    the listing the replay used: for the latest version it may start at the checkpoint ``_last_checkpoint`` names
     (``listing.complete`` is then False); call :func:`list_log` for the whole log.
     """
 
