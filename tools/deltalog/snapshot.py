@@ -124,8 +124,9 @@ class Snapshot:
     or absolute URIs for files outside it (an absolute path inside the root is given
     relative; :meth:`location` resolves either). ``timestamp_ms`` is the commit's timestamp
     (in-commit timestamp if present, else the commit file's modification time). ``listing`` is
-    the listing the replay used: for the latest version it may start at the checkpoint ``_last_checkpoint`` names
-    (``listing.complete`` is then False); call :func:`list_log` for the whole log.
+    the listing the replay used: for the latest version it may start at the checkpoint that
+    ``_last_checkpoint`` names (``listing.complete`` is then False); call :func:`list_log`
+    for the whole log.
     """
 
     store: TableStore
