@@ -13,7 +13,8 @@ table                     what it exercises
                           feed (``_change_data/`` files), checkpoints every 2 commits
 ``multipart``             multi-part checkpoints (``checkpoint.partSize`` = 1)
 ``v2``                    V2 checkpoints (``delta.checkpointPolicy = v2``): UUID-named,
-                          JSON and parquet top level, sidecars; DVs on
+                          JSON and parquet top level, sidecars; DVs and in-commit
+                          timestamps on
 ``column_mapping``        column mapping by name, a renamed column, a partition column with a
                           space in its name
 ========================  ==================================================================
@@ -149,7 +150,7 @@ def _v2(spark: Any, path: str) -> None:
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT, s STRING) USING delta TBLPROPERTIES ("
         "'delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '2', "
-        "'delta.enableDeletionVectors' = 'true')"
+        "'delta.enableDeletionVectors' = 'true', 'delta.enableInCommitTimestamps' = 'true')"
     )
     fmt = "spark.databricks.delta.checkpointV2.topLevelFileFormat"
     spark.conf.set(fmt, "json")

@@ -129,10 +129,10 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
 def audit_written_table(
     results: list[MultiDriverResult], localstack: LocalStackServer, console: Console
 ) -> bool:
-    """Step 4: ``deltaguard audit`` (the library call) of the table the last run wrote. Returns
+    """Step 5 (the last): ``deltaguard audit`` (the library call) of the table the last run wrote. Returns
     False if the audit finds errors or warnings."""
     table = results[-1].extra["table"]
-    console.rule(f"4. deltaguard audit {table}")
+    console.rule(f"5. deltaguard audit {table}")
     report = audit_table(open_table(table, client=localstack.endpoint.s3_client()))
     print_audit(report, console)
     return report.healthy
@@ -214,10 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{s['rows_expected']}"
             )
         render_results(results, console)
-        audited = audit_written_table(results, localstack, console)
-        console.rule("5. orphans: a Spark job fails half way; find and remove what it left")
+        console.rule("4. orphans: a Spark job fails half way; find and remove what it left")
         if not orphans_step(localstack.endpoint, workdir, console):
             return 1
+        audited = audit_written_table(results, localstack, console)
     ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")

@@ -4,6 +4,7 @@ damage gives its finding (code, file, line), and unreadable tables exit 2 withou
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -254,7 +255,7 @@ def test_log_compaction_replaces_cleaned_up_commits(spark_tables, dv_table):
 
 def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
     snap = load_snapshot(str(dv_table))
-    inside = snap.adds.paths()[0]
+    inside = next(f.path for f in snap.live_files() if f.deletion_vector is None)
     absolute = f"file://{dv_table}/{inside}"
     add = {
         "path": absolute.replace(" ", "%20"),
@@ -275,7 +276,44 @@ def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
     ]
     _log(dv_table, 6).write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
     snap = load_snapshot(str(dv_table))
-    assert absolute in snap.live_locations()
+    # an absolute path inside the root is the same file as its relative spelling
+    assert snap.adds.paths().count(inside) == 1
+    assert "s3://elsewhere/shallow/part-0.parquet" in snap.live_locations()
     codes = _codes(audit_table(str(dv_table)))
     assert [f.file for f in codes["missing-data-file"]] == ["part-gone.parquet"]
     assert "s3://elsewhere" in codes["external-file"][0].message
+
+
+def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket):
+    env_args = ["--endpoint", localstack.endpoint.url, "--path-style", "--region", "us-east-1"]
+    cases = {
+        f"s3://{ls_bucket}/no-table": "not a Delta table",
+        "s3://no-such-bucket-dg/t": "no-such-bucket-dg",
+    }
+    for uri, words in cases.items():
+        for command in ("audit", "history"):
+            out = subprocess.run(
+                [DELTAGUARD, command, uri, *env_args],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+            )
+            assert out.returncode == 2, (command, uri, out.stdout, out.stderr)
+            assert words in out.stderr and "Traceback" not in out.stderr
+    closed = subprocess.run(
+        [
+            DELTAGUARD,
+            "audit",
+            f"s3://{ls_bucket}/t",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--path-style",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+    )
+    assert closed.returncode == 2 and "cannot list" in closed.stderr
+    assert "Traceback" not in closed.stderr

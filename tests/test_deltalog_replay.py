@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,21 @@ def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, mon
             check=False,
         )
         assert out.returncode == 0, out.stdout + out.stderr
+    history = subprocess.run(
+        [
+            DELTAGUARD,
+            "history",
+            uri,
+            "--endpoint",
+            endpoint.url,
+            "--region",
+            endpoint.region,
+            "--path-style",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert history.returncode == 0, history.stderr
+    assert [e["version"] for e in json.loads(history.stdout)] == spark_tables.versions(name)[::-1]

@@ -35,8 +35,9 @@ from deltaguard.tools.deltalog.listing import (
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, is_absolute, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
+from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
@@ -154,12 +155,10 @@ def _check_names(listing: LogListing, out: _Collector) -> None:
 
 
 def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
-    for version in sorted(listing.commits):
-        name = listing.commits[version]
-        try:
-            data = store.read(_log(name))
-        except StorageError as exc:
-            out.add("commit-unreadable", str(exc), _log(name))
+    names = [listing.commits[v] for v in sorted(listing.commits)]
+    for name, data in zip(names, read_each(store, [_log(n) for n in names]), strict=True):
+        if isinstance(data, StorageError):
+            out.add("commit-unreadable", str(data), _log(name))
             continue
         parsed = parse_json_actions(data)
         for err in parsed.errors:
@@ -345,24 +344,12 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
 
 
-def _relative(store: TableStore, path: str) -> str | None:
-    """A decoded log path relative to the table root, or None if outside it."""
-    if not is_absolute(path):
-        return path
-    root = store.location("")
-    candidates = [root, root.replace("s3://", "s3a://", 1), root.replace("s3a://", "s3://", 1)]
-    candidates += [f"file:{root}", f"file://{root}"]
-    for prefix in candidates:
-        if path.startswith(prefix.rstrip("/") + "/"):
-            return path[len(prefix.rstrip("/")) + 1 :]
-    return None
-
-
 def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str, int]:
+    prefixes = root_prefixes(store)
     present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
     missing = missing_dv = external = 0
     for path in snap.adds.paths():
-        rel = _relative(store, path)
+        rel = relative_to_root(path, prefixes)
         if rel is None:
             external += 1
             out.add("external-file", f"live file outside the table root: {path}")
@@ -371,7 +358,7 @@ def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str
             out.add("missing-data-file", f"live file {rel} does not exist", rel)
     for path, dv in snap.adds.deletion_vectors():
         dv_path = dv.file_path()
-        rel = _relative(store, dv_path) if dv_path else None
+        rel = relative_to_root(dv_path, prefixes) if dv_path else None
         if dv_path is not None and rel is not None and rel not in present:
             missing_dv += 1
             out.add("missing-dv-file", f"deletion vector {rel} of {path} does not exist", rel)

@@ -14,7 +14,7 @@ from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_action
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
 
 
 @dataclass(frozen=True)
@@ -59,17 +59,17 @@ def read_history(
     versions = sorted(listing.commits)
     entries: list[HistoryEntry] = []
     previous: int | None = None
-    for version in versions:
+    rels = [f"{LOG_DIR}/{listing.commits[v]}" for v in versions]
+    for version, rel, data in zip(versions, rels, read_each(store, rels), strict=True):
         name = listing.commits[version]
-        rel = f"{LOG_DIR}/{name}"
         problem = None
-        try:
-            parsed = parse_json_actions(store.read(rel))
+        if isinstance(data, StorageError):
+            actions, problem = [], str(data)
+        else:
+            parsed = parse_json_actions(data)
             actions = parsed.actions
             if parsed.errors:
                 problem = f"line {parsed.errors[0].line}: {parsed.errors[0].message}"
-        except StorageError as exc:
-            actions, problem = [], str(exc)
         info = next((a for a in actions if isinstance(a, CommitInfo)), CommitInfo({}))
         txns = {a.app_id: a.version for a in actions if isinstance(a, Txn)}
         ts = listing.mtime_ms(name)

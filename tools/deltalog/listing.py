@@ -17,7 +17,6 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, group_c
 from deltaguard.tools.deltalog.names import (
     AUXILIARY_FILES,
     LAST_CHECKPOINT,
-    STAGED_COMMITS_DIRS,
     LogFileKind,
     LogFileName,
     is_hadoop_checksum,
@@ -54,9 +53,9 @@ class LogListing:
 
 
 def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
-    """Lists and classifies ``_delta_log`` (plus ``_delta_log/.tmp/`` and the staged-commit
-    directories' presence). With ``after_version``, only names sorting after that version's
-    prefix are listed (``complete`` is then False)."""
+    """Lists and classifies ``_delta_log`` (plus ``_delta_log/.tmp/``, the DynamoDB store's
+    temp commits). With ``after_version``, only names sorting after that version's prefix are
+    listed (``complete`` is then False)."""
     start_after = f"{after_version:020d}" if after_version is not None else None
     listing = LogListing(complete=after_version is None)
     entries = store.list_dir(LOG_DIR, start_after=start_after)
@@ -88,11 +87,6 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
         for info in store.list_dir(f"{LOG_DIR}/.tmp"):
             listing.temp_files.append(info.path[len(LOG_DIR) + 1 :])
     return listing
-
-
-def staged_commit_dirs(store: TableStore) -> list[str]:
-    """Catalog-managed tables' staged-commit directories that hold files."""
-    return [d for d in STAGED_COMMITS_DIRS if store.list_dir(f"{LOG_DIR}/{d}")]
 
 
 @dataclass(frozen=True)

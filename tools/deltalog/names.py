@@ -33,7 +33,6 @@ AUXILIARY_FILES = frozenset({"_last_checkpoint", "_last_vacuum_info"})
 
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS_DIR = "_sidecars"
-STAGED_COMMITS_DIRS = ("_staged_commits", "_commits")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,19 +91,3 @@ def is_temp_name(name: str) -> bool:
 def is_hadoop_checksum(name: str) -> bool:
     """Hadoop's local filesystem writes ``.<file>.crc`` next to every file it writes: normal."""
     return name.startswith(".") and name.endswith(".crc") and not name.endswith(".tmp.crc")
-
-
-def commit_name(version: int) -> str:
-    return f"{version:020d}.json"
-
-
-def checksum_name(version: int) -> str:
-    return f"{version:020d}.crc"
-
-
-def checkpoint_name(version: int) -> str:
-    return f"{version:020d}.checkpoint.parquet"
-
-
-def multipart_checkpoint_name(version: int, part: int, parts: int) -> str:
-    return f"{version:020d}.checkpoint.{part:010d}.{parts:010d}.parquet"

@@ -16,12 +16,14 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
 from deltaguard.tools.deltalog.errors import CorruptLogError, TableNotFoundError
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.paths import relative_to_root, relativize, root_prefixes
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
 
 
 @dataclass
 class References:
-    """Decoded paths (relative to the table root unless absolute), by kind.
+    """Decoded paths, by kind: relative to the table root, or absolute URIs for files outside
+    it (an absolute path inside the root is given relative).
     ``oldest_version``: the oldest version whose state these references cover."""
 
     data_files: set[str] = field(default_factory=set)
@@ -37,7 +39,7 @@ def _add_dv(refs: References, action: AddFile | RemoveFile) -> None:
     dv = action.deletion_vector
     path = dv.file_path() if dv is not None else None
     if path is not None:
-        refs.deletion_vector_files.add(path)
+        refs.deletion_vector_files.add(path)  # u-type DV paths are relative already
 
 
 def referenced_files(
@@ -51,6 +53,7 @@ def referenced_files(
     if listing.latest_version is None:
         raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
     refs = References()
+    prefixes = root_prefixes(store)
     first_commit = min(listing.commits, default=0)
     refs.oldest_version = first_commit
     if first_commit > 0:
@@ -65,7 +68,7 @@ def referenced_files(
             refs.oldest_version = ref.version
             for kind, table_ in ((AddFile, state.adds), (RemoveFile, state.removes)):
                 actions = FileActions(table_, kind)
-                refs.data_files.update(actions.paths())
+                refs.data_files.update(relativize(table_["path"], prefixes).to_pylist())
                 for _path, dv in actions.deletion_vectors():
                     if (p := dv.file_path()) is not None:
                         refs.deletion_vector_files.add(p)
@@ -75,16 +78,16 @@ def referenced_files(
                 f"{store.uri}: commits before {first_commit} were cleaned up and no checkpoint "
                 f"covering them can be read{': ' + errors[0] if errors else ''}"
             )
-    for version in sorted(listing.commits):
-        rel = f"{LOG_DIR}/{listing.commits[version]}"
-        parsed = parse_json_actions(store.read(rel))
+    rels = [f"{LOG_DIR}/{listing.commits[v]}" for v in sorted(listing.commits)]
+    for rel, data in zip(rels, read_many(store, rels), strict=True):
+        parsed = parse_json_actions(data)
         if parsed.errors:
             err = parsed.errors[0]
             raise CorruptLogError(f"{store.location(rel)}:{err.line}: {err.message}", rel, err.line)
         for action in parsed.actions:
             if isinstance(action, AddFile | RemoveFile):
-                refs.data_files.add(action.path)
+                refs.data_files.add(relative_to_root(action.path, prefixes) or action.path)
                 _add_dv(refs, action)
             elif isinstance(action, CdcFile):
-                refs.cdc_files.add(action.path)
+                refs.cdc_files.add(relative_to_root(action.path, prefixes) or action.path)
     return refs

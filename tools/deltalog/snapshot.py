@@ -15,6 +15,7 @@ cannot be read is skipped for the next older one (recorded in ``LogSegment.skipp
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -55,6 +56,13 @@ from deltaguard.tools.deltalog.listing import (
     LogListing,
     list_log,
     read_last_checkpoint,
+)
+from deltaguard.tools.deltalog.paths import (
+    ABSOLUTE,
+    is_absolute,
+    relative_to_root,
+    relativize,
+    root_prefixes,
 )
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
 
@@ -112,9 +120,13 @@ class Snapshot:
     """The reconciled state of a table at ``version``.
 
     ``adds`` are the live files, ``removes`` every tombstone still in the log (expired ones
-    included: use :meth:`unexpired_tombstones`). Paths are decoded, relative to the table root
-    unless absolute (:meth:`location` resolves either). ``timestamp_ms`` is the commit's
-    timestamp (in-commit timestamp if present, else the commit file's modification time).
+    included: use :meth:`unexpired_tombstones`). Paths are decoded: relative to the table root,
+    or absolute URIs for files outside it (an absolute path inside the root is given
+    relative; :meth:`location` resolves either). ``timestamp_ms`` is the commit's timestamp
+    (in-commit timestamp if present, else the commit file's modification time). ``listing`` is
+    the listing the replay used: for the latest version it may start at the checkpoint that
+    ``_last_checkpoint`` names (``listing.complete`` is then False); call :func:`list_log`
+    for the whole log.
     """
 
     store: TableStore
@@ -169,16 +181,8 @@ class Snapshot:
         paths = self.adds.table["path"]
         prefix = self.store.location("").rstrip("/") + "/"
         joined = pc.binary_join_element_wise(prefix, paths, "")
-        absolute = pc.match_substring_regex(paths, _ABSOLUTE)
+        absolute = pc.match_substring_regex(paths, ABSOLUTE)
         return pc.if_else(absolute, paths, joined).to_pylist()  # type: ignore[no-any-return]
-
-
-_ABSOLUTE = r"^(/|[A-Za-z][A-Za-z0-9+.-]*:)"
-
-
-def is_absolute(path: str) -> bool:
-    """True for a URI with a scheme (``s3://``, ``file:``) or an absolute filesystem path."""
-    return re.match(_ABSOLUTE, path) is not None
 
 
 def _json_chain(listing: LogListing, start: int, target: int) -> list[JsonPiece] | int:
@@ -234,7 +238,8 @@ def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int
 class _Reconciler:
     """Newest-wins replay of JSON pieces on top of a checkpoint."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        self.prefixes = prefixes
         self.files: dict[str, AddFile | RemoveFile] = {}
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
@@ -264,6 +269,9 @@ class _Reconciler:
         self.commit_info = None
         for action in parsed.actions:
             if isinstance(action, AddFile | RemoveFile):
+                relative = relative_to_root(action.path, self.prefixes)
+                if relative is not None and relative != action.path:
+                    action = dataclasses.replace(action, path=relative)
                 dv = action.deletion_vector
                 self.files[filetable.key_string(action.path, dv.unique_id if dv else None)] = action
             elif isinstance(action, CommitInfo):
@@ -274,8 +282,14 @@ class _Reconciler:
 
 
 def _merge(
-    base: pa.Table, tail: list[AddFile | RemoveFile], touched: pa.Array, kind: type
+    base: pa.Table,
+    tail: list[AddFile | RemoveFile],
+    touched: pa.Array,
+    kind: type,
+    prefixes: tuple[str, ...],
 ) -> pa.Table:
+    if base.num_rows:
+        base = base.set_column(0, "path", relativize(base["path"], prefixes))
     if len(touched) and base.num_rows:
         base = base.filter(pc.invert(pc.is_in(filetable.keys(base), value_set=touched)))
     newer = filetable.from_actions(a for a in tail if isinstance(a, kind))
@@ -361,7 +375,8 @@ def _replay(
     chain: list[JsonPiece],
     skipped: list[tuple[CheckpointRef, str]],
 ) -> Snapshot:
-    rec = _Reconciler()
+    prefixes = root_prefixes(store)
+    rec = _Reconciler(prefixes)
     if state is not None:
         for action in state.actions:
             rec.apply_small(action)
@@ -378,9 +393,17 @@ def _replay(
     touched = pa.array(list(rec.files), pa.string())
     base_adds = state.adds if state is not None else filetable.empty()
     base_removes = state.removes if state is not None else filetable.empty()
-    adds = _merge(base_adds, tail, touched, AddFile)
-    removes = _merge(base_removes, tail, touched, RemoveFile)
+    adds = _merge(base_adds, tail, touched, AddFile, prefixes)
+    removes = _merge(base_removes, tail, touched, RemoveFile, prefixes)
     commit_name = listing.commits.get(target)
+    if rec.commit_info is None and commit_name is not None:
+        # the snapshot is a checkpoint with no commit after it: its commit still has the
+        # commitInfo (the protocol reads commitInfo from the snapshot version's commit only)
+        try:
+            parsed = parse_json_actions(store.read(f"{LOG_DIR}/{commit_name}"))
+            rec.commit_info = next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+        except StorageError:
+            pass
     timestamp = rec.commit_info.timestamp if rec.commit_info is not None else None
     if rec.commit_info is None or rec.commit_info.raw.get("inCommitTimestamp") is None:
         timestamp = listing.mtime_ms(commit_name) if commit_name else timestamp

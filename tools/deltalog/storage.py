@@ -220,15 +220,36 @@ class S3TableStore:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
 
-def read_many(store: TableStore, rel_paths: list[str], threads: int = 16) -> list[bytes]:
-    """The contents of several files, in order. S3 reads run concurrently (boto3 clients are
-    thread-safe); local reads are sequential. Raises the first read's error."""
+def read_each(
+    store: TableStore, rel_paths: list[str], threads: int = 10
+) -> list[bytes | StorageError]:
+    """The contents of several files, in order, each either its bytes or the
+    :class:`StorageError` reading it raised. S3 reads run concurrently (boto3 clients are
+    thread-safe; 10 threads is botocore's default connection pool); local reads are
+    sequential."""
+
+    def one(rel: str) -> bytes | StorageError:
+        try:
+            return store.read(rel)
+        except StorageError as exc:
+            return exc
+
     if not isinstance(store, S3TableStore) or len(rel_paths) < 2:
-        return [store.read(p) for p in rel_paths]
+        return [one(p) for p in rel_paths]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(threads, len(rel_paths))) as pool:
-        return list(pool.map(store.read, rel_paths))
+        return list(pool.map(one, rel_paths))
+
+
+def read_many(store: TableStore, rel_paths: list[str]) -> list[bytes]:
+    """Like :func:`read_each`, but raises the first file's error."""
+    out = []
+    for result in read_each(store, rel_paths):
+        if isinstance(result, StorageError):
+            raise result
+        out.append(result)
+    return out
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
