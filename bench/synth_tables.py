@@ -20,61 +20,21 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltaguard.testbed.synthetic_table import (
+    ADD,
+    CHECKPOINT_SCHEMA,
+    METADATA,
+    PROTOCOL,
+    REMOVE,
+    STR_MAP,
+    TXN,
+)
+
 SCHEMA_STRING = json.dumps(
     {
         "type": "struct",
         "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
     }
-)
-_STR_MAP = pa.map_(pa.string(), pa.string())
-_DV = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-    ]
-)
-ADD = pa.struct(
-    [
-        ("path", pa.string()),
-        ("partitionValues", _STR_MAP),
-        ("size", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("stats", pa.string()),
-        ("tags", _STR_MAP),
-        ("deletionVector", _DV),
-    ]
-)
-REMOVE = pa.struct(
-    [
-        ("path", pa.string()),
-        ("deletionTimestamp", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("extendedFileMetadata", pa.bool_()),
-        ("partitionValues", _STR_MAP),
-        ("size", pa.int64()),
-        ("deletionVector", _DV),
-    ]
-)
-METADATA = pa.struct(
-    [
-        ("id", pa.string()),
-        ("name", pa.string()),
-        ("description", pa.string()),
-        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
-        ("schemaString", pa.string()),
-        ("partitionColumns", pa.list_(pa.string())),
-        ("configuration", _STR_MAP),
-        ("createdTime", pa.int64()),
-    ]
-)
-PROTOCOL = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
-TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
-CHECKPOINT_SCHEMA = pa.schema(
-    [("txn", TXN), ("add", ADD), ("remove", REMOVE), ("metaData", METADATA), ("protocol", PROTOCOL)]
 )
 T0 = 1_760_000_000_000
 
@@ -152,7 +112,7 @@ def write_checkpoint(log: Path, version: int, live: list[int], removed: dict[int
         mask = pa.array([not (offset <= r < offset + count) for r in range(rows)])
         return pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
 
-    empty_maps = pa.array([[] for _ in range(n_add)], _STR_MAP)
+    empty_maps = pa.array([[] for _ in range(n_add)], STR_MAP)
     adds = column(
         ADD,
         {
@@ -173,7 +133,7 @@ def write_checkpoint(log: Path, version: int, live: list[int], removed: dict[int
             "deletionTimestamp": pa.array(list(removed.values()), pa.int64()),
             "dataChange": pa.array([False] * n_rem),
             "extendedFileMetadata": pa.array([True] * n_rem),
-            "partitionValues": pa.array([[] for _ in range(n_rem)], _STR_MAP),
+            "partitionValues": pa.array([[] for _ in range(n_rem)], STR_MAP),
             "size": pa.array([1000 + i % 97 for i in removed], pa.int64()),
         },
         2 + n_add,

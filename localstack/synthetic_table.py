@@ -30,8 +30,10 @@ SCHEMA_STRING = json.dumps(
         ],
     }
 )
-_MAP = pa.map_(pa.string(), pa.string())
-_DV = pa.struct(
+# The checkpoint schema (a superset of what Spark writes for these actions), shared with the
+# benchmark's table generator (bench/synth_tables.py).
+STR_MAP = pa.map_(pa.string(), pa.string())
+DV = pa.struct(
     [
         ("storageType", pa.string()),
         ("pathOrInlineDv", pa.string()),
@@ -40,53 +42,45 @@ _DV = pa.struct(
         ("cardinality", pa.int64()),
     ]
 )
-CHECKPOINT_SCHEMA = pa.schema(
+ADD = pa.struct(
     [
-        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64())])),
-        (
-            "add",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("partitionValues", _MAP),
-                    ("size", pa.int64()),
-                    ("modificationTime", pa.int64()),
-                    ("dataChange", pa.bool_()),
-                    ("deletionVector", _DV),
-                ]
-            ),
-        ),
-        (
-            "remove",
-            pa.struct(
-                [
-                    ("path", pa.string()),
-                    ("deletionTimestamp", pa.int64()),
-                    ("dataChange", pa.bool_()),
-                    ("size", pa.int64()),
-                    ("partitionValues", _MAP),
-                    ("deletionVector", _DV),
-                ]
-            ),
-        ),
-        (
-            "metaData",
-            pa.struct(
-                [
-                    ("id", pa.string()),
-                    ("format", pa.struct([("provider", pa.string()), ("options", _MAP)])),
-                    ("schemaString", pa.string()),
-                    ("partitionColumns", pa.list_(pa.string())),
-                    ("configuration", _MAP),
-                    ("createdTime", pa.int64()),
-                ]
-            ),
-        ),
-        (
-            "protocol",
-            pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())]),
-        ),
+        ("path", pa.string()),
+        ("partitionValues", STR_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("stats", pa.string()),
+        ("tags", STR_MAP),
+        ("deletionVector", DV),
     ]
+)
+REMOVE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", STR_MAP),
+        ("size", pa.int64()),
+        ("deletionVector", DV),
+    ]
+)
+METADATA = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", STR_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("configuration", STR_MAP),
+        ("createdTime", pa.int64()),
+    ]
+)
+PROTOCOL = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
+TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+CHECKPOINT_SCHEMA = pa.schema(
+    [("txn", TXN), ("add", ADD), ("remove", REMOVE), ("metaData", METADATA), ("protocol", PROTOCOL)]
 )
 
 
