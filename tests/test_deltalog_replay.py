@@ -13,8 +13,10 @@ from deltalake import DeltaTable
 from deltaguard.testbed.delta_tables import TABLES
 from deltaguard.testbed.table_copies import copy_table, upload_table
 from deltaguard.tools.deltalog import S3Options, load_snapshot
+from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.names import LogFileKind
-from deltaguard.tools.deltalog.references import referenced_files
+from deltaguard.tools.deltalog.storage import open_table
+from deltaguard.tools.orphans.references import collect_references
 
 pytestmark = pytest.mark.spark
 
@@ -74,16 +76,15 @@ def test_deletion_vectors_tombstones_and_retention(spark_tables):
 
 def test_referenced_files_cover_every_version(spark_tables):
     root = spark_tables.path("dv_cdc")
-    refs = referenced_files(str(root))
+    store = open_table(str(root))
+    refs = collect_references(load_snapshot(store, listing=list_log(store)), cutoff_ms=0)
     for version in spark_tables.versions("dv_cdc"):
         snap = load_snapshot(str(root), version=version)
-        assert set(snap.adds.paths()) <= refs.data_files
-        assert {
-            dv.file_path() for _p, dv in snap.adds.deletion_vectors()
-        } <= refs.deletion_vector_files
-    assert refs.cdc_files and all(p.startswith("_change_data/") for p in refs.cdc_files)
+        assert set(snap.adds.paths()) <= refs.ever
+        assert {dv.file_path() for _p, dv in snap.adds.deletion_vectors()} <= refs.ever
+    assert refs.change_data and all(p.startswith("_change_data/") for p in refs.change_data)
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    assert refs.all() <= on_disk
+    assert refs.ever <= on_disk
 
 
 def test_stale_last_checkpoint_falls_back_to_listing(spark_tables, tmp_path):

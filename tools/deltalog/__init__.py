@@ -20,9 +20,9 @@ Replay
 
 Log files
     :func:`~deltaguard.tools.deltalog.listing.list_log` -> ``LogListing`` (commits, checkpoints,
-    checksums, compactions, temp and stray files);
-    :func:`~deltaguard.tools.deltalog.references.referenced_files` (every file any retained
-    version references).
+    checksums, compactions, temp and stray files). Every file any retained version references
+    is :func:`deltaguard.tools.orphans.references.collect_references` (``.ever``), built on
+    this package.
 
 Audit and history
     :func:`~deltaguard.tools.deltalog.audit.audit_table` -> ``AuditReport`` (findings with code,
