@@ -34,7 +34,7 @@ from typing import Any
 from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import kill_when
+from deltaguard.testbed.multi_driver import kill_when, start_job
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).
 #: A local driver lists with a few tasks, not Spark's default of up to 10,000.
@@ -140,18 +140,6 @@ def data_files(table: Path) -> set[str]:
     return out
 
 
-def _child(args: list[str], log: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    with log.open("w") as f:
-        return subprocess.Popen(
-            [sys.executable, "-m", "deltaguard.testbed.failed_job", *args],
-            stdout=subprocess.PIPE,
-            stderr=f,
-            text=True,
-            env=env,
-        )
-
-
 def fixture(out: Path) -> dict[str, Any]:
     """See the module docstring (``fixture``)."""
     table = out / "events"
@@ -162,7 +150,11 @@ def fixture(out: Path) -> dict[str, Any]:
         fail_half_way(spark, str(table))
         failed = data_files(table) - before
         before = data_files(table)
-        proc = _child(["slow-append", str(table)], out / "slow-append.log")
+        proc = start_job(
+            ["slow-append", str(table)],
+            out / "slow-append.log",
+            module="deltaguard.testbed.failed_job",
+        )
         kill_when(proc, lambda: len(data_files(table) - before) >= 3, out / "slow-append.log", 600)
         killed = data_files(table) - before
         expected = {

@@ -139,13 +139,16 @@ def _failure_summary(log: str, tail: int = 20) -> str:
     return head + "\n".join(lines[-tail:])
 
 
-def start_job(args: list[str], log_path: Path) -> subprocess.Popen[str]:
-    """Starts ``python -m deltaguard.testbed.append_job ARGS`` (stderr to ``log_path``) and
-    returns at once; the caller owns the process (wait for it, or kill it)."""
+def start_job(
+    args: list[str], log_path: Path, module: str = "deltaguard.testbed.append_job"
+) -> subprocess.Popen[str]:
+    """Starts ``python -m MODULE ARGS`` as a Spark driver process on loopback (stdout piped,
+    stderr to ``log_path``) and returns at once; the caller owns the process (wait for it, or
+    kill it)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "deltaguard.testbed.append_job", *args],
+            [sys.executable, "-m", module, *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
