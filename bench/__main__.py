@@ -113,24 +113,34 @@ def _writer_counts(tput: dict[str, Any]) -> list[str]:
     return list(next(iter(tput[engine]["stores"].values())).keys())
 
 
+def _when(section: dict[str, Any]) -> str:
+    """Each section says when it was measured and over how many runs: ``--only`` re-measures
+    one section and keeps the others from earlier runs."""
+    return f"measured {section.get('measured_at', '?')}, medians of {section.get('runs', '?')} runs"
+
+
 def markdown(results: dict[str, Any]) -> str:
     lines = [
-        f"Measured {results['measured_at']} on {results['machine']}; medians of "
-        f"{results['runs']} runs ({results['tput_runs']} for throughput, "
-        f"{results['spark_runs']} for Spark drivers), baselines measured in the same run.",
+        f"On {results['machine']}; baselines measured in the same run as what they are compared with.",
         "",
     ]
     if results.get("commit_latency"):
+        lines += [f"Commit latency, {_when(results['commit_latency'])}:", ""]
         lines += _latency_lines(results["commit_latency"])
     if results.get("throughput"):
+        lines += [
+            f"Throughput, {_when(results['throughput'])} (Spark drivers: {results['throughput'].get('spark_runs', '?')}):",
+            "",
+        ]
         lines += _throughput_lines(results["throughput"])
     if results.get("orphans"):
+        lines += [f"Orphan scan, {_when(results['orphans'])}:", ""]
         lines += _orphans_lines(results["orphans"])
     rep = results.get("replay")
     if rep:
         lines += [
             f"Snapshot replay (load + list live files), deltaguard vs delta-rs {rep.get('delta_rs_version', '')}, "
-            f"medians of {rep.get('runs', '?')} runs, one process per sample:",
+            f"{_when(rep)}, one process per sample:",
             "",
             "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
             "|---|---|---|---|---|---|---|",
@@ -168,13 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     # A partial run (--only) keeps the other benchmarks' latest results.
     kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     results: dict[str, Any] = {
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
-        "runs": args.runs,
-        "tput_runs": args.tput_runs,
-        "spark_runs": args.spark_runs,
         **kept,
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
     }
+
+    def stamped(section: dict[str, Any], runs: int, **params: Any) -> dict[str, Any]:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        return {"measured_at": now, "runs": runs, **params, **section}
+
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     with LocalStackServer(workdir / "localstack") as localstack:
         endpoint = localstack.endpoint
@@ -182,35 +193,43 @@ def main(argv: list[str] | None = None) -> int:
         endpoint.s3_client().create_bucket(Bucket=bucket)
         create_table(endpoint.dynamodb_client(), ddb_table)
         if args.only in (None, "latency"):
-            results["commit_latency"] = commit_latency.run(
-                endpoint, bucket, args.runs, args.commits, ddb_table
+            results["commit_latency"] = stamped(
+                commit_latency.run(endpoint, bucket, args.runs, args.commits, ddb_table), args.runs
             )
         if args.only in (None, "throughput"):
-            results["throughput"] = {
-                "what": "data commits per second, from the first append's start to the last "
-                "one's end, and every request the writers made per committed version",
-                "python": throughput.run(
-                    endpoint,
-                    bucket,
-                    "python",
-                    args.tput_runs,
-                    args.python_appends,
-                    ddb_table,
-                    workdir,
-                ),
-                "spark": throughput.run(
-                    endpoint,
-                    bucket,
-                    "spark",
-                    args.spark_runs,
-                    args.spark_appends,
-                    ddb_table,
-                    workdir,
-                ),
-            }
+            results["throughput"] = stamped(
+                {
+                    "what": "data commits per second, from the first append's start to the last "
+                    "one's end, and every request the writers made per committed version",
+                    "python": throughput.run(
+                        endpoint,
+                        bucket,
+                        "python",
+                        args.tput_runs,
+                        args.python_appends,
+                        ddb_table,
+                        workdir,
+                    ),
+                    "spark": throughput.run(
+                        endpoint,
+                        bucket,
+                        "spark",
+                        args.spark_runs,
+                        args.spark_appends,
+                        ddb_table,
+                        workdir,
+                    ),
+                },
+                args.tput_runs,
+                spark_runs=args.spark_runs,
+            )
         if args.only in (None, "orphans"):
-            results["orphans"] = orphans.run(
-                endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
+            results["orphans"] = stamped(
+                orphans.run(
+                    endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
+                ),
+                args.runs,
+                spark_runs=args.spark_runs,
             )
         if args.only in (None, "replay"):
             from importlib.metadata import version
@@ -221,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                 "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 **replay.run(localstack.endpoint, bucket, args.replay_runs),
             }
-    results["wall_s"] = round(time.monotonic() - started, 1)
+    results[f"wall_s_{args.only or 'all'}"] = round(time.monotonic() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "latest.md").write_text(markdown(results) + "\n")
