@@ -207,15 +207,22 @@ def _rows(writer: int, batch: int, n: int = 5) -> pa.Table:
     ).cast(TABLE_SCHEMA)
 
 
+def _object_writer(s3):
+    """The appender's data-file writer: a plain PutObject."""
+
+    def put(target: str, data: bytes) -> None:
+        loc = S3Location.parse(target)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    return put
+
+
 def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket):
     """8 threads x 15 blind appends: 120 contiguous versions, each append exactly once."""
     s3 = localstack.endpoint.s3_client()
     store = S3ConditionalLogStore(s3)
     uri = _spark_like_table(store, ls_bucket)
-
-    def put(target: str, data: bytes) -> None:
-        loc = S3Location.parse(target)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+    put = _object_writer(s3)
 
     barrier = threading.Barrier(8)
 
@@ -249,10 +256,7 @@ def test_appender_reads_only_commits_it_has_not_seen(moto, moto_bucket):
     s3 = moto.endpoint.s3_client()
     store = _CountingReads(s3)
     uri = _spark_like_table(store, moto_bucket)
-
-    def put(target: str, data: bytes) -> None:
-        loc = S3Location.parse(target)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+    put = _object_writer(s3)
 
     mine = BlindAppender(store, put, uri)
     for b in range(12):
