@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.synthetic_table import build_wide_table, upload_tree
+from deltaguard.testbed.failed_job import run_vacuum_dry_run
+from deltaguard.testbed.synthetic_table import build_wide_table
+from deltaguard.testbed.table_copies import upload_table
 
 PARTITIONS = 200
+PREFIX = "orphans-bench"
 DAY_MS = 86_400_000
 
 
@@ -66,27 +69,8 @@ def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
 
 
 def _spark(table: str, endpoint: Endpoint | None, runs: int, workdir: Path) -> dict[str, Any]:
-    args = [
-        sys.executable,
-        "-m",
-        "deltaguard.testbed.failed_job",
-        "vacuum",
-        table,
-        "--runs",
-        str(runs),
-        "--master",
-        "local[2]",
-    ]
-    if endpoint is not None:
-        args += ["--endpoint", endpoint.url]
     log = workdir / f"vacuum-{'s3' if endpoint else 'local'}.log"
-    with log.open("w") as err:
-        proc = subprocess.run(
-            args, stdout=subprocess.PIPE, stderr=err, text=True, env=_env(endpoint), check=False
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"Spark VACUUM failed ({proc.returncode}); log {log}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return run_vacuum_dry_run(table, log, endpoint, runs)
 
 
 def _side(
@@ -102,7 +86,7 @@ def _side(
         "deltaguard_peak_rss_mib": round(max(r["peak_rss_mib"] for r in ours), 1),
         "spark_vacuum_dry_run_s_median": round(spark_median, 2),
         "speedup_median": round(spark_median / ours_median, 1),
-        "files_reported": {"deltaguard": ours[0]["files"], "spark": spark["paths"]},
+        "files_reported": {"deltaguard": ours[0]["files"], "spark": len(spark["paths"])},
         "listed_files": ours[0]["listed"],
         "per_run": {"deltaguard": ours, "spark_s": spark["seconds"]},
     }
@@ -137,12 +121,36 @@ def run(
         s3 = boto3.client(
             "s3",
             **endpoint.boto3_kwargs(),
-            config=Config(max_pool_connections=64, s3={"addressing_style": "path"}),
+            config=Config(
+                max_pool_connections=32,
+                retries={"mode": "standard", "max_attempts": 5},
+                s3={"addressing_style": "path"},
+            ),
         )
         started = time.perf_counter()
-        uploaded = upload_tree(root, s3, bucket, "orphans-bench", workers=48)
-        out["upload"] = {"files": uploaded, "s": round(time.perf_counter() - started, 1)}
-        out["localstack"] = _side(
-            f"s3a://{bucket}/orphans-bench", endpoint, runs, spark_runs, workdir
-        )
+        upload_table(root, s3, bucket, PREFIX, workers=16)
+        upload_s = time.perf_counter() - started
+        out["upload"] = {
+            "files": files + 4,
+            "s": round(upload_s, 1),
+            "puts_per_s": round((files + 4) / upload_s),
+        }
+        out["localstack_list_request_s"] = _list_request_s(s3, bucket)
+        out["localstack"] = _side(f"s3a://{bucket}/{PREFIX}", endpoint, runs, spark_runs, workdir)
+        # Listing a directory of the table is at least one ListObjectsV2 request each (the
+        # root, _delta_log and every partition); LocalStack serves them one at a time.
+        floor = (PARTITIONS + 2) * out["localstack_list_request_s"]["median"]
+        out["localstack"]["listing_floor_s"] = round(floor, 1)
     return out
+
+
+def _list_request_s(s3: Any, bucket: str, samples: int = 5) -> dict[str, Any]:
+    """Seconds LocalStack takes to answer one ListObjectsV2 request for one partition (1,000
+    keys), alone: its provider sorts every object of the bucket on each request, so this
+    grows with the bucket, not the page."""
+    seconds = []
+    for i in range(samples):
+        started = time.perf_counter()
+        s3.list_objects_v2(Bucket=bucket, Prefix=f"{PREFIX}/p={i}/", Delimiter="/")
+        seconds.append(time.perf_counter() - started)
+    return {"median": round(statistics.median(seconds), 3), "runs": [round(x, 3) for x in seconds]}

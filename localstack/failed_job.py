@@ -17,7 +17,9 @@ tasks wrote. Subcommands of ``python -m deltaguard.testbed.failed_job``:
     an append slow enough to be killed mid-write.
 ``vacuum TABLE [--endpoint URL] [--runs N]``
     times ``VACUUM ... RETAIN 0 HOURS DRY RUN`` ``N`` times in one session and prints JSON
-    ``{"seconds": [...], "paths": n}`` (used by the benchmark).
+    ``{"seconds": [...], "paths": [...]}`` (the last run's paths, sorted). With
+    ``--endpoint`` the session uses deltaguard's conditional-write LogStore, through which
+    VACUUM lists the table (used by the benchmark and the S3 test).
 """
 
 from __future__ import annotations
@@ -187,6 +189,39 @@ def build_fixture(out: Path, timeout_s: float = 900) -> dict[str, Any]:
     return json.loads((out / "expected.json").read_text())  # type: ignore[no-any-return]
 
 
+def run_vacuum_dry_run(
+    table: str,
+    log: Path,
+    endpoint: Endpoint | None = None,
+    runs: int = 1,
+    master: str = "local[2]",
+    timeout_s: float = 3600,
+) -> dict[str, Any]:
+    """Runs the ``vacuum`` subcommand in a child process (its stderr goes to ``log``) and
+    returns its JSON: ``{"seconds": [...], "paths": [...]}``. With ``endpoint`` the child gets
+    its credentials and reads ``table`` (an ``s3a://`` URI) through deltaguard's conditional
+    LogStore. Raises RuntimeError naming ``log`` if Spark fails."""
+    args = [sys.executable, "-m", "deltaguard.testbed.failed_job", "vacuum", table]
+    args += ["--runs", str(runs), "--master", master]
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    if endpoint is not None:
+        args += ["--endpoint", endpoint.url]
+        env.update(AWS_ACCESS_KEY_ID=endpoint.access_key, AWS_SECRET_ACCESS_KEY=endpoint.secret_key)
+    with log.open("w") as err:
+        proc = subprocess.run(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+            timeout=timeout_s,
+            check=False,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"Spark VACUUM DRY RUN failed (exit {proc.returncode}); see {log}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.failed_job")
     parser.add_argument("command", choices=["fixture", "fail-half-way", "slow-append", "vacuum"])
@@ -212,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 paths = vacuum_dry_run(spark, args.target)
                 seconds.append(time.perf_counter() - started)
-            print(json.dumps({"seconds": seconds, "paths": len(paths)}))
+            print(json.dumps({"seconds": seconds, "paths": sorted(paths)}))
     finally:
         spark.stop()
     return 0

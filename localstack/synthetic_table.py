@@ -275,20 +275,3 @@ def build_wide_table(
             f"p={i % partitions}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", mtime_ms
         )
     return table
-
-
-def upload_tree(root: Path, client: Any, bucket: str, prefix: str, workers: int = 32) -> int:
-    """PUTs every file below ``root`` to ``s3://bucket/prefix/...`` with ``workers`` parallel
-    requests (one client shared: boto3 clients are thread-safe). Returns the file count."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    files = [p for p in root.rglob("*") if p.is_file()]
-
-    def put(p: Path) -> None:
-        client.put_object(
-            Bucket=bucket, Key=f"{prefix}/{p.relative_to(root).as_posix()}", Body=p.read_bytes()
-        )
-
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(put, files))
-    return len(files)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,16 @@ def copy_table(src: Path, dst: Path) -> Path:
     return dst
 
 
-def upload_table(src: Path, s3: Any, bucket: str, prefix: str) -> str:
-    """Uploads every file under ``src`` to ``s3://bucket/prefix/`` and returns that URI."""
-    for path in sorted(src.rglob("*")):
-        if path.is_file():
-            key = f"{prefix}/{path.relative_to(src).as_posix()}"
-            s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+def upload_table(src: Path, s3: Any, bucket: str, prefix: str, workers: int = 16) -> str:
+    """PUTs every file under ``src`` to ``s3://bucket/prefix/`` with ``workers`` concurrent
+    requests (one boto3 client shared: clients are thread-safe) and returns that URI. Raises
+    the first failed PUT's error."""
+    files = [p for p in src.rglob("*") if p.is_file()]
+
+    def put(path: Path) -> None:
+        key = f"{prefix}/{path.relative_to(src).as_posix()}"
+        s3.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        list(pool.map(put, files))
     return f"s3://{bucket}/{prefix}"

@@ -16,8 +16,8 @@ from deltaguard.testbed.synthetic_table import (
     SyntheticTable,
     dv_descriptor,
     dv_file_name,
-    upload_tree,
 )
+from deltaguard.testbed.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.orphans import (
@@ -213,7 +213,7 @@ def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) 
         t.write_file(f"p=z/part-{i:05d}-orphan.parquet", NOW)
     endpoint = localstack.endpoint
     client = endpoint.s3_client()
-    upload_tree(tmp_path / "t", client, ls_bucket, "lake/tbl", workers=8)
+    upload_table(tmp_path / "t", client, ls_bucket, "lake/tbl", workers=8)
     client.put_object(Bucket=ls_bucket, Key="lake/tbl2/part-sibling.parquet", Body=b"x")
     client.put_object(Bucket=ls_bucket, Key="lake/part-above.parquet", Body=b"x")
     results = {

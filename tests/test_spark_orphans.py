@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from deltaguard.testbed.failed_job import build_fixture
+from deltaguard.testbed.failed_job import build_fixture, run_vacuum_dry_run
+from deltaguard.testbed.table_copies import upload_table
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.orphans import FileClass, execute, scan
 
@@ -39,6 +40,28 @@ def test_orphans_match_spark_vacuum_dry_run(failed_jobs, tmp_path: Path) -> None
     assert "_change_data" in kinds and any(
         c.path.startswith("deletion_vector_") for c in result.candidates
     )
+
+
+def test_orphans_match_spark_vacuum_on_s3_through_our_logstore(
+    failed_jobs, localstack, ls_bucket: str, tmp_path: Path
+) -> None:
+    """The same table on LocalStack: Spark's VACUUM lists it through deltaguard's LogStore
+    (``listFrom`` must return partition directories, or VACUUM sees no file in them), and
+    both sides must report the same files over ``s3a://``."""
+    table, expected = failed_jobs
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_table(table, client, ls_bucket, "lake/events")
+    uri = f"s3a://{ls_bucket}/lake/events"
+    spark = run_vacuum_dry_run(uri, tmp_path / "vacuum.log", endpoint)
+    store = open_table(uri, client=client)
+    result = scan(store, retention_ms=0)
+    ours = {
+        store.location(c.path) for c in result.of(FileClass.ORPHAN, FileClass.EXPIRED_TOMBSTONE)
+    }
+    local_files = {p for p in expected["vacuum_dry_run"] if os.path.isfile(p)}
+    assert len(ours) == len(local_files) > len(expected["failed_job_files"])
+    assert set(spark["paths"]) == ours
 
 
 def test_cleanup_keeps_every_live_file(failed_jobs, tmp_path: Path) -> None:

@@ -219,8 +219,10 @@ class S3ConditionalLogStore:
             yield raw.decode("utf-8")
 
     def list_from(self, uri: str) -> Iterator[LogFileStatus]:
-        """Entries of the same directory whose names sort at or after ``uri``'s name, in order,
-        listed with ``StartAfter`` (not a listing of the whole directory).
+        """Files of the same directory whose names sort at or after ``uri``'s name, in order,
+        listed with ``StartAfter`` (not a listing of the whole directory). Files only: the
+        commit protocol reads no subdirectory of ``_delta_log``. (The JVM store also returns
+        subdirectories, because Spark's VACUUM lists data directories through it.)
 
         Raises FileNotFoundError if the directory holds no object at all."""
         loc = S3Location.parse(uri)

@@ -7,11 +7,14 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Iterator;
+import java.util.List;
 import java.util.NoSuchElementException;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CommonPrefix;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.S3Object;
@@ -22,26 +25,52 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * which is the order Delta expects. A long log therefore costs one page per 1,000 new entries,
  * not a listing of the whole {@code _delta_log}. Pages are fetched lazily.
  *
+ * <p>Like Hadoop's {@code listStatus}, which Delta's own S3 stores use, the result includes the
+ * subdirectories (S3 common prefixes, as directory statuses with length and modification time
+ * 0), merged into key order. Delta lists data directories through the LogStore too:
+ * {@code VACUUM}'s recursive listing ({@code DeltaFileOperations.recursiveListDirs}) descends
+ * only into the directories {@code listFrom} returns, so omitting them would hide every file in
+ * a partition directory from VACUUM. A directory sorts by its key with the trailing slash, as
+ * S3 returns it.
+ *
  * <p>Throws {@link FileNotFoundException} when the directory holds no object at all, as Delta's
  * snapshot management expects for a table that does not exist.
  */
 final class S3ListFrom implements Iterator<FileStatus> {
-    private final S3Target target;
+    private final S3Client client;
+    private final String bucket;
+    private final String key;
+    private final long blockSize;
     private final String prefix;
     private final Path parent;
     private final Deque<FileStatus> page = new ArrayDeque<>();
     private String continuationToken;
     private boolean exhausted;
 
-    private S3ListFrom(S3Target target) {
-        this.target = target;
-        String parentKey = target.parentKey();
-        this.prefix = parentKey.isEmpty() ? "" : parentKey + "/";
-        this.parent = target.qualified().getParent();
+    private S3ListFrom(S3Client client, String bucket, String key, Path qualified,
+                       long blockSize) {
+        this.client = client;
+        this.bucket = bucket;
+        this.key = key;
+        this.blockSize = blockSize;
+        int slash = key.lastIndexOf('/');
+        this.prefix = slash < 0 ? "" : key.substring(0, slash + 1);
+        this.parent = qualified.getParent();
     }
 
     static Iterator<FileStatus> listFrom(S3Target target) throws IOException {
-        S3ListFrom it = new S3ListFrom(target);
+        Path parent = target.qualified().getParent();
+        return listFrom(target.client(), target.bucket(), target.key(), target.qualified(),
+            target.fs().getDefaultBlockSize(parent));
+    }
+
+    /**
+     * The entries of {@code qualified}'s directory whose keys sort at or after {@code key}
+     * ({@code qualified}'s object key in {@code bucket}); files get {@code blockSize}.
+     */
+    static Iterator<FileStatus> listFrom(S3Client client, String bucket, String key,
+                                         Path qualified, long blockSize) throws IOException {
+        S3ListFrom it = new S3ListFrom(client, bucket, key, qualified, blockSize);
         try {
             it.fetchPage();
             if (it.page.isEmpty() && it.exhausted && !it.directoryExists()) {
@@ -67,29 +96,46 @@ final class S3ListFrom implements Iterator<FileStatus> {
     }
 
     private boolean directoryExists() {
-        ListObjectsV2Response r = target.client().listObjectsV2(ListObjectsV2Request.builder()
-            .bucket(target.bucket()).prefix(prefix).maxKeys(1).build());
+        ListObjectsV2Response r = client.listObjectsV2(ListObjectsV2Request.builder()
+            .bucket(bucket).prefix(prefix).maxKeys(1).build());
         return r.keyCount() != null && r.keyCount() > 0;
     }
 
     private void fetchPage() {
         ListObjectsV2Request.Builder request = ListObjectsV2Request.builder()
-            .bucket(target.bucket())
+            .bucket(bucket)
             .prefix(prefix)
             .delimiter("/");
         if (continuationToken == null) {
-            request.startAfter(keyBefore(target.key()));
+            request.startAfter(keyBefore(key));
         } else {
             request.continuationToken(continuationToken);
         }
-        ListObjectsV2Response response = target.client().listObjectsV2(request.build());
-        for (S3Object o : response.contents()) {
-            if (o.key().equals(prefix) || o.key().compareTo(target.key()) < 0) {
-                continue; // directory marker, or keyBefore's byte trick let a smaller key in
+        ListObjectsV2Response response = client.listObjectsV2(request.build());
+        List<S3Object> files = response.contents();
+        List<CommonPrefix> dirs = response.commonPrefixes();
+        int f = 0;
+        int d = 0;
+        while (f < files.size() || d < dirs.size()) {
+            boolean takeFile = d == dirs.size()
+                || (f < files.size() && files.get(f).key().compareTo(dirs.get(d).prefix()) < 0);
+            if (takeFile) {
+                S3Object o = files.get(f++);
+                if (o.key().equals(prefix) || o.key().compareTo(key) < 0) {
+                    continue; // directory marker, or keyBefore's byte trick let a smaller key in
+                }
+                page.add(new FileStatus(o.size(), false, 1, blockSize,
+                    o.lastModified().toEpochMilli(),
+                    new Path(parent, o.key().substring(prefix.length()))));
+            } else {
+                String dirKey = dirs.get(d++).prefix();
+                String name = dirKey.substring(prefix.length(), dirKey.length() - 1);
+                if (name.isEmpty() || dirKey.substring(0, dirKey.length() - 1)
+                        .compareTo(key) < 0) {
+                    continue; // "dir//" keys, or a directory named before the start
+                }
+                page.add(new FileStatus(0, true, 1, 0, 0, new Path(parent, name)));
             }
-            String name = o.key().substring(prefix.length());
-            page.add(new FileStatus(o.size(), false, 1, target.fs().getDefaultBlockSize(parent),
-                o.lastModified().toEpochMilli(), new Path(parent, name)));
         }
         if (Boolean.TRUE.equals(response.isTruncated())) {
             continuationToken = response.nextContinuationToken();

@@ -1,8 +1,12 @@
 package io.deltaguard.logstore;
 
+import java.time.Instant;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 import software.amazon.awssdk.awscore.exception.AwsErrorDetails;
@@ -10,14 +14,18 @@ import software.amazon.awssdk.core.ResponseBytes;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.CommonPrefix;
 import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectResponse;
 import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 import software.amazon.awssdk.services.s3.model.PutObjectResponse;
 import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
  * An in-memory object store behind the real SDK v2 {@link S3Client} interface, with a script of
@@ -34,6 +42,7 @@ class ScriptedS3Client implements S3Client {
     final boolean honourIfNoneMatch;
     int puts;
     int gets;
+    int pageSize = 1000;
 
     ScriptedS3Client(boolean honourIfNoneMatch) {
         this.honourIfNoneMatch = honourIfNoneMatch;
@@ -74,6 +83,50 @@ class ScriptedS3Client implements S3Client {
             throw NoSuchKeyException.builder().statusCode(404).message("NoSuchKey").build();
         }
         return ResponseBytes.fromByteArray(GetObjectResponse.builder().build(), stored);
+    }
+
+    /**
+     * ListObjectsV2 as S3 answers it: keys in byte order after {@code start-after}, rolled up
+     * into common prefixes at the delimiter, at most {@link #pageSize} entries a page (contents
+     * and prefixes together), continued by a token.
+     */
+    @Override
+    public synchronized ListObjectsV2Response listObjectsV2(ListObjectsV2Request request) {
+        String prefix = request.prefix() == null ? "" : request.prefix();
+        String after = request.continuationToken() != null ? request.continuationToken()
+            : request.startAfter() == null ? "" : request.startAfter();
+        int limit = request.maxKeys() == null ? pageSize : Math.min(pageSize, request.maxKeys());
+        List<S3Object> contents = new ArrayList<>();
+        List<CommonPrefix> prefixes = new ArrayList<>();
+        String last = null;
+        boolean truncated = false;
+        for (String key : new TreeMap<>(objects).tailMap(after, false).keySet()) {
+            if (!key.startsWith(prefix)) {
+                continue;
+            }
+            int cut = request.delimiter() == null ? -1
+                : key.indexOf(request.delimiter(), prefix.length());
+            String entry = cut < 0 ? key : key.substring(0, cut + 1);
+            if (last != null && last.endsWith("/") && key.startsWith(last)) {
+                continue;
+            }
+            if (contents.size() + prefixes.size() == limit) {
+                truncated = true;
+                break;
+            }
+            if (cut < 0) {
+                contents.add(S3Object.builder().key(key).size((long) objects.get(key).length)
+                    .lastModified(Instant.ofEpochMilli(1_000_000)).build());
+            } else {
+                prefixes.add(CommonPrefix.builder().prefix(entry).build());
+            }
+            last = entry;
+        }
+        // A token resumes after the last entry, past a prefix's whole subtree.
+        String token = last != null && last.endsWith("/") ? last + "\uffff" : last;
+        return ListObjectsV2Response.builder().contents(contents).commonPrefixes(prefixes)
+            .keyCount(contents.size() + prefixes.size()).isTruncated(truncated)
+            .nextContinuationToken(truncated ? token : null).build();
     }
 
     @Override
