@@ -264,7 +264,12 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     type=click.Path(dir_okay=False, path_type=Path),
     help="where --delete --yes writes its manifest (default: ./deltaguard-orphans-<time>.json)",
 )
-@click.option("--workers", default=8, show_default=True, help="directories listed at once")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="directories listed at once  [default: 8 on S3, 2 on local disk]",
+)
 def orphans_command(
     table: str,
     endpoint: str | None,
@@ -277,7 +282,7 @@ def orphans_command(
     unsafe_retention: bool,
     as_json: bool,
     manifest_path: Path | None,
-    workers: int,
+    workers: int | None,
 ) -> None:
     """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
 

@@ -8,6 +8,7 @@ import boto3
 from botocore.config import Config
 
 from deltaguard.logstore.s3_conditional import NO_SDK_RETRIES
+from deltaguard.logstore.s3_listing import list_unencoded
 
 
 def s3_client(
@@ -20,9 +21,10 @@ def s3_client(
 ) -> Any:
     """An S3 client with botocore retries off (the commit protocol retries, conditionally,
     after a read-back) and optional path-style addressing. Credentials default to boto3's
-    standard chain (environment, profile, instance role)."""
+    standard chain (environment, profile, instance role). Listings are not URL-encoded
+    (:mod:`deltaguard.logstore.s3_listing`)."""
     config = NO_SDK_RETRIES.merge(Config(s3={"addressing_style": "path" if path_style else "auto"}))
-    return boto3.client(
+    client = boto3.client(
         "s3",
         endpoint_url=endpoint_url,
         region_name=region,
@@ -31,3 +33,4 @@ def s3_client(
         aws_session_token=session_token,
         config=config,
     )
+    return list_unencoded(client)

@@ -296,6 +296,20 @@ def _merge(
     return pa.concat_tables([base, newer]) if newer.num_rows else base
 
 
+def commit_info_of(data: bytes) -> CommitInfo | None:
+    """The ``commitInfo`` action of one commit file, or None. Writers put it on a line of its
+    own that starts with ``{"commitInfo"`` (Spark and delta-rs write it first), so only such
+    lines are parsed; a commit without one is parsed whole (a checkpointed commit can hold
+    hundreds of thousands of adds, and only this one action is needed)."""
+    for line in data.split(b"\n"):
+        if line.startswith(b'{"commitInfo"'):
+            parsed = parse_json_actions(line)
+            if parsed.actions and isinstance(parsed.actions[0], CommitInfo):
+                return parsed.actions[0]
+    parsed = parse_json_actions(data)
+    return next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+
+
 def load_snapshot(
     table: str | TableStore,
     version: int | None = None,
@@ -400,8 +414,7 @@ def _replay(
         # the snapshot is a checkpoint with no commit after it: its commit still has the
         # commitInfo (the protocol reads commitInfo from the snapshot version's commit only)
         try:
-            parsed = parse_json_actions(store.read(f"{LOG_DIR}/{commit_name}"))
-            rec.commit_info = next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+            rec.commit_info = commit_info_of(store.read(f"{LOG_DIR}/{commit_name}"))
         except StorageError:
             pass
     timestamp = rec.commit_info.timestamp if rec.commit_info is not None else None

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
 from deltaguard.tools.deltalog.errors import StorageError
 
@@ -166,15 +168,21 @@ class S3TableStore:
             return FileMissingError(f"{where} does not exist", where)
         return StorageError(f"cannot {what} {where}: {describe(exc)}", where)
 
-    def _pages(self, prefix: str, delimiter: bool, start_after: str | None) -> Iterator[Any]:
-        kwargs: dict[str, Any] = {"Bucket": self.root.bucket, "Prefix": prefix}
-        if delimiter:
-            kwargs["Delimiter"] = "/"
-        if start_after is not None:
-            kwargs["StartAfter"] = prefix + start_after
+    def pages(
+        self, prefix: str, delimiter: bool = True, start_after: str | None = None
+    ) -> Iterator[Any]:
+        """ListObjectsV2 pages of the keys under ``prefix`` (a full key prefix), from
+        ``start_after`` (relative to ``prefix``). Raises :class:`StorageError` naming it."""
+        start = prefix + start_after if start_after is not None else None
         try:
-            yield from self.client.get_paginator("list_objects_v2").paginate(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
+            yield from list_pages(
+                self.client,
+                self.root.bucket,
+                prefix,
+                delimiter="/" if delimiter else None,
+                start_after=start,
+            )
+        except (ClientError, BotoCoreError, ResponseParserError) as exc:
             raise self._error(exc, "list", prefix) from None
 
     def _infos(self, page: Any) -> Iterator[FileInfo]:
@@ -185,15 +193,13 @@ class S3TableStore:
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         prefix = self._key(f"{rel_dir}/" if rel_dir else "")
-        out = [
-            info for page in self._pages(prefix, True, start_after) for info in self._infos(page)
-        ]
+        out = [info for page in self.pages(prefix, True, start_after) for info in self._infos(page)]
         out.sort(key=lambda f: f.path)
         return out
 
     def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
         prefix = self._key(f"{rel_dir}/" if rel_dir else "")
-        for page in self._pages(prefix, False, None):
+        for page in self.pages(prefix, False, None):
             yield from self._infos(page)
 
     def read(self, rel_path: str) -> bytes:

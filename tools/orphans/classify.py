@@ -37,7 +37,7 @@ from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.storage import FileInfo, TableStore
-from deltaguard.tools.orphans.listing import DEFAULT_WORKERS, ListingProgress, list_table
+from deltaguard.tools.orphans.listing import ListingProgress, list_table
 from deltaguard.tools.orphans.references import References, collect_references
 from deltaguard.tools.orphans.rules import (
     CHANGE_DATA_DIR,
@@ -169,7 +169,7 @@ def scan(
     *,
     retention_ms: int | None = None,
     now_ms: int | None = None,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     progress: ListingProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> ScanResult:
@@ -194,7 +194,9 @@ def scan(
     refs = collect_references(snapshot, cutoff)
     is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
     phase("listing the table")
-    table = list_table(store, is_hidden, workers=workers, progress=progress)
+    table = list_table(
+        store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
+    )
     phase("classifying")
     candidates = [
         c
@@ -211,7 +213,7 @@ def scan(
         retention_ms,
         source,
         candidates,
-        len(table.files),
+        table.listed,
         len(refs.live),
         table.hidden_dirs,
         len(listing.files),

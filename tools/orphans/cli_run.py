@@ -50,11 +50,11 @@ class OrphansRequest:
     unsafe_retention: bool = False
     as_json: bool = False
     manifest_path: Path | None = None
-    workers: int = 8
+    workers: int | None = None
 
 
 def scan_with_progress(
-    store: TableStore, console: Console, retention_ms: int | None, workers: int
+    store: TableStore, console: Console, retention_ms: int | None, workers: int | None
 ) -> ScanResult:
     """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
     bytes, rate) refreshed from the listing counters."""
@@ -85,7 +85,7 @@ def scan_with_progress(
                     completed=done,
                     files=counters.files,
                     dirs=f"{done}/{done + pending}",
-                    size=f"{counters.bytes / 2**20:.1f} MiB",
+                    size=f"{counters.bytes / 2**20:.1f} MiB unreferenced",
                     rate=f"{counters.files / elapsed:,.0f} files/s",
                 )
 

@@ -18,18 +18,23 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from deltaguard.logstore.aws_errors import describe
 from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.storage import FileInfo, LocalTableStore, S3TableStore, TableStore
 
-#: Default listing concurrency (threads; each task is one directory).
+#: Default listing concurrency (threads; each task is one directory): S3 listings wait on the
+#: network, so 8 overlap well; a local listing is CPU work under the GIL, where more threads
+#: only contend (measured on 200,000 files: 0.47 s with 1 thread, 0.52 s with 2, 1.06 s with 8).
 DEFAULT_WORKERS = 8
+DEFAULT_LOCAL_WORKERS = 2
+
+
+def default_workers(store: TableStore) -> int:
+    """:data:`DEFAULT_LOCAL_WORKERS` for a local table, :data:`DEFAULT_WORKERS` otherwise."""
+    return DEFAULT_LOCAL_WORKERS if isinstance(store, LocalTableStore) else DEFAULT_WORKERS
 
 
 @dataclass
@@ -37,15 +42,15 @@ class ListingProgress:
     """Counters updated while listing (read them from another thread for a progress bar)."""
 
     files: int = 0
-    bytes: int = 0
+    bytes: int = 0  # of the files not already known as referenced
     dirs_done: int = 0
     dirs_pending: int = 0
     hidden_files: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, files: list[FileInfo], hidden: int, new_dirs: int) -> None:
+    def add(self, files: list[FileInfo], hidden: int, new_dirs: int, referenced: int = 0) -> None:
         with self._lock:
-            self.files += len(files)
+            self.files += len(files) + referenced
             self.bytes += sum(f.size for f in files)
             self.hidden_files += hidden
             self.dirs_done += 1
@@ -54,25 +59,41 @@ class ListingProgress:
 
 @dataclass
 class TableListing:
-    """Every visible file (paths relative to the root, decoded) and how the walk went."""
+    """Every visible file the caller did not already know as referenced (paths relative to
+    the root, decoded), and how the walk went. ``referenced_files`` counts the files skipped
+    because they were in ``referenced``."""
 
     files: list[FileInfo]
     dirs: int
     hidden_files: int
     hidden_dirs: list[str]
+    referenced_files: int = 0
+
+    @property
+    def listed(self) -> int:
+        """Every visible file found, referenced or not."""
+        return len(self.files) + self.referenced_files
 
 
-def _local_children(store: LocalTableStore, rel_dir: str) -> tuple[list[FileInfo], list[str]]:
+#: What listing one directory returns: files (not in ``referenced``), sub-directories, and how
+#: many files were skipped because ``referenced`` named them.
+Children = tuple[list[FileInfo], list[str], int]
+
+
+def _local_children(store: LocalTableStore, rel_dir: str, referenced: Container[str]) -> Children:
     base = store.root / rel_dir if rel_dir else store.root
     prefix = f"{rel_dir}/" if rel_dir else ""
     files: list[FileInfo] = []
     dirs: list[str] = []
+    known = 0
     try:
         with os.scandir(base) as it:
             for entry in it:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         dirs.append(prefix + entry.name)
+                    elif (prefix + entry.name) in referenced:
+                        known += 1  # no stat: a referenced file is never a candidate
                     elif entry.is_file(follow_symlinks=False):
                         st = entry.stat(follow_symlinks=False)
                         files.append(
@@ -81,43 +102,42 @@ def _local_children(store: LocalTableStore, rel_dir: str) -> tuple[list[FileInfo
                 except FileNotFoundError:
                     continue  # deleted while listing
     except FileNotFoundError:
-        return [], []
+        return [], [], 0
     except OSError as exc:
         raise StorageError(f"cannot list {base}: {exc.strerror}", str(base)) from None
-    return files, dirs
+    return files, dirs, known
 
 
-def _s3_children(store: S3TableStore, rel_dir: str) -> tuple[list[FileInfo], list[str]]:
+def _s3_children(store: S3TableStore, rel_dir: str, referenced: Container[str]) -> Children:
     root = store.root.key.strip("/")
     root_prefix = f"{root}/" if root else ""
-    prefix = root_prefix + (f"{rel_dir}/" if rel_dir else "")
     files: list[FileInfo] = []
     dirs: list[str] = []
-    try:
-        pages = store.client.get_paginator("list_objects_v2").paginate(
-            Bucket=store.root.bucket, Prefix=prefix, Delimiter="/"
-        )
-        for page in pages:
-            for obj in page.get("Contents", ()):
-                rel = obj["Key"][len(root_prefix) :]
-                if rel and not rel.endswith("/"):
-                    files.append(
-                        FileInfo(rel, int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000))
-                    )
-            for common in page.get("CommonPrefixes", ()):
-                dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
-    except (ClientError, BotoCoreError) as exc:
-        where = f"s3://{store.root.bucket}/{prefix}"
-        raise StorageError(f"cannot list {where}: {describe(exc)}", where) from None
-    return files, dirs
+    known = 0
+    for page in store.pages(root_prefix + (f"{rel_dir}/" if rel_dir else "")):
+        for obj in page.get("Contents", ()):
+            rel = obj["Key"][len(root_prefix) :]
+            if rel in referenced:
+                known += 1
+            elif rel and not rel.endswith("/"):
+                files.append(
+                    FileInfo(rel, int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000))
+                )
+        for common in page.get("CommonPrefixes", ()):
+            dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
+    return files, dirs, known
 
 
-def list_children(store: TableStore, rel_dir: str) -> tuple[list[FileInfo], list[str]]:
-    """The files and sub-directories directly in ``rel_dir`` (one directory, not recursive)."""
+def list_children(
+    store: TableStore, rel_dir: str, referenced: Container[str] = frozenset()
+) -> Children:
+    """The files and sub-directories directly in ``rel_dir`` (one directory, not recursive).
+    Files named in ``referenced`` (relative paths) are only counted: not stat'ed, not
+    returned."""
     if isinstance(store, LocalTableStore):
-        return _local_children(store, rel_dir)
+        return _local_children(store, rel_dir, referenced)
     if isinstance(store, S3TableStore):
-        return _s3_children(store, rel_dir)
+        return _s3_children(store, rel_dir, referenced)
     raise TypeError(f"cannot list {type(store).__name__}: not a local or S3 table store")
 
 
@@ -125,26 +145,31 @@ def list_table(
     store: TableStore,
     is_hidden: Callable[[str], bool],
     *,
-    workers: int = DEFAULT_WORKERS,
+    referenced: Container[str] = frozenset(),
+    workers: int | None = None,
     progress: ListingProgress | None = None,
 ) -> TableListing:
     """Lists every visible file below the table root, ``workers`` directories at a time.
     ``is_hidden`` is applied to each directory and file *name*; hidden directories are not
-    entered and are reported in ``hidden_dirs`` (``_delta_log`` among them)."""
+    entered and are reported in ``hidden_dirs`` (``_delta_log`` among them). Files in
+    ``referenced`` are counted in ``referenced_files`` only (on local disk they are not even
+    stat'ed, which is most of a local listing's cost). ``workers`` defaults to
+    :func:`default_workers`."""
+    workers = workers if workers is not None else default_workers(store)
     progress = progress if progress is not None else ListingProgress()
     progress.dirs_pending = 1
     files: list[FileInfo] = []
     hidden_dirs: list[str] = []
     hidden_files = 0
+    known = 0
     dirs = 0
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="list") as pool:
-        pending: set[Future[tuple[list[FileInfo], list[str]]]] = {
-            pool.submit(list_children, store, "")
-        }
+        pending: set[Future[Children]] = {pool.submit(list_children, store, "", referenced)}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                found, subdirs = future.result()
+                found, subdirs, skipped = future.result()
+                known += skipped
                 dirs += 1
                 visible = [f for f in found if not is_hidden(f.path.rpartition("/")[2])]
                 hidden = len(found) - len(visible)
@@ -155,7 +180,7 @@ def list_table(
                     if is_hidden(sub.rpartition("/")[2]):
                         hidden_dirs.append(sub)
                     else:
-                        pending.add(pool.submit(list_children, store, sub))
+                        pending.add(pool.submit(list_children, store, sub, referenced))
                         entered += 1
-                progress.add(visible, hidden, entered)
-    return TableListing(files, dirs, hidden_files, sorted(hidden_dirs))
+                progress.add(visible, hidden, entered, skipped)
+    return TableListing(files, dirs, hidden_files, sorted(hidden_dirs), known)

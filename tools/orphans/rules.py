@@ -74,6 +74,8 @@ def check_retention(retention_ms: int, unsafe_retention: bool) -> None:
 def relative_to_root(path: str, store: TableStore) -> str | None:
     """A decoded log path as a path relative to the table root, or None if it points outside
     the table. Relative paths are returned unchanged (minus a leading ``./``)."""
+    if ":" not in path and not path.startswith("/"):
+        return path.removeprefix("./")  # no scheme, not absolute: the common case, fast
     parts = urllib.parse.urlsplit(path)
     if parts.scheme in S3_SCHEMES:
         if not isinstance(store, S3TableStore) or parts.netloc != store.root.bucket:
