@@ -185,7 +185,9 @@ class S3TableStore:
         except (ClientError, BotoCoreError, ResponseParserError) as exc:
             raise self._error(exc, "list", prefix) from None
 
-    def _infos(self, page: Any) -> Iterator[FileInfo]:
+    def infos(self, page: Any) -> Iterator[FileInfo]:
+        """The files of one :meth:`pages` page, relative to the root (directory markers
+        skipped)."""
         for obj in page.get("Contents", []):
             rel = obj["Key"][len(self._prefix) :]
             if rel and not rel.endswith("/"):
@@ -193,14 +195,14 @@ class S3TableStore:
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         prefix = self._key(f"{rel_dir}/" if rel_dir else "")
-        out = [info for page in self.pages(prefix, True, start_after) for info in self._infos(page)]
+        out = [info for page in self.pages(prefix, True, start_after) for info in self.infos(page)]
         out.sort(key=lambda f: f.path)
         return out
 
     def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
         prefix = self._key(f"{rel_dir}/" if rel_dir else "")
         for page in self.pages(prefix, False, None):
-            yield from self._infos(page)
+            yield from self.infos(page)
 
     def read(self, rel_path: str) -> bytes:
         key = self._key(rel_path)

@@ -115,14 +115,11 @@ def _s3_children(store: S3TableStore, rel_dir: str, referenced: Container[str]) 
     dirs: list[str] = []
     known = 0
     for page in store.pages(root_prefix + (f"{rel_dir}/" if rel_dir else "")):
-        for obj in page.get("Contents", ()):
-            rel = obj["Key"][len(root_prefix) :]
-            if rel in referenced:
+        for info in store.infos(page):
+            if info.path in referenced:
                 known += 1
-            elif rel and not rel.endswith("/"):
-                files.append(
-                    FileInfo(rel, int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000))
-                )
+            else:
+                files.append(info)
         for common in page.get("CommonPrefixes", ()):
             dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
     return files, dirs, known
