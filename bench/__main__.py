@@ -98,16 +98,25 @@ def _orphans_lines(orph: dict[str, Any]) -> list[str]:
             f"{s['spark_vacuum_dry_run_s_median']:.2f} s | {s['speedup_median']:.1f}x | "
             f"{s['deltaguard_peak_rss_mib']:.0f} MiB | {s['files_reported']['deltaguard']} / {s['files_reported']['spark']} |"
         )
-    if "localstack" in orph and "listing_floor_s" in orph["localstack"]:
-        per = orph["localstack_list_request_s"]["median"]
-        lines += [
-            "",
-            f"LocalStack answers one ListObjectsV2 request in {per:.2f} s at this bucket size "
-            f"(median, measured alone): listing the table's {orphans.PARTITIONS + 2} directories costs at "
-            f"least {orph['localstack']['listing_floor_s']:.0f} s whoever lists it. "
-            f"Upload: {orph['upload']['files']} files in {orph['upload']['s']:.0f} s "
-            f"({orph['upload']['puts_per_s']} PUT/s).",
-        ]
+    if "localstack_list_request_s" in orph:
+        encoded = orph["localstack_list_request_s"]["median"]
+        text = (
+            f"LocalStack answers one ListObjectsV2 request for one partition in {encoded:.2f} s "
+            "with URL-encoded keys (botocore's default)"
+        )
+        if "localstack_list_request_plain_s" in orph:
+            plain = orph["localstack_list_request_plain_s"]["median"]
+            text += (
+                f" and {plain:.2f} s without (deltaguard's and Spark's requests), alone, at this "
+                f"bucket size: listing the table's {orphans.PARTITIONS + 2} directories costs at "
+                f"least {orph['localstack']['listing_floor_s']:.0f} s whoever lists it"
+            )
+        upload = orph["upload"]
+        text += (
+            f". Upload: {upload['files']} files in {upload['s']:.0f} s "
+            f"({upload['puts_per_s']} PUT/s)."
+        )
+        lines += ["", text]
     return [*lines, ""]
 
 
