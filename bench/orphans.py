@@ -12,7 +12,6 @@ parallel PUTs. Both must report the same number of files.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -23,19 +22,13 @@ from typing import Any
 
 from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.failed_job import run_vacuum_dry_run
+from deltaguard.testbed.multi_driver import driver_env
 from deltaguard.testbed.synthetic_table import build_wide_table
 from deltaguard.testbed.table_copies import upload_table
 
 PARTITIONS = 200
 PREFIX = "orphans-bench"
 DAY_MS = 86_400_000
-
-
-def _env(endpoint: Endpoint | None) -> dict[str, str]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    if endpoint is not None:
-        env.update(AWS_ACCESS_KEY_ID=endpoint.access_key, AWS_SECRET_ACCESS_KEY=endpoint.secret_key)
-    return env
 
 
 def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
@@ -52,7 +45,9 @@ def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
         args += ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    proc = subprocess.run(args, capture_output=True, text=True, env=_env(endpoint), check=False)
+    proc = subprocess.run(
+        args, capture_output=True, text=True, env=driver_env(endpoint), check=False
+    )
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"deltaguard orphans failed ({proc.returncode}): {proc.stderr[-2000:]}")

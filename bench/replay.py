@@ -31,7 +31,7 @@ def _sample(side: str, table: str, endpoint: Endpoint | None) -> dict[str, Any]:
     args = [sys.executable, "-m", "bench.replay_worker", side, table]
     if endpoint is not None:
         args.append(endpoint.url)
-        env.update(AWS_ACCESS_KEY_ID=endpoint.access_key, AWS_SECRET_ACCESS_KEY=endpoint.secret_key)
+        env.update(endpoint.credentials_env())
     out = subprocess.run(args, capture_output=True, text=True, env=env, check=False, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"{side} failed on {table}: {out.stderr[-2000:]}")

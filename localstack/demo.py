@@ -10,7 +10,6 @@ commits and rows expected and found, and what was lost. Exit code 1 if deltaguar
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
 from deltaguard.testbed.endpoints import Endpoint
 from deltaguard.testbed.fault_proxy import FaultProxy
 from deltaguard.testbed.localstack_server import LocalStackServer
-from deltaguard.testbed.multi_driver import MultiDriverResult, run_multi_driver
+from deltaguard.testbed.multi_driver import MultiDriverResult, driver_env, run_multi_driver
 from deltaguard.testbed.race import hold_one_commit_put
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
@@ -97,7 +96,7 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
             ],
             stdout=subprocess.DEVNULL,
             stderr=err,
-            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+            env=driver_env(),
             check=False,
         )
     if proc.returncode != 0:

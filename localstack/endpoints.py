@@ -49,6 +49,11 @@ class Endpoint:
             "AWS_ALLOW_HTTP": "true",
         }
 
+    def credentials_env(self) -> dict[str, str]:
+        """This endpoint's keys as environment variables for a child process (the default
+        credential chains of S3A and boto3 read them)."""
+        return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
+
     def boto3_kwargs(self) -> dict[str, str]:
         """Keyword arguments for ``boto3.client(...)``."""
         return {

@@ -36,7 +36,7 @@ from typing import Any
 from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import kill_when, start_job
+from deltaguard.testbed.multi_driver import driver_env, kill_when, start_job
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).
 #: A local driver lists with a few tasks, not Spark's default of up to 10,000.
@@ -180,7 +180,7 @@ def build_fixture(out: Path, timeout_s: float = 900) -> dict[str, Any]:
         text=True,
         timeout=timeout_s,
         check=False,
-        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+        env=driver_env(),
     )
     if proc.returncode != 0:
         raise RuntimeError(
@@ -203,17 +203,15 @@ def run_vacuum_dry_run(
     LogStore. Raises RuntimeError naming ``log`` if Spark fails."""
     args = [sys.executable, "-m", "deltaguard.testbed.failed_job", "vacuum", table]
     args += ["--runs", str(runs), "--master", master]
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
     if endpoint is not None:
         args += ["--endpoint", endpoint.url]
-        env.update(AWS_ACCESS_KEY_ID=endpoint.access_key, AWS_SECRET_ACCESS_KEY=endpoint.secret_key)
     with log.open("w") as err:
         proc = subprocess.run(
             args,
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=env,
+            env=driver_env(endpoint),
             timeout=timeout_s,
             check=False,
         )

@@ -63,11 +63,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
 def start_job(properties: Path, endpoint: Endpoint, args: list[str], log_path: Path) -> Any:
     """``spark-submit --properties-file PROPERTIES fanout_job.py ARGS`` in a new process group,
     credentials in the environment (S3A's default chain), stderr to ``log_path``."""
-    env = multi_driver._driver_env() | {
-        "AWS_ACCESS_KEY_ID": endpoint.access_key,
-        "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
+    env = multi_driver.driver_env(endpoint) | {"PYSPARK_DRIVER_PYTHON": sys.executable}
     command = [str(SPARK_SUBMIT), "--properties-file", str(properties), fanout_job.__file__]
     with log_path.open("w") as log:
         return subprocess.Popen(
@@ -104,7 +100,7 @@ def run_trap(endpoint: Endpoint, table_root: str, workdir: Path) -> dict[str, An
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=multi_driver._driver_env(),
+            env=multi_driver.driver_env(),
             cwd=workdir,
         )
     return multi_driver.job_result(proc, log, 600, name="the fan-out trap")[1]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.testbed.endpoints import Endpoint
 
 RESULT_PREFIX = "DELTAGUARD-RESULT "
 
@@ -120,10 +121,14 @@ class MultiDriverResult:
         }
 
 
-def _driver_env() -> dict[str, str]:
+def driver_env(endpoint: Endpoint | None = None) -> dict[str, str]:
+    """The environment of a Spark driver process: loopback only, this interpreter for Python
+    workers, and ``endpoint``'s credentials when given."""
     env = dict(os.environ)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"  # bind and advertise loopback only
     env.setdefault("PYSPARK_PYTHON", sys.executable)
+    if endpoint is not None:
+        env.update(endpoint.credentials_env())
     return env
 
 
@@ -152,7 +157,7 @@ def start_job(
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            env=_driver_env(),
+            env=driver_env(),
         )
 
 
