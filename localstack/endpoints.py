@@ -44,8 +44,7 @@ class Endpoint:
         return {
             "AWS_ENDPOINT_URL": self.url,
             "AWS_REGION": self.region,
-            "AWS_ACCESS_KEY_ID": self.access_key,
-            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            **self.credentials_env(),
             "AWS_ALLOW_HTTP": "true",
         }
 

@@ -37,9 +37,14 @@ def list_unencoded(client: Any) -> Any:
 
 
 def _last_entry(page: dict[str, Any]) -> str | None:
-    keys = [o["Key"] for o in page.get("Contents", ())]
-    keys += [p["Prefix"] + _AFTER_EVERYTHING for p in page.get("CommonPrefixes", ())]
-    return max(keys, default=None)
+    """Where a page ends: S3 returns contents and common prefixes each in key order, so the
+    later of the two last entries (a prefix stands for its whole subtree)."""
+    ends = []
+    if contents := page.get("Contents"):
+        ends.append(contents[-1]["Key"])
+    if prefixes := page.get("CommonPrefixes"):
+        ends.append(prefixes[-1]["Prefix"] + _AFTER_EVERYTHING)
+    return max(ends, default=None)
 
 
 def _decoded(page: dict[str, Any]) -> dict[str, Any]:
