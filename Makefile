@@ -14,7 +14,7 @@ PY := $(VENV)/bin/python
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-0.1.0.jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars testbed demo test test-java lint bench clean
+.PHONY: help setup venv jar jars localstack demo test test-java lint bench clean
 
 help:
 	@echo "make demo   set everything up, run the multi-driver demo on embedded S3 (LocalStack)"
@@ -44,13 +44,13 @@ jar: $(PLUGIN_JAR)
 jars: venv
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
 
-testbed:
+localstack:
 	bash localstack/install.sh
 
-setup: venv jar jars testbed
+setup: venv jar jars localstack
 
 demo: setup
-	$(PY) -m deltaguard.testbed.demo
+	$(PY) -m deltaguard.localstack.demo
 
 test-java:
 	mvn -B -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}

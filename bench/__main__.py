@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.logstore.dynamodb_table import create_table
-from deltaguard.testbed.localstack_server import LocalStackServer
+from deltaguard.localstack.localstack_server import LocalStackServer
 
 from . import commit_latency, orphans, replay, throughput
 

@@ -24,7 +24,7 @@ from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
-from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.localstack.endpoints import Endpoint
 
 from .stats import summarize
 

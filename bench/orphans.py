@@ -1,6 +1,6 @@
 """Orphan scan vs Spark's ``VACUUM ... RETAIN 0 HOURS DRY RUN`` on the same table.
 
-The table is synthesized (:func:`deltaguard.testbed.synthetic_table.build_wide_table`): empty
+The table is synthesized (:func:`deltaguard.localstack.synthetic_table.build_wide_table`): empty
 data files in 200 partitions, one commit and a checkpoint naming the live ones, and 2.5%
 uncommitted files, all ten days old. Each side runs in its own process: our scan
 (``deltaguard orphans TABLE --retention 0 --json``, whole process wall time, interpreter start
@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.failed_job import run_vacuum_dry_run
-from deltaguard.testbed.multi_driver import driver_env
-from deltaguard.testbed.synthetic_table import build_wide_table
-from deltaguard.testbed.table_copies import upload_table
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.failed_job import run_vacuum_dry_run
+from deltaguard.localstack.multi_driver import driver_env
+from deltaguard.localstack.synthetic_table import build_wide_table
+from deltaguard.localstack.table_copies import upload_table
 
 PARTITIONS = 200
 PREFIX = "orphans-bench"

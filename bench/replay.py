@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.localstack.endpoints import Endpoint
 
 from . import synth_tables
 

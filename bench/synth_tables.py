@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltaguard.testbed.synthetic_table import (
+from deltaguard.localstack.synthetic_table import (
     ADD,
     CHECKPOINT_SCHEMA,
     METADATA,

@@ -1,7 +1,7 @@
 """Committed versions per second with 1, 4 and 8 concurrent writers on one table, through
 deltaguard's conditional LogStore and through its DynamoDB LogStore, on the same LocalStack in
 the same run: Python writers and Spark drivers, each a separate process
-(:func:`deltaguard.testbed.multi_driver.run_multi_driver`).
+(:func:`deltaguard.localstack.multi_driver.run_multi_driver`).
 
 Writers reach LocalStack through a counting :class:`FaultProxy` with no rules, so every
 request they make (commits, listings, reads, DynamoDB calls) is counted by kind; the table's
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.spark_conf.session import LogStoreChoice
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.fault_proxy import FaultProxy
-from deltaguard.testbed.multi_driver import run_multi_driver
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.multi_driver import run_multi_driver
 
 STORES = (LogStoreChoice.S3_CONDITIONAL, LogStoreChoice.S3_DYNAMODB)
 

@@ -8,8 +8,8 @@ commits survived. Prints one JSON object: the writer's own account of what it co
 ``verify``: reads the table back with Spark Delta (the reader's truth) and prints one JSON
 object: versions present, data commits per tag, rows, rows per (writer, batch).
 
-Run as ``python -m deltaguard.testbed.append_job append|verify ...``; orchestrated by
-:mod:`deltaguard.testbed.multi_driver`.
+Run as ``python -m deltaguard.localstack.append_job append|verify ...``; orchestrated by
+:mod:`deltaguard.localstack.multi_driver`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from deltaguard.spark_conf.session import (
     build_spark_session,
 )
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
-from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.localstack.endpoints import Endpoint
 
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
 
@@ -232,7 +232,7 @@ def verify(args: argparse.Namespace) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.append_job")
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.append_job")
     parser.add_argument("command", choices=["append", "verify"])
     parser.add_argument("--table", required=True)
     parser.add_argument("--endpoint", help="S3 endpoint URL (omit for local paths)")

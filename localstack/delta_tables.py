@@ -1,7 +1,7 @@
 """Delta tables written by real Spark Delta, for tests of the log reader (and of anything built
 on its replay): one Spark session writes them all, then records Spark's own view of each.
 
-``python -m deltaguard.testbed.delta_tables OUTDIR`` (or :func:`build_tables`, which runs it in
+``python -m deltaguard.localstack.delta_tables OUTDIR`` (or :func:`build_tables`, which runs it in
 a subprocess so no JVM stays in the caller) writes, under ``OUTDIR``:
 
 ========================  ==================================================================
@@ -64,7 +64,7 @@ def build_tables(out: Path, timeout_s: float = 900) -> SparkTables:
     Raises RuntimeError with the child's output tail if Spark fails."""
     out.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "deltaguard.testbed.delta_tables", str(out)],
+        [sys.executable, "-m", "deltaguard.localstack.delta_tables", str(out)],
         capture_output=True,
         text=True,
         timeout=timeout_s,

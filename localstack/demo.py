@@ -22,11 +22,11 @@ from rich.table import Table
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.probe import print_report, run_probe
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.fault_proxy import FaultProxy
-from deltaguard.testbed.localstack_server import LocalStackServer
-from deltaguard.testbed.multi_driver import MultiDriverResult, driver_env, run_multi_driver
-from deltaguard.testbed.race import hold_one_commit_put
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.localstack_server import LocalStackServer
+from deltaguard.localstack.multi_driver import MultiDriverResult, driver_env, run_multi_driver
+from deltaguard.localstack.race import hold_one_commit_put
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
@@ -88,7 +88,7 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
             [
                 sys.executable,
                 "-m",
-                "deltaguard.testbed.failed_job",
+                "deltaguard.localstack.failed_job",
                 "fail-half-way",
                 table,
                 "--endpoint",
@@ -138,7 +138,7 @@ def audit_written_table(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.demo", description=__doc__)
     parser.add_argument("--drivers", type=int, default=4)
     parser.add_argument("--appends", type=int, default=10, help="appends per driver")
     parser.add_argument(

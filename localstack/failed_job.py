@@ -2,7 +2,7 @@
 
 Delta writes data files under their final names and its abort hooks do nothing, so a job that
 fails (an exception in one task) or dies (the driver killed) leaves the files its finished
-tasks wrote. Subcommands of ``python -m deltaguard.testbed.failed_job``:
+tasks wrote. Subcommands of ``python -m deltaguard.localstack.failed_job``:
 
 ``fixture OUTDIR``
     writes ``OUTDIR/events`` with a history (partitioned appends, an overwrite, deletion
@@ -35,8 +35,8 @@ from typing import Any
 
 from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import driver_env, kill_when, start_job
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.multi_driver import driver_env, kill_when, start_job
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).
 #: A local driver lists with a few tasks, not Spark's default of up to 10,000.
@@ -155,7 +155,7 @@ def fixture(out: Path) -> dict[str, Any]:
         proc = start_job(
             ["slow-append", str(table)],
             out / "slow-append.log",
-            module="deltaguard.testbed.failed_job",
+            module="deltaguard.localstack.failed_job",
         )
         kill_when(proc, lambda: len(data_files(table) - before) >= 3, out / "slow-append.log", 600)
         killed = data_files(table) - before
@@ -175,7 +175,7 @@ def build_fixture(out: Path, timeout_s: float = 900) -> dict[str, Any]:
     with the child's output tail if it fails."""
     out.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "deltaguard.testbed.failed_job", "fixture", str(out)],
+        [sys.executable, "-m", "deltaguard.localstack.failed_job", "fixture", str(out)],
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -201,7 +201,7 @@ def run_vacuum_dry_run(
     returns its JSON: ``{"seconds": [...], "paths": [...]}``. With ``endpoint`` the child gets
     its credentials and reads ``table`` (an ``s3a://`` URI) through deltaguard's conditional
     LogStore. Raises RuntimeError naming ``log`` if Spark fails."""
-    args = [sys.executable, "-m", "deltaguard.testbed.failed_job", "vacuum", table]
+    args = [sys.executable, "-m", "deltaguard.localstack.failed_job", "vacuum", table]
     args += ["--runs", str(runs), "--master", master]
     if endpoint is not None:
         args += ["--endpoint", endpoint.url]
@@ -221,7 +221,7 @@ def run_vacuum_dry_run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.failed_job")
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.failed_job")
     parser.add_argument("command", choices=["fixture", "fail-half-way", "slow-append", "vacuum"])
     parser.add_argument("target")
     parser.add_argument("--endpoint")

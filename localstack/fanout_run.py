@@ -4,9 +4,9 @@
 ``s3-conditional`` preset for the endpoint (jars from the local cache, a local master) as a
 ``--properties-file``; :func:`start_job` starts ``spark-submit`` on
 :mod:`deltaguard.spark_conf.fanout_job` in its own process group (so
-:func:`deltaguard.testbed.multi_driver.kill_when` kills its JVM and Python driver together);
+:func:`deltaguard.localstack.multi_driver.kill_when` kills its JVM and Python driver together);
 :func:`job_result` reads the job's JSON line; :func:`run_trap` runs the trap driver
-(:mod:`deltaguard.testbed.fanout_trap`); :func:`count_commits` counts the tables' commits on
+(:mod:`deltaguard.localstack.fanout_trap`); :func:`count_commits` counts the tables' commits on
 S3; :func:`read_tables` reads the tables back with delta-rs (not Spark: an independent reader)
 and reports rows and distinct keys per table.
 """
@@ -31,8 +31,8 @@ from deltaguard.spark_conf.session import (
     master_conf,
     small_tables_conf,
 )
-from deltaguard.testbed import multi_driver
-from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.localstack import multi_driver
+from deltaguard.localstack.endpoints import Endpoint
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
@@ -90,13 +90,13 @@ def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, 
 
 
 def run_trap(endpoint: Endpoint, table_root: str, workdir: Path) -> dict[str, Any]:
-    """Runs :mod:`deltaguard.testbed.fanout_trap` in one driver; returns its report."""
+    """Runs :mod:`deltaguard.localstack.fanout_trap` in one driver; returns its report."""
     log = workdir / "trap.log"
     args = ["--endpoint", endpoint.url, "--table-root", table_root]
     args += ["--local-dir", str(workdir / "spark-trap")]
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "deltaguard.testbed.fanout_trap", *args],
+            [sys.executable, "-m", "deltaguard.localstack.fanout_trap", *args],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,

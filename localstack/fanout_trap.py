@@ -12,7 +12,7 @@ reads the futures the naive code ignored, to show what it hid.
 ``failure``: a write that cannot succeed, next to one that can (fails at once, is raised).
 
 Prints one JSON object (``DELTAGUARD-RESULT {...}``). Run as
-``python -m deltaguard.testbed.fanout_trap --endpoint URL --table-root s3a://bucket/prefix``.
+``python -m deltaguard.localstack.fanout_trap --endpoint URL --table-root s3a://bucket/prefix``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 
 from deltaguard.spark_conf.fanout import write_fanout
 from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session, small_tables_conf
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.multi_driver import RESULT_PREFIX
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.multi_driver import RESULT_PREFIX
 
 
 def _batch(spark: Any, batch: int, rows: int, with_note: bool) -> Any:
@@ -118,7 +118,7 @@ def _failure_surfaces(spark: Any, root: str, rows: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.fanout_trap")
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.fanout_trap")
     parser.add_argument("--endpoint", required=True, help="S3 endpoint URL")
     parser.add_argument("--table-root", required=True, help="s3a://bucket/prefix for the tables")
     parser.add_argument("--threads", type=int, default=4)

@@ -25,7 +25,7 @@ Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON lis
 stats`` (per-rule counts, and forwarded requests by kind, see :func:`request_kind`), ``POST
 reset``. :class:`FaultProxy` wraps it for tests.
 
-Run: ``python -m deltaguard.testbed.fault_proxy --upstream URL --port-file F [--seed N]``.
+Run: ``python -m deltaguard.localstack.fault_proxy --upstream URL --port-file F [--seed N]``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.process import ServerProcess, free_port, http_ok
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.process import ServerProcess, free_port, http_ok
 
 Action = Literal[
     "error", "delay", "reset", "hang", "strip_header", "drop_response", "hold_until_peer"
@@ -358,7 +358,7 @@ class FaultProxy:
             [
                 sys.executable,
                 "-m",
-                "deltaguard.testbed.fault_proxy",
+                "deltaguard.localstack.fault_proxy",
                 "--upstream",
                 self.upstream.url,
                 "--port",

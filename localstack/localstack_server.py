@@ -22,8 +22,8 @@ import urllib.request
 from pathlib import Path
 
 from deltaguard.spark_conf.jvm_deps import cache_dir
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.process import ServerProcess, free_port
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.process import ServerProcess, free_port
 
 # LocalStack's S3 provider keeps object bodies here whatever FILESYSTEM_ROOT says.
 _S3_STORAGE = "/tmp/localstack-s3-storage"
@@ -41,7 +41,7 @@ def _installation() -> tuple[Path, Path]:
         or not (lib / "dynamodb-local" / "2" / "DynamoDBLocal.jar").is_file()
     ):
         raise TestBedNotInstalledError(
-            f"LocalStack is not installed in {cache_dir()}: run `make testbed` "
+            f"LocalStack is not installed in {cache_dir()}: run `make localstack` "
             "(bash localstack/install.sh)."
         )
     return venv_python, lib

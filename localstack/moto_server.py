@@ -14,8 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.process import ServerProcess, free_port, http_ok
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.process import ServerProcess, free_port, http_ok
 
 
 class MotoServer:
@@ -34,7 +34,7 @@ class MotoServer:
             [
                 sys.executable,
                 "-m",
-                "deltaguard.testbed.moto_server",
+                "deltaguard.localstack.moto_server",
                 "--port",
                 str(self.port),
                 "--check-store-delay",
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     import moto.server
     from moto.s3.models import S3Backend
 
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.testbed.moto_server")
+    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.moto_server")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--check-store-delay", type=float, default=0.0)
     args = parser.parse_args(argv)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.spark_conf.session import LogStoreChoice
-from deltaguard.testbed.endpoints import Endpoint
+from deltaguard.localstack.endpoints import Endpoint
 
 RESULT_PREFIX = "DELTAGUARD-RESULT "
 
@@ -145,7 +145,7 @@ def _failure_summary(log: str, tail: int = 20) -> str:
 
 
 def start_job(
-    args: list[str], log_path: Path, module: str = "deltaguard.testbed.append_job"
+    args: list[str], log_path: Path, module: str = "deltaguard.localstack.append_job"
 ) -> subprocess.Popen[str]:
     """Starts ``python -m MODULE ARGS`` as a Spark driver process on loopback (stdout piped,
     stderr to ``log_path``) and returns at once; the caller owns the process (wait for it, or
@@ -237,7 +237,7 @@ def _create_table_with_python(
     table: str, endpoint_url: str | None, logstore: LogStoreChoice, dynamodb_table: str | None
 ) -> None:
     from deltaguard.logstore.delta_append import create_table
-    from deltaguard.testbed.append_job import arrow_schema, python_log_store
+    from deltaguard.localstack.append_job import arrow_schema, python_log_store
 
     if not endpoint_url:
         raise ValueError("deltaguard's Python writer commits to S3 only: give an endpoint")

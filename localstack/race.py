@@ -9,7 +9,7 @@ conditional-write LogStore the held PUT carries If-None-Match and gets 412 inste
 
 from __future__ import annotations
 
-from deltaguard.testbed.fault_proxy import FaultRule
+from deltaguard.localstack.fault_proxy import FaultRule
 
 # Commit files of versions >= 1 (version 0, the table creation, is left alone).
 DATA_COMMIT_FILE_REGEX = r"/_delta_log/(?!0{20}\.json)\d{20}\.json$"

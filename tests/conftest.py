@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from deltaguard.logstore.s3_conditional import forget_verifications
-from deltaguard.testbed.endpoints import Endpoint
-from deltaguard.testbed.fault_proxy import FaultProxy
-from deltaguard.testbed.localstack_server import LocalStackServer
-from deltaguard.testbed.moto_server import MotoServer
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.localstack_server import LocalStackServer
+from deltaguard.localstack.moto_server import MotoServer
 
 
 @pytest.fixture(scope="session")
@@ -77,12 +77,12 @@ def ls_commit_table(localstack: LocalStackServer) -> str:
 @pytest.fixture(scope="session")
 def spark_tables(tmp_path_factory: pytest.TempPathFactory):
     """Delta tables written by real Spark Delta, once per session, with Spark's own live file
-    list per version (see deltaguard.testbed.delta_tables). Treat them as read-only: copy a
+    list per version (see deltaguard.localstack.delta_tables). Treat them as read-only: copy a
     table (``copy_table``) before damaging it. ``DELTAGUARD_SPARK_TABLES=DIR`` reuses tables a
-    previous ``python -m deltaguard.testbed.delta_tables DIR`` wrote (local iteration only)."""
+    previous ``python -m deltaguard.localstack.delta_tables DIR`` wrote (local iteration only)."""
     import os
 
-    from deltaguard.testbed.delta_tables import build_tables, load_tables
+    from deltaguard.localstack.delta_tables import build_tables, load_tables
 
     prebuilt = os.environ.get("DELTAGUARD_SPARK_TABLES")
     if prebuilt:

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from deltaguard.testbed.table_copies import copy_table
+from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.deltalog import UnsupportedTableError, load_snapshot
 from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
 from deltaguard.tools.deltalog.findings import CODES

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaguard.testbed.delta_tables import TABLES
-from deltaguard.testbed.table_copies import copy_table
+from deltaguard.localstack.delta_tables import TABLES
+from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import (
     DeltaLogError,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from deltaguard.testbed.delta_tables import TABLES
-from deltaguard.testbed.table_copies import copy_table, upload_table
+from deltaguard.localstack.delta_tables import TABLES
+from deltaguard.localstack.table_copies import copy_table, upload_table
 from deltaguard.tools.deltalog import S3Options, load_snapshot
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.names import LogFileKind

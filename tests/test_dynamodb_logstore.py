@@ -15,9 +15,9 @@ from deltaguard.logstore.delta_append import append, create_table, latest_versio
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_dynamodb import CommitTableMissingError, S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.testbed.append_job import arrow_schema
-from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.multi_driver import kill_when, start_job
+from deltaguard.localstack.append_job import arrow_schema
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.multi_driver import kill_when, start_job
 
 COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
 

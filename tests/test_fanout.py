@@ -31,8 +31,8 @@ from deltaguard.spark_conf.keyed_append import (
     missing_columns,
     plan_write,
 )
-from deltaguard.testbed import fanout_run
-from deltaguard.testbed.multi_driver import kill_when
+from deltaguard.localstack import fanout_run
+from deltaguard.localstack.multi_driver import kill_when
 
 ENTITIES = 20
 BATCHES = 5

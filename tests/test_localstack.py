@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from deltaguard.testbed.fault_proxy import FaultProxy, FaultRule
-from deltaguard.testbed.localstack_server import LocalStackServer
-from deltaguard.testbed.moto_server import MotoServer
-from deltaguard.testbed.process import ServerProcess, free_port
+from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
+from deltaguard.localstack.localstack_server import LocalStackServer
+from deltaguard.localstack.moto_server import MotoServer
+from deltaguard.localstack.process import ServerProcess, free_port
 
 
 def _code(exc: ClientError) -> str:
@@ -239,7 +239,7 @@ def test_stopped_localstack_leaves_nothing(tmp_path):
     assert _alive_in_group(pid) == []
     assert not (Path("/tmp/localstack-s3-storage") / bucket).exists()
     with pytest.raises(EndpointConnectionError):
-        from deltaguard.testbed.endpoints import Endpoint
+        from deltaguard.localstack.endpoints import Endpoint
 
         Endpoint(url=url).s3_client().list_buckets()
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from deltaguard.testbed.synthetic_table import (
+from deltaguard.localstack.synthetic_table import (
     SyntheticTable,
     dv_descriptor,
     dv_file_name,
 )
-from deltaguard.testbed.table_copies import upload_table
+from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.orphans import (

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaguard.testbed.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
+from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import VersionNotFoundError, list_log, load_snapshot, open_table
 from deltaguard.tools.orphans import FileClass, execute, scan
 from deltaguard.tools.orphans.references import table_paths

@@ -36,7 +36,7 @@ def test_wheel_carries_jar_and_namespace(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert f"deltaguard/logstore/jars/{JAR_NAME}" in names
     assert "deltaguard/spark_conf/jvm/pom.xml" in names
-    assert "deltaguard/testbed/install.sh" in names
+    assert "deltaguard/localstack/install.sh" in names
     assert "deltaguard/tools/deltalog/snapshot.py" in names
     top_level = {n.split("/")[0] for n in names if not n.startswith("deltaguard-")}
     assert top_level == {"deltaguard"}, "no top-level module besides deltaguard"

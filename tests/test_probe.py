@@ -11,8 +11,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.moto_server import MotoServer
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.moto_server import MotoServer
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 CREDS = {

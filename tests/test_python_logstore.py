@@ -25,7 +25,7 @@ from deltaguard.logstore.errors import (
 )
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.testbed.fault_proxy import FaultRule
+from deltaguard.localstack.fault_proxy import FaultRule
 
 COMMIT_RE = r"/_delta_log/\d{20}\.json$"
 

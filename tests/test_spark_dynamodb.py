@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from deltaguard.spark_conf.session import LogStoreChoice
-from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.multi_driver import kill_when, run_multi_driver, start_job, verify_table
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.multi_driver import kill_when, run_multi_driver, start_job, verify_table
 
 pytestmark = pytest.mark.spark
 ROWS = 10

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from deltaguard.testbed.failed_job import build_fixture, run_vacuum_dry_run
-from deltaguard.testbed.table_copies import upload_table
+from deltaguard.localstack.failed_job import build_fixture, run_vacuum_dry_run
+from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.orphans import FileClass, execute, scan
 
