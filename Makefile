@@ -11,7 +11,10 @@ UV := $(DELTAGUARD_CACHE)/bootstrap/bin/uv
 export UV
 VENV := .venv
 PY := $(VENV)/bin/python
-PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-0.1.0.jar
+# The package version: one source (VERSION), read by pyproject, jars.py and Maven (-Drevision).
+VERSION := $(shell cat VERSION)
+MVN := mvn -B -Drevision=$(VERSION)
+PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
 .PHONY: help setup venv jar jars localstack demo test test-java lint bench clean
@@ -26,18 +29,22 @@ $(UV):
 	python3.11 -m venv $(DELTAGUARD_CACHE)/bootstrap
 	$(DELTAGUARD_CACHE)/bootstrap/bin/pip install -q uv==$(UV_VERSION)
 
-$(VENV)/.installed: pyproject.toml $(UV)
+# A strict editable install: build/__editable__.*/deltaguard/ is a tree of links to the sources,
+# laid out as the import paths, so static tools (mypy, IDEs) follow it. A new module needs a
+# re-link: the install depends on the list of package files.
+PACKAGE_FILES := $(shell find logstore/python spark_conf tools localstack -name '*.py' -o -name py.typed 2>/dev/null | sort)
+$(VENV)/.installed: pyproject.toml VERSION $(PACKAGE_FILES) $(UV)
 	$(UV) venv -q --allow-existing -p python3.11 $(VENV)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[test,dev]'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[spark,test,dev]' --config-settings editable_mode=strict
 	touch $@
 
 venv: $(VENV)/.installed
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
-	mvn -B -q -f logstore/pom.xml -DskipTests package
+	$(MVN) -q -f logstore/pom.xml -DskipTests package
 	mkdir -p $(dir $@)
-	cp logstore/target/deltaguard-logstore-0.1.0.jar $@
+	cp logstore/target/deltaguard-logstore-$(VERSION).jar $@
 
 jar: $(PLUGIN_JAR)
 
@@ -53,7 +60,7 @@ demo: setup
 	$(PY) -m deltaguard.localstack.demo
 
 test-java:
-	mvn -B -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}
+	$(MVN) -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}
 
 test: setup test-java
 	@bash .ci/timed-tests

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.localstack.localstack_server import LocalStackServer
+from deltaguard.logstore.dynamodb_table import create_table
 
 from . import commit_latency, orphans, replay, throughput
 

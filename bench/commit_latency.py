@@ -19,12 +19,12 @@ from typing import Any
 
 import pyspark
 
+from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
-from deltaguard.localstack.endpoints import Endpoint
 
 from .stats import summarize
 

@@ -17,10 +17,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.multi_driver import run_multi_driver
+from deltaguard.spark_conf.session import LogStoreChoice
 
 STORES = (LogStoreChoice.S3_CONDITIONAL, LogStoreChoice.S3_DYNAMODB)
 

@@ -21,13 +21,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.spark_conf.session import (
     DynamoDBCommitTableSpec,
     LogStoreChoice,
     build_spark_session,
 )
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
-from deltaguard.localstack.endpoints import Endpoint
 
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
 
@@ -91,7 +91,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
     """The same workload committed by deltaguard's Python writer (no Spark, no JVM)."""
     import pyarrow as pa
 
-    from deltaguard.logstore.delta_append import BlindAppender
+    from deltaguard.localstack.delta_append import BlindAppender
     from deltaguard.logstore.s3_location import S3Location
 
     started = time.monotonic()

@@ -32,8 +32,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.logstore.jars import VERSION
 
-ENGINE_INFO = "deltaguard-python/0.1.0"
+ENGINE_INFO = f"deltaguard-python/{VERSION}"
 _COMMIT_NAME = re.compile(r"^(\d{20})\.json$")
 _APPENDABLE_WRITER_FEATURES = {
     "appendOnly",

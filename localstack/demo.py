@@ -19,14 +19,14 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
-from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
-from deltaguard.spark_conf.probe import print_report, run_probe
-from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.multi_driver import MultiDriverResult, driver_env, run_multi_driver
 from deltaguard.localstack.race import hold_one_commit_put
+from deltaguard.logstore.probe import print_report, run_probe
+from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
+from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
@@ -138,7 +138,9 @@ def audit_written_table(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.demo", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m deltaguard.localstack.demo", description=__doc__
+    )
     parser.add_argument("--drivers", type=int, default=4)
     parser.add_argument("--appends", type=int, default=10, help="appends per driver")
     parser.add_argument(

@@ -33,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
-from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import driver_env, kill_when, start_job
+from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).
 #: A local driver lists with a few tasks, not Spark's default of up to 10,000.

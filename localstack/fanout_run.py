@@ -3,7 +3,7 @@
 :func:`write_input` writes raw JSON-lines batches; :func:`properties_file` renders the
 ``s3-conditional`` preset for the endpoint (jars from the local cache, a local master) as a
 ``--properties-file``; :func:`start_job` starts ``spark-submit`` on
-:mod:`deltaguard.spark_conf.fanout_job` in its own process group (so
+:mod:`deltaguard.tools.fanout.example_job` in its own process group (so
 :func:`deltaguard.localstack.multi_driver.kill_when` kills its JVM and Python driver together);
 :func:`job_result` reads the job's JSON line; :func:`run_trap` runs the trap driver
 (:mod:`deltaguard.localstack.fanout_trap`); :func:`count_commits` counts the tables' commits on
@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from deltaguard.localstack import multi_driver
+from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.spark_conf import fanout_job
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.session import (
@@ -31,8 +32,7 @@ from deltaguard.spark_conf.session import (
     master_conf,
     small_tables_conf,
 )
-from deltaguard.localstack import multi_driver
-from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.tools.fanout import example_job
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
@@ -61,10 +61,10 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
 
 
 def start_job(properties: Path, endpoint: Endpoint, args: list[str], log_path: Path) -> Any:
-    """``spark-submit --properties-file PROPERTIES fanout_job.py ARGS`` in a new process group,
+    """``spark-submit --properties-file PROPERTIES example_job.py ARGS`` in a new process group,
     credentials in the environment (S3A's default chain), stderr to ``log_path``."""
     env = multi_driver.driver_env(endpoint) | {"PYSPARK_DRIVER_PYTHON": sys.executable}
-    command = [str(SPARK_SUBMIT), "--properties-file", str(properties), fanout_job.__file__]
+    command = [str(SPARK_SUBMIT), "--properties-file", str(properties), example_job.__file__]
     with log_path.open("w") as log:
         return subprocess.Popen(
             [*command, *args],
@@ -84,7 +84,7 @@ def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, 
         log_path,
         timeout_s,
         name="the fan-out job",
-        prefix=fanout_job.RESULT_PREFIX,
+        prefix=example_job.RESULT_PREFIX,
         exit_codes=(0, 1),
     )
 

@@ -7,7 +7,7 @@ collide on creation: ProtocolChangedException), and on an existing table with a 
 (``mergeSchema``: MetadataChangedException). The driver then counts the rows that landed, and
 reads the futures the naive code ignored, to show what it hid.
 
-``fanout``: the same batches through :func:`deltaguard.spark_conf.fanout.write_fanout`.
+``fanout``: the same batches through :func:`deltaguard.tools.fanout.writer.write_fanout`.
 ``two_jobs``: two write_fanout calls creating one table at once (Delta's conflict, retried).
 ``failure``: a write that cannot succeed, next to one that can (fails at once, is raised).
 
@@ -25,10 +25,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from deltaguard.spark_conf.fanout import write_fanout
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session, small_tables_conf
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
+from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session, small_tables_conf
+from deltaguard.tools.fanout.writer import write_fanout
 
 
 def _batch(spark: Any, batch: int, rows: int, with_note: bool) -> Any:
@@ -97,7 +97,7 @@ def _two_jobs_create_one_table(spark: Any, table: str, rows: int) -> dict[str, A
 def _failure_surfaces(spark: Any, root: str, rows: int) -> dict[str, Any]:
     """A write that cannot succeed (a column whose type clashes with the table's) fails at once,
     next to a good write, and is raised in a FanoutError carrying every outcome."""
-    from deltaguard.spark_conf.fanout import FanoutError
+    from deltaguard.tools.fanout.writer import FanoutError
 
     bad_table = f"{root}/clash"
     _batch(spark, 0, rows, False).write.format("delta").save(bad_table)

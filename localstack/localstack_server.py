@@ -21,9 +21,9 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from deltaguard.spark_conf.jvm_deps import cache_dir
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.process import ServerProcess, free_port
+from deltaguard.spark_conf.jvm_deps import cache_dir
 
 # LocalStack's S3 provider keeps object bodies here whatever FILESYSTEM_ROOT says.
 _S3_STORAGE = "/tmp/localstack-s3-storage"

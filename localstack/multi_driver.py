@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.spark_conf.session import LogStoreChoice
 
 RESULT_PREFIX = "DELTAGUARD-RESULT "
 
@@ -236,8 +236,8 @@ def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[st
 def _create_table_with_python(
     table: str, endpoint_url: str | None, logstore: LogStoreChoice, dynamodb_table: str | None
 ) -> None:
-    from deltaguard.logstore.delta_append import create_table
     from deltaguard.localstack.append_job import arrow_schema, python_log_store
+    from deltaguard.localstack.delta_append import create_table
 
     if not endpoint_url:
         raise ValueError("deltaguard's Python writer commits to S3 only: give an endpoint")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from deltaguard.logstore.s3_conditional import forget_verifications
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.moto_server import MotoServer
+from deltaguard.logstore.s3_conditional import forget_verifications
 
 
 @pytest.fixture(scope="session")

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pytest
 
-from deltaguard.logstore.delta_append import append, create_table, latest_version
+from deltaguard.localstack.append_job import arrow_schema
+from deltaguard.localstack.delta_append import append, create_table, latest_version
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.multi_driver import kill_when, start_job
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_dynamodb import CommitTableMissingError, S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.localstack.append_job import arrow_schema
-from deltaguard.localstack.fault_proxy import FaultRule
-from deltaguard.localstack.multi_driver import kill_when, start_job
 
 COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
 

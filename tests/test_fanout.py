@@ -15,7 +15,16 @@ import time
 import pytest
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from deltaguard.spark_conf.fanout import (
+from deltaguard.localstack import fanout_run
+from deltaguard.localstack.multi_driver import kill_when
+from deltaguard.tools.fanout.keyed_append import (
+    TxnKey,
+    WriteMode,
+    is_retryable_conflict,
+    missing_columns,
+    plan_write,
+)
+from deltaguard.tools.fanout.writer import (
     BatchOutcome,
     BatchStatus,
     FanoutError,
@@ -24,15 +33,6 @@ from deltaguard.spark_conf.fanout import (
     TableOutcome,
     _TableGate,
 )
-from deltaguard.spark_conf.keyed_append import (
-    TxnKey,
-    WriteMode,
-    is_retryable_conflict,
-    missing_columns,
-    plan_write,
-)
-from deltaguard.localstack import fanout_run
-from deltaguard.localstack.multi_driver import kill_when
 
 ENTITIES = 20
 BATCHES = 5
@@ -188,7 +188,7 @@ def _records(entity: int, batch: int) -> list[dict]:
 def _create_existing_tables(endpoint, root: str) -> None:
     import pyarrow as pa
 
-    from deltaguard.logstore.delta_append import create_table
+    from deltaguard.localstack.delta_append import create_table
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 
     store = S3ConditionalLogStore(endpoint.s3_client())

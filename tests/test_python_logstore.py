@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pytest
 
-from deltaguard.logstore.delta_append import (
+from deltaguard.localstack.delta_append import (
     BlindAppender,
     UnsupportedTableError,
     append,
@@ -18,6 +18,7 @@ from deltaguard.logstore.delta_append import (
     latest_version,
     read_state,
 )
+from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.logstore.errors import (
     CommitOutcomeUnknownError,
     ConditionalWritesNotHonouredError,
@@ -25,7 +26,6 @@ from deltaguard.logstore.errors import (
 )
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.localstack.fault_proxy import FaultRule
 
 COMMIT_RE = r"/_delta_log/\d{20}\.json$"
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.localstack.fault_proxy import FaultRule
-from deltaguard.localstack.multi_driver import DriverFailedError, MultiDriverResult, run_multi_driver
+from deltaguard.localstack.multi_driver import (
+    DriverFailedError,
+    MultiDriverResult,
+    run_multi_driver,
+)
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
+from deltaguard.spark_conf.session import LogStoreChoice
 
 pytestmark = pytest.mark.spark
 ROWS = 10

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.multi_driver import kill_when, run_multi_driver, start_job, verify_table
+from deltaguard.spark_conf.session import LogStoreChoice
 
 pytestmark = pytest.mark.spark
 ROWS = 10

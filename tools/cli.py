@@ -180,7 +180,7 @@ def probe_command(
     import json
 
     from deltaguard.logstore.clients import s3_client
-    from deltaguard.spark_conf.probe import ProbeAbortedError, print_report, run_probe
+    from deltaguard.logstore.probe import ProbeAbortedError, print_report, run_probe
 
     try:
         ddb = (

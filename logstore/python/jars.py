@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from importlib import resources
+from importlib.metadata import version
 from pathlib import Path
 
-JAR_NAME = "deltaguard-logstore-0.1.0.jar"
+#: The package version (one source: the repository's VERSION file, via the installed metadata);
+#: Maven builds the jar under the same version (the Makefile passes it as ``-Drevision``).
+VERSION = version("deltaguard")
+JAR_NAME = f"deltaguard-logstore-{VERSION}.jar"
 
 
 class PluginJarMissingError(RuntimeError):

@@ -10,7 +10,7 @@ belongs to: letters, digits, ``_`` and ``-``) and the entity's attributes::
 Output: ``<output-root>/<entity>``, a Delta table per entity. Each (file, entity) pair is one
 append of the attributes that entity has in that file: an entity that gains an attribute in a
 later file evolves its table's schema; an entity seen for the first time creates its table.
-Every write runs through :func:`deltaguard.spark_conf.fanout.write_fanout`, keyed by the input
+Every write runs through :func:`deltaguard.tools.fanout.writer.write_fanout`, keyed by the input
 file's name (``txnAppId = <job-id>/<file name>``, ``txnVersion = --run-version``): a re-run of
 the same input with the same ``--job-id`` and ``--run-version`` after a crash skips the
 appends that already landed and writes the rest, so no row is written twice.
@@ -19,7 +19,7 @@ Run it with a deltaguard preset (see README, "Fan-out writes")::
 
     deltaguard conf render s3-conditional --table-root s3://lake/entities > lake.properties
     spark-submit --properties-file lake.properties \\
-        "$(python -c 'import deltaguard.spark_conf.fanout_job as j; print(j.__file__)')" \\
+        "$(python -c 'import deltaguard.tools.fanout.example_job as j; print(j.__file__)')" \\
         --input s3a://lake/raw/2026-11-22/ --output-root s3a://lake/entities --run-version 20261122
 
 It ships inside the package so that an installed wheel can run it as is. It prints one JSON
@@ -37,7 +37,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from deltaguard.spark_conf.fanout import FanoutError, FanoutResult, WriteRequest, write_fanout
+from deltaguard.tools.fanout.writer import FanoutError, FanoutResult, WriteRequest, write_fanout
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -14,7 +14,7 @@ table. Its contract:
   parallel writes to one table land in any order; each is one atomic Delta commit.
 - **Retries.** Only Delta's retryable conflicts (``ConcurrentAppendException``,
   ``ProtocolChangedException``, ``MetadataChangedException``: see
-  :data:`deltaguard.spark_conf.keyed_append.RETRYABLE_CONFLICTS`) are retried, up to
+  :data:`deltaguard.tools.fanout.keyed_append.RETRYABLE_CONFLICTS`) are retried, up to
   ``RetryPolicy.max_attempts`` attempts per write, with full-jitter exponential backoff, and
   each attempt re-plans create/evolve/append against the table's current schema. Anything else
   fails that write at once (no retry).
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
-from deltaguard.spark_conf.keyed_append import (
+from deltaguard.tools.fanout.keyed_append import (
     AppendResult,
     TxnKey,
     WriteMode,
