@@ -20,9 +20,9 @@ from typing import Any
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.multi_driver import run_multi_driver
-from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.spark_conf.preset_name import PresetName
 
-STORES = (LogStoreChoice.S3_CONDITIONAL, LogStoreChoice.S3_DYNAMODB)
+STORES = (PresetName.S3_CONDITIONAL, PresetName.S3_DYNAMODB)
 
 
 def _counts(proxy: FaultProxy) -> dict[str, int]:
@@ -34,7 +34,7 @@ def _one(
     proxy: FaultProxy,
     bucket: str,
     engine: str,
-    store: LogStoreChoice,
+    store: PresetName,
     writers: int,
     appends: int,
     ddb_table: str,
@@ -50,7 +50,7 @@ def _one(
         python_writers=writers if engine == "python" else 0,
         appends=appends,
         workdir=workdir,
-        dynamodb_table=ddb_table if store is LogStoreChoice.S3_DYNAMODB else None,
+        dynamodb_table=ddb_table if store is PresetName.S3_DYNAMODB else None,
     )
     if result.lost_tags or result.duplicated_tags or result.failed_appends:
         raise AssertionError(f"benchmark run lost or failed commits: {result.summary()}")
@@ -88,7 +88,7 @@ def run(
     ratios: dict[str, Any] = {}
     with FaultProxy(endpoint, workdir) as proxy:
         for writers in writer_counts:
-            samples: dict[LogStoreChoice, list[dict[str, Any]]] = {s: [] for s in STORES}
+            samples: dict[PresetName, list[dict[str, Any]]] = {s: [] for s in STORES}
             for i in range(runs):
                 order = STORES if i % 2 == 0 else tuple(reversed(STORES))
                 for store in order:

@@ -22,11 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.spark_conf.session import (
-    DynamoDBCommitTableSpec,
-    LogStoreChoice,
-    build_spark_session,
-)
+from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
@@ -59,7 +57,7 @@ def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
 
 
 def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
-    if LogStoreChoice(args.logstore) is not LogStoreChoice.S3_DYNAMODB:
+    if PresetName(args.logstore) is not PresetName.S3_DYNAMODB:
         return None
     endpoint = Endpoint(url=args.endpoint) if args.endpoint else None
     return DynamoDBCommitTableSpec(
@@ -69,13 +67,13 @@ def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
     )
 
 
-def python_log_store(endpoint_url: str, logstore: LogStoreChoice, dynamodb_table: str) -> object:
+def python_log_store(endpoint_url: str, logstore: PresetName, dynamodb_table: str) -> object:
     """deltaguard's Python LogStore for the chosen commit path (S3 only)."""
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 
     endpoint = Endpoint(url=endpoint_url)
-    if logstore is LogStoreChoice.S3_DYNAMODB:
+    if logstore is PresetName.S3_DYNAMODB:
         return S3DynamoDBLogStore(endpoint.s3_client(), endpoint.dynamodb_client(), dynamodb_table)
     return S3ConditionalLogStore(endpoint.s3_client())
 
@@ -96,7 +94,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
 
     started = time.monotonic()
     s3 = Endpoint(url=args.endpoint).s3_client()
-    store = python_log_store(args.endpoint, LogStoreChoice(args.logstore), args.dynamodb_table)
+    store = python_log_store(args.endpoint, PresetName(args.logstore), args.dynamodb_table)
 
     def put(uri: str, data: bytes) -> None:
         loc = S3Location.parse(uri)
@@ -168,9 +166,9 @@ def append(args: argparse.Namespace) -> dict[str, object]:
         return _append_python(args)
 
     started = time.monotonic()
-    spark = build_spark_session(
+    spark = build_test_session(
         _storage(args),
-        LogStoreChoice(args.logstore),
+        PresetName(args.logstore),
         app_name=f"deltaguard-append-w{args.writer}",
         dynamodb=_dynamodb(args),
         local_dir=Path(args.local_dir) if args.local_dir else None,
@@ -196,9 +194,9 @@ def append(args: argparse.Namespace) -> dict[str, object]:
 
 
 def verify(args: argparse.Namespace) -> dict[str, object]:
-    spark = build_spark_session(
+    spark = build_test_session(
         _storage(args),
-        LogStoreChoice(args.logstore),
+        PresetName(args.logstore),
         app_name="deltaguard-verify",
         dynamodb=_dynamodb(args),
         local_dir=Path(args.local_dir) if args.local_dir else None,
@@ -238,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", help="S3 endpoint URL (omit for local paths)")
     parser.add_argument(
         "--logstore",
-        default=LogStoreChoice.S3_CONDITIONAL.value,
-        choices=[c.value for c in LogStoreChoice],
+        default=PresetName.S3_CONDITIONAL.value,
+        choices=[c.value for c in PresetName],
     )
     parser.add_argument(
         "--engine",

@@ -4,7 +4,8 @@ Used by deltaguard's tools and tests to commit to the same table as Spark driver
 time (mixed writers). It implements Delta's optimistic commit for the one case it needs:
 
 1. read the latest version ``v``, its ``protocol`` and ``metaData`` (JSON commits, newest
-   first); a :class:`BlindAppender` keeps them and later reads only newer commits;
+   first, parsed by :mod:`deltaguard.tools.deltalog.actions`, the log reader of the audit);
+   a :class:`BlindAppender` keeps them and later reads only newer commits;
 2. refuse, with a message naming the feature, tables it cannot append to correctly
    (partitioned tables, column mapping, row tracking, in-commit timestamps, constraints,
    generated or identity columns, catalog-managed tables, unknown writer features);
@@ -22,20 +23,21 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol as TypingProtocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.jars import VERSION
+from deltaguard.tools.deltalog.actions import Action, Metadata, Protocol, parse_json_actions
 
 ENGINE_INFO = f"deltaguard-python/{VERSION}"
-_COMMIT_NAME = re.compile(r"^(\d{20})\.json$")
 _APPENDABLE_WRITER_FEATURES = {
     "appendOnly",
     "invariants",
@@ -71,7 +73,7 @@ _PRIMITIVES: dict[str, pa.DataType] = {
 }
 
 
-class LogStore(Protocol):
+class LogStore(TypingProtocol):
     """What the appender needs of a LogStore (S3ConditionalLogStore, the DynamoDB store, ...)."""
 
     def write(self, uri: str, lines: Any, overwrite: bool = False) -> None: ...
@@ -81,7 +83,7 @@ class LogStore(Protocol):
     def list_from(self, uri: str) -> Any: ...
 
 
-class ObjectWriter(Protocol):
+class ObjectWriter(TypingProtocol):
     """Writes a data file (bytes) to a URI under the table root."""
 
     def __call__(self, uri: str, data: bytes) -> None: ...
@@ -98,8 +100,8 @@ class ConcurrentMetadataChangeError(RuntimeError):
 @dataclass(frozen=True)
 class TableState:
     version: int
-    protocol: dict[str, Any]
-    metadata: dict[str, Any]
+    protocol: Protocol
+    metadata: Metadata
 
 
 def _log(table_uri: str) -> str:
@@ -110,28 +112,31 @@ def latest_version(store: LogStore, table_uri: str, at_least: int = 0) -> int:
     """The newest commit version, listing from ``at_least`` on. Raises FileNotFoundError if the
     table has no log."""
     latest = -1
-    for entry in store.list_from(f"{_log(table_uri)}{at_least:020d}.json"):
-        match = _COMMIT_NAME.match(entry.name)
-        if match:
-            latest = max(latest, int(match.group(1)))
+    for entry in store.list_from(_log(table_uri) + commit_file_name(at_least)):
+        version = commit_version(entry.name)
+        if version is not None:
+            latest = max(latest, version)
     if latest < 0:
         raise FileNotFoundError(f"no Delta commits under {_log(table_uri)}")
     return latest
 
 
-def _actions(store: LogStore, table_uri: str, version: int) -> list[dict[str, Any]]:
-    return [
-        json.loads(line)
-        for line in store.read(f"{_log(table_uri)}{version:020d}.json")
-        if line.strip()
-    ]
+def _actions(store: LogStore, table_uri: str, version: int) -> list[Action]:
+    """The actions of one commit, read through the store and parsed by the log reader. Raises
+    ValueError naming the file and line of a corrupt action."""
+    uri = _log(table_uri) + commit_file_name(version)
+    parsed = parse_json_actions("\n".join(store.read(uri)).encode("utf-8"))
+    if parsed.errors:
+        first = parsed.errors[0]
+        raise ValueError(f"{uri} line {first.line}: {first.message}")
+    return parsed.actions
 
 
 def read_state(store: LogStore, table_uri: str, version: int | None = None) -> TableState:
     """Protocol and metadata in force at ``version`` (default: latest), newest commit first."""
     version = latest_version(store, table_uri) if version is None else version
-    protocol: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    protocol: Protocol | None = None
+    metadata: Metadata | None = None
     for v in range(version, -1, -1):
         try:
             actions = _actions(store, table_uri, v)
@@ -141,9 +146,11 @@ def read_state(store: LogStore, table_uri: str, version: int | None = None) -> T
                 "this appender reads JSON commits only"
             ) from None
         for action in actions:
-            protocol = protocol or action.get("protocol")
-            metadata = metadata or action.get("metaData")
-        if protocol and metadata:
+            if protocol is None and isinstance(action, Protocol):
+                protocol = action
+            if metadata is None and isinstance(action, Metadata):
+                metadata = action
+        if protocol is not None and metadata is not None:
             return TableState(version, protocol, metadata)
     raise UnsupportedTableError(f"{table_uri}: no protocol/metaData action found in its log")
 
@@ -151,14 +158,14 @@ def read_state(store: LogStore, table_uri: str, version: int | None = None) -> T
 def check_appendable(state: TableState, table_uri: str) -> pa.Schema:
     """The Arrow schema to write, or UnsupportedTableError naming what is not supported."""
     proto, meta = state.protocol, state.metadata
-    if int(proto.get("minReaderVersion", 1)) > 3 or int(proto.get("minWriterVersion", 1)) > 7:
+    if proto.min_reader_version > 3 or proto.min_writer_version > 7:
         raise UnsupportedTableError(f"{table_uri}: protocol {proto} is newer than this appender")
-    unknown = set(proto.get("writerFeatures") or []) - _APPENDABLE_WRITER_FEATURES
+    unknown = set(proto.writer_features) - _APPENDABLE_WRITER_FEATURES
     if unknown:
         raise UnsupportedTableError(
             f"{table_uri}: writer features {sorted(unknown)} are not supported"
         )
-    config = meta.get("configuration") or {}
+    config = meta.configuration
     for key, what in _UNSUPPORTED_CONFIG.items():
         if str(config.get(key, "false")).lower() == "true":
             raise UnsupportedTableError(f"{table_uri}: {what} ({key}) is not supported")
@@ -166,10 +173,10 @@ def check_appendable(state: TableState, table_uri: str) -> pa.Schema:
         raise UnsupportedTableError(f"{table_uri}: column mapping is not supported")
     if any(k.startswith("delta.constraints.") for k in config):
         raise UnsupportedTableError(f"{table_uri}: CHECK constraints are not supported")
-    if meta.get("partitionColumns"):
+    if meta.partition_columns:
         raise UnsupportedTableError(f"{table_uri}: partitioned tables are not supported")
     fields = []
-    for field in json.loads(meta["schemaString"])["fields"]:
+    for field in json.loads(meta.schema_string)["fields"]:
         field_meta = field.get("metadata") or {}
         if any(
             k.startswith(("delta.generationExpression", "delta.identity", "delta.invariants"))
@@ -213,7 +220,7 @@ def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
         )
     now_ms = int(time.time() * 1000)
     store.write(
-        f"{_log(table_uri)}{0:020d}.json",
+        _log(table_uri) + commit_file_name(0),
         [
             json.dumps(
                 {
@@ -266,8 +273,10 @@ class BlindAppender:
         protocol, metadata = known.protocol, known.metadata
         for v in range(known.version + 1, newest + 1):
             for action in _actions(self.store, self.table_uri, v):
-                protocol = action.get("protocol") or protocol
-                metadata = action.get("metaData") or metadata
+                if isinstance(action, Protocol):
+                    protocol = action
+                elif isinstance(action, Metadata):
+                    metadata = action
         self.state = TableState(newest, protocol, metadata)
         return self.state
 
@@ -318,7 +327,9 @@ class BlindAppender:
         for _ in range(max_commit_attempts):
             version = state.version + 1
             try:
-                self.store.write(f"{_log(table_uri)}{version:020d}.json", lines, overwrite=False)
+                self.store.write(
+                    _log(table_uri) + commit_file_name(version), lines, overwrite=False
+                )
             except LogFileExistsError:
                 # Another writer won `version`: catch up with the commits that won, and
                 # re-validate the append if one of them changed the schema or protocol.

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
 
 TABLES = ("partitioned", "dv_cdc", "multipart", "v2", "column_mapping")
@@ -193,9 +194,9 @@ WRITERS: dict[str, Callable[[Any, str], None]] = {
 def main(argv: list[str] | None = None) -> int:
     out = Path((argv or sys.argv[1:])[0]).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    spark = build_spark_session(
+    spark = build_test_session(
         LocalStorage(),
-        LogStoreChoice.DELTA_DEFAULT,
+        PresetName.LOCAL,
         app_name="deltaguard-test-tables",
         local_dir=out / "_spark",
         extra_conf={"spark.databricks.delta.properties.defaults.checkpointInterval": "3"},

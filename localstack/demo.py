@@ -26,7 +26,7 @@ from deltaguard.localstack.multi_driver import MultiDriverResult, driver_env, ru
 from deltaguard.localstack.race import hold_one_commit_put
 from deltaguard.logstore.probe import print_report, run_probe
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
-from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice
+from deltaguard.spark_conf.session import LOGSTORE_CLASSES
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
@@ -37,9 +37,9 @@ from deltaguard.tools.orphans.report import print_report as print_orphans
 BUCKET = "deltaguard-demo"
 
 
-def _store_name(choice: LogStoreChoice) -> str:
-    store_class = LOGSTORE_CLASSES[choice] or "io.delta.storage.S3SingleDriverLogStore"
-    owner = "deltaguard" if LOGSTORE_CLASSES[choice] else "Delta's default"
+def _store_name(choice: PresetName) -> str:
+    store_class = LOGSTORE_CLASSES[choice] or "none"
+    owner = "deltaguard" if store_class.startswith("io.deltaguard.") else "Delta's default"
     return f"{store_class.rsplit('.', 1)[-1]} ({owner})"
 
 
@@ -62,7 +62,7 @@ def render_results(results: list[MultiDriverResult], console: Console) -> None:
         s = r.summary()
         lost_style = "bold red" if s["commits_lost"] else "green"
         table.add_row(
-            _store_name(LogStoreChoice(r.logstore)),
+            _store_name(PresetName(r.logstore)),
             str(s["writers"]),
             str(s["data_commits_claimed_by_writers"]),
             str(s["data_commits_found"]),
@@ -145,16 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=10, help="appends per driver")
     parser.add_argument(
         "--only",
-        choices=[LogStoreChoice.DELTA_DEFAULT.value, LogStoreChoice.S3_CONDITIONAL.value],
+        choices=[PresetName.S3_SINGLE_DRIVER.value, PresetName.S3_CONDITIONAL.value],
         help="run one LogStore only",
     )
     args = parser.parse_args(argv)
     console = Console(width=max(Console().width, 150))
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-demo-"))
     choices = (
-        [LogStoreChoice(args.only)]
+        [PresetName(args.only)]
         if args.only
-        else [LogStoreChoice.DELTA_DEFAULT, LogStoreChoice.S3_CONDITIONAL]
+        else [PresetName.S3_SINGLE_DRIVER, PresetName.S3_CONDITIONAL]
     )
     results = []
     with (
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         console.rule("1. probe: does this endpoint honour conditional writes, atomically?")
         report = run_probe(f"s3://{BUCKET}/", proxy.endpoint.s3_client, writers=8, rounds=10)
         print_report(report, console)
-        if report.recommended_preset != PresetName.S3_CONDITIONAL.value:
+        if report.recommended_preset is not PresetName.S3_CONDITIONAL:
             console.print("[bold red]the probe does not recommend s3-conditional here: stopping[/]")
             return 1
         console.rule("2. the preset the drivers run with (spark-submit --properties-file)")
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         if not orphans_step(localstack.endpoint, workdir, console):
             return 1
         audited = audit_written_table(results, localstack, console)
-    ours = [r for r in results if r.logstore == LogStoreChoice.S3_CONDITIONAL.value]
+    ours = [r for r in results if r.logstore == PresetName.S3_CONDITIONAL.value]
     if any(r.lost_tags or r.duplicated_tags or r.expected_rows != r.found_rows for r in ours):
         console.print("[bold red]deltaguard lost or duplicated commits: this is a bug.[/]")
         return 1

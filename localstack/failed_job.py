@@ -35,7 +35,8 @@ from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import driver_env, kill_when, start_job
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session
+from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).
@@ -55,9 +56,9 @@ def session(endpoint: str | None, local_dir: Path | None = None, master: str = "
     storage: LocalStorage | S3Storage = (
         Endpoint(url=endpoint).s3_storage() if endpoint else LocalStorage()
     )
-    return build_spark_session(
+    return build_test_session(
         storage,
-        LogStoreChoice.S3_CONDITIONAL if endpoint else LogStoreChoice.DELTA_DEFAULT,
+        PresetName.S3_CONDITIONAL if endpoint else PresetName.LOCAL,
         app_name="deltaguard-failed-job",
         master=master,
         local_dir=local_dir,

@@ -22,16 +22,12 @@ from typing import Any
 
 from deltaguard.localstack import multi_driver
 from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.spark_driver import local_driver_conf, master_conf, small_tables_conf
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
-from deltaguard.spark_conf.session import (
-    local_classpath_conf,
-    local_driver_conf,
-    master_conf,
-    small_tables_conf,
-)
+from deltaguard.spark_conf.session import local_classpath_conf
 from deltaguard.tools.fanout import example_job
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")

@@ -27,7 +27,8 @@ from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
-from deltaguard.spark_conf.session import LogStoreChoice, build_spark_session, small_tables_conf
+from deltaguard.localstack.spark_driver import build_test_session, small_tables_conf
+from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.tools.fanout.writer import write_fanout
 
 
@@ -125,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=5)
     parser.add_argument("--local-dir", help="Spark scratch directory")
     args = parser.parse_args(argv)
-    spark = build_spark_session(
+    spark = build_test_session(
         Endpoint(url=args.endpoint).s3_storage(),
-        LogStoreChoice.S3_CONDITIONAL,
+        PresetName.S3_CONDITIONAL,
         app_name="deltaguard-fanout-trap",
         master="local[2]",
         extra_conf=small_tables_conf(),

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.spark_conf.preset_name import PresetName
 
 RESULT_PREFIX = "DELTAGUARD-RESULT "
 
@@ -224,9 +224,9 @@ def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any
     return job_result(start_job(args, log_path), log_path, timeout_s, name=name)[1]
 
 
-def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[str]:
+def _store_args(logstore: PresetName, dynamodb_table: str | None) -> list[str]:
     args = ["--logstore", logstore.value]
-    if logstore is LogStoreChoice.S3_DYNAMODB:
+    if logstore is PresetName.S3_DYNAMODB:
         if not dynamodb_table:
             raise ValueError("the s3-dynamodb LogStore needs dynamodb_table")
         args += ["--dynamodb-table", dynamodb_table]
@@ -234,7 +234,7 @@ def _store_args(logstore: LogStoreChoice, dynamodb_table: str | None) -> list[st
 
 
 def _create_table_with_python(
-    table: str, endpoint_url: str | None, logstore: LogStoreChoice, dynamodb_table: str | None
+    table: str, endpoint_url: str | None, logstore: PresetName, dynamodb_table: str | None
 ) -> None:
     from deltaguard.localstack.append_job import arrow_schema, python_log_store
     from deltaguard.localstack.delta_append import create_table
@@ -267,7 +267,7 @@ def run_multi_driver(
     *,
     writer_endpoint_url: str | None,
     reader_endpoint_url: str | None,
-    logstore: LogStoreChoice,
+    logstore: PresetName,
     writers: int,
     appends: int,
     rows: int = 10,

@@ -9,10 +9,13 @@ conditional-write LogStore the held PUT carries If-None-Match and gets 412 inste
 
 from __future__ import annotations
 
+import re
+
 from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.logstore.commit_names import COMMIT_FILE_PATTERN, commit_file_name
 
 # Commit files of versions >= 1 (version 0, the table creation, is left alone).
-DATA_COMMIT_FILE_REGEX = r"/_delta_log/(?!0{20}\.json)\d{20}\.json$"
+DATA_COMMIT_FILE_REGEX = rf"/_delta_log/(?!{re.escape(commit_file_name(0))}){COMMIT_FILE_PATTERN}$"
 
 
 def hold_one_commit_put(timeout_s: float = 120.0) -> FaultRule:

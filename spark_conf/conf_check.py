@@ -23,11 +23,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from deltaguard.spark_conf.presets import (
-    MIN_SAFE_TTL_SECONDS,
-    MULTI_WRITER_BUCKETS_KEY,
-    SINGLE_DRIVER_STORE,
-)
+from deltaguard.spark_conf.presets import MIN_SAFE_TTL_SECONDS, MULTI_WRITER_BUCKETS_KEY
+from deltaguard.spark_conf.session import SINGLE_DRIVER_STORE
 
 _PREFIXED_FAMILIES = ("delta.logStore.", "io.delta.storage.", "deltaguard.logstore.")
 _DYNAMODB_KEY_PREFIXES = ("io.delta.storage.S3DynamoDBLogStore.",)

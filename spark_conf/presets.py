@@ -28,28 +28,20 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.jvm_deps import maven_coordinates
-from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, LogStoreChoice, delta_conf
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
 #: Below this, a completed DynamoDB entry may expire while its commit is still being discovered.
 MIN_SAFE_TTL_SECONDS = 3600
-SINGLE_DRIVER_STORE = "io.delta.storage.S3SingleDriverLogStore"
 PRESET_DIR = Path(__file__).with_name("presets")
-
-
-class PresetName(StrEnum):
-    S3_CONDITIONAL = "s3-conditional"
-    S3_DYNAMODB = "s3-dynamodb"
-    S3_SINGLE_DRIVER = "s3-single-driver"
-    LOCAL = "local"
 
 
 class PresetError(ValueError):
@@ -109,7 +101,7 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
         ) from None
     bucket = S3Location.parse(options.table_root).bucket if options.table_root else None
     if preset is PresetName.LOCAL:
-        return {**delta_conf(LocalStorage(), LogStoreChoice.DELTA_DEFAULT), **_jars(options, False)}
+        return {**delta_conf(LocalStorage(), PresetName.LOCAL), **_jars(options, False)}
     if preset is PresetName.S3_SINGLE_DRIVER:
         if not options.acknowledge_single_driver:
             raise PresetError(
@@ -119,13 +111,10 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
                 "each table, and say so with --acknowledge-single-driver "
                 "(acknowledge_single_driver=True); otherwise use s3-conditional."
             )
-        conf = {
-            **delta_conf(_storage(options), LogStoreChoice.DELTA_DEFAULT),
+        return {
+            **delta_conf(_storage(options), PresetName.S3_SINGLE_DRIVER),
             **_jars(options, False),
         }
-        for scheme in ("s3", "s3a"):
-            conf[f"spark.delta.logStore.{scheme}.impl"] = SINGLE_DRIVER_STORE
-        return conf
     if preset is PresetName.S3_DYNAMODB:
         if options.ttl_seconds < MIN_SAFE_TTL_SECONDS:
             raise PresetError(
@@ -140,12 +129,12 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             ttl_seconds=options.ttl_seconds,
         )
         conf = {
-            **delta_conf(_storage(options), LogStoreChoice.S3_DYNAMODB, spec),
+            **delta_conf(_storage(options), PresetName.S3_DYNAMODB, spec),
             **_jars(options, True),
         }
     else:
         conf = {
-            **delta_conf(_storage(options), LogStoreChoice.S3_CONDITIONAL),
+            **delta_conf(_storage(options), PresetName.S3_CONDITIONAL),
             **_jars(options, True),
         }
     if bucket:

@@ -15,7 +15,7 @@ from deltaguard.localstack.multi_driver import (
     run_multi_driver,
 )
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
-from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.spark_conf.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10
@@ -54,7 +54,7 @@ def test_baseline_default_s3_store_loses_commits(localstack, ls_proxy, ls_bucket
     """Issue 2's baseline: Delta's S3SingleDriverLogStore, 4 drivers, one commit PUT held until
     another driver wrote the same version. The held PUT overwrites that commit: lost, silently."""
     ls_proxy.set_rules([hold_one_commit_put()])
-    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, LogStoreChoice.DELTA_DEFAULT, 4, 8)
+    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_SINGLE_DRIVER, 4, 8)
     summary = result.summary()
     assert ls_proxy.fired() == [1], "the race was staged"
     assert result.failed_appends == [], "every writer believes every append succeeded"
@@ -68,7 +68,7 @@ def test_conditional_store_4_drivers_x_25_appends_lose_nothing(
 ):
     """The same staged race, through deltaguard's LogStore: exactly 100 data commits."""
     ls_proxy.set_rules([hold_one_commit_put()])
-    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, LogStoreChoice.S3_CONDITIONAL, 4, 25)
+    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 4, 25)
     assert ls_proxy.fired() == [1], "the race was staged"
     _assert_nothing_lost(result, 100)
 
@@ -79,7 +79,7 @@ def test_spark_and_python_writers_together_lose_nothing(localstack, ls_proxy, ls
         ls_proxy,
         ls_bucket,
         tmp_path,
-        LogStoreChoice.S3_CONDITIONAL,
+        PresetName.S3_CONDITIONAL,
         2,
         10,
         python_writers=2,
@@ -117,7 +117,7 @@ def test_faults_on_commit_puts_lose_and_duplicate_nothing(
             FaultRule("reset", rate=0.3, times=5, **conditional),
         ]
     )
-    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, LogStoreChoice.S3_CONDITIONAL, 2, 12)
+    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 2, 12)
     fired = ls_proxy.fired()
     assert all(n >= 1 for n in fired), f"every fault happened at least once: {fired}"
     _assert_nothing_lost(result, 24)
@@ -126,7 +126,7 @@ def test_faults_on_commit_puts_lose_and_duplicate_nothing(
 def test_store_ignoring_if_none_match_is_refused(localstack, ls_proxy, ls_bucket, tmp_path):
     ls_proxy.set_rules([FaultRule("strip_header", method="PUT", header="If-None-Match")])
     with pytest.raises(DriverFailedError) as err:
-        _run(localstack, ls_proxy, ls_bucket, tmp_path, LogStoreChoice.S3_CONDITIONAL, 1, 1)
+        _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 1, 1)
     message = str(err.value)
     assert "does not honour If-None-Match" in message
     assert ls_proxy.endpoint.url in message

@@ -11,7 +11,8 @@ import pyspark
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf import jvm_deps
-from deltaguard.spark_conf.session import LOGSTORE_CLASSES, LogStoreChoice, delta_spark_conf
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.session import LOGSTORE_CLASSES, delta_spark_conf
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ def test_s3_conf_for_conditional_store():
             secret_key="b",
             path_style=True,
         ),
-        LogStoreChoice.S3_CONDITIONAL,
+        PresetName.S3_CONDITIONAL,
     )
     assert conf["spark.delta.logStore.s3a.impl"] == "io.deltaguard.logstore.S3ConditionalLogStore"
     assert conf["spark.delta.logStore.s3.impl"] == "io.deltaguard.logstore.S3ConditionalLogStore"
@@ -88,14 +89,23 @@ def test_s3_conf_for_conditional_store():
 
 
 def test_default_store_sets_no_logstore_and_local_has_no_s3():
-    conf = delta_spark_conf(LocalStorage(), LogStoreChoice.DELTA_DEFAULT)
+    conf = delta_spark_conf(LocalStorage(), PresetName.LOCAL)
     assert not [k for k in conf if "logStore" in k or "s3a" in k]
-    assert LOGSTORE_CLASSES[LogStoreChoice.DELTA_DEFAULT] is None
+    assert LOGSTORE_CLASSES[PresetName.LOCAL] is None
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
 
 
-def test_no_second_copy_of_spark_configuration():
-    """Only spark_conf/ writes Spark settings; everything else calls it."""
+# Settings a user's job depends on: where commits go and through which LogStore, how Hadoop
+# reaches S3, Delta's extension and catalog, which jars. Only spark_conf/ writes them; the test
+# bed's driver tuning (loopback, JIT, tiny tables: localstack/spark_driver.py) is not one.
+USER_FACING_SETTINGS = re.compile(
+    r"[\"'](spark\.delta\.logStore\.|spark\.hadoop\.|spark\.sql\.catalog\.|spark\.io\.delta\.storage\.)\w"
+    r"|[\"'](spark\.sql\.extensions|spark\.jars(\.packages)?|spark\.(driver|executor)\.extraClassPath)[\"']"
+    r"|fs\.s3a\.\w|\.config\(\s*[\"']spark\."
+)
+
+
+def test_user_facing_spark_settings_are_written_only_in_spark_conf():
     tracked = subprocess.run(
         ["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
@@ -104,7 +114,15 @@ def test_no_second_copy_of_spark_configuration():
         path = REPO / name
         if path.parts[len(REPO.parts)] in ("spark_conf", "tests"):
             continue
-        text = path.read_text()
-        if re.search(r"\.config\(\s*[\"']spark\.", text) or "fs.s3a." in text:
-            offenders.append(str(path.relative_to(REPO)))
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if USER_FACING_SETTINGS.search(line):
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_guard_sees_a_user_facing_setting_and_ignores_driver_tuning():
+    assert USER_FACING_SETTINGS.search('conf["spark.delta.logStore.s3a.impl"] = x')
+    assert USER_FACING_SETTINGS.search('"spark.hadoop.fs.s3a.endpoint": url')
+    assert USER_FACING_SETTINGS.search('conf["spark.sql.extensions"] = "io.delta..."')
+    assert not USER_FACING_SETTINGS.search('"spark.driver.bindAddress": "127.0.0.1"')
+    assert not USER_FACING_SETTINGS.search('"spark.databricks.delta.snapshotPartitions": "1"')

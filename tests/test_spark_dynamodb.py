@@ -7,7 +7,7 @@ import pytest
 
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.multi_driver import kill_when, run_multi_driver, start_job, verify_table
-from deltaguard.spark_conf.session import LogStoreChoice
+from deltaguard.spark_conf.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10
@@ -18,7 +18,7 @@ def _run(localstack, proxy, bucket, commit_table, tmp_path, writers, appends, py
         f"s3a://{bucket}/events",
         writer_endpoint_url=proxy.endpoint.url,
         reader_endpoint_url=localstack.endpoint.url,
-        logstore=LogStoreChoice.S3_DYNAMODB,
+        logstore=PresetName.S3_DYNAMODB,
         dynamodb_table=commit_table,
         writers=writers,
         python_writers=python_writers,

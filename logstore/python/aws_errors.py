@@ -19,6 +19,12 @@ def http_status(exc: Exception) -> int:
     return 0
 
 
+def is_precondition_failed(exc: Exception) -> bool:
+    """The one "create gets 412" check: a create-only PUT (``If-None-Match: *``) was refused
+    because the key exists (HTTP 412 or code ``PreconditionFailed``)."""
+    return http_status(exc) == 412 or error_code(exc) == "PreconditionFailed"
+
+
 def describe(exc: Exception) -> str:
     """``HTTP <status> <code>: <message>`` for service errors, ``<type>: <text>`` otherwise."""
     if isinstance(exc, ClientError):

@@ -28,9 +28,15 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.aws_errors import (
+    describe,
+    error_code,
+    http_status,
+    is_precondition_failed,
+)
 from deltaguard.logstore.dynamodb_table import TTL_ATTRIBUTE, schema_problem
 from deltaguard.logstore.s3_location import S3Location
+from deltaguard.spark_conf.preset_name import PresetName
 
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 
@@ -66,11 +72,11 @@ class ProbeReport:
         return bool(ddb) and all(c.status in (PASS, WARN) for c in ddb)
 
     @property
-    def recommended_preset(self) -> str | None:
+    def recommended_preset(self) -> PresetName | None:
         if self.conditional_writes_safe:
-            return "s3-conditional"
+            return PresetName.S3_CONDITIONAL
         if self.dynamodb_sound:
-            return "s3-dynamodb"
+            return PresetName.S3_DYNAMODB
         return None
 
     @property
@@ -129,7 +135,7 @@ def _check_if_none_match(s3: Any, bucket: str, key: str) -> Check:
         s3.put_object(Bucket=bucket, Key=key, Body=second, IfNoneMatch="*")
         overwritten = True
     except ClientError as exc:
-        if error_code(exc) != "PreconditionFailed" and http_status(exc) != 412:
+        if not is_precondition_failed(exc):
             return Check(
                 "if-none-match",
                 FAIL,

@@ -24,9 +24,7 @@ earlier bytes is settled by the read-back, but its attempt budget is no longer w
 from __future__ import annotations
 
 import logging
-import random
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -36,7 +34,13 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.aws_errors import (
+    describe,
+    error_code,
+    http_status,
+    is_precondition_failed,
+)
+from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.errors import (
     CommitOutcomeUnknownError,
     ConditionalWritesNotHonouredError,
@@ -66,9 +70,9 @@ class _Kind:
 def classify(error: Exception) -> str:
     """What a failed S3 request means for a conditional create (see the JVM S3Failure)."""
     if isinstance(error, ClientError):
-        code, status = error_code(error), http_status(error)
-        if status == 412 or code == "PreconditionFailed":
+        if is_precondition_failed(error):
             return _Kind.PRECONDITION_FAILED
+        code, status = error_code(error), http_status(error)
         if status == 409 or code == "ConditionalRequestConflict":
             return _Kind.CONDITIONAL_CONFLICT
         if status >= 500 or status in (408, 429) or code in ("SlowDown", "RequestTimeout"):
@@ -130,8 +134,7 @@ class S3ConditionalLogStore:
         self._create(loc, body)
 
     def _sleep_before(self, retry: int) -> None:
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** min(retry - 1, 30)))
-        time.sleep(random.uniform(0, ceiling))
+        sleep_before_retry(retry, self.base_delay_s, self.max_delay_s)
 
     def _create(self, loc: S3Location, body: bytes) -> None:
         last_error = ""

@@ -22,7 +22,6 @@ table must name it the same way (``s3a://`` in Spark), as with Delta's own store
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -31,12 +30,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from deltaguard.logstore.aws_errors import error_code, http_status
+from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
 
 LOG = logging.getLogger(__name__)
-_COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
 class CommitTableMissingError(OSError):
@@ -170,9 +169,9 @@ class S3DynamoDBLogStore:
         if self._exists(loc):
             raise LogFileExistsError(uri)
         table_uri = uri.rsplit("/_delta_log/", 1)[0]
-        match = _COMMIT.match(loc.name)
-        if match and int(match.group(1)) > 0:
-            prev_name = f"{int(match.group(1)) - 1:020d}.json"
+        version = commit_version(loc.name)
+        if version is not None and version > 0:
+            prev_name = commit_file_name(version - 1)
             prev = self._get(table_uri, prev_name)
             if prev is not None and not prev["complete"]:
                 self._repair(table_uri, prev)

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
 from deltaguard.tools.deltalog.errors import (
@@ -210,7 +211,7 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
             out.add(
                 "version-gap",
                 f"commit {missing} is missing: version {latest} cannot be reconstructed",
-                _log(f"{missing:020d}.json"),
+                _log(commit_file_name(missing)),
             )
     have = set(commits)
     holes: list[tuple[int, int]] = []
@@ -229,10 +230,12 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
                 "version-gap-covered",
                 f"commits {span} are missing between retained commits (a later checkpoint or a "
                 "compaction covers them)",
-                _log(f"{start:020d}.json"),
+                _log(commit_file_name(start)),
             )
         elif not chain_ok and not (missing is not None and start <= missing <= end):
-            out.add("version-gap", f"commits {start}-{end} are missing", _log(f"{start:020d}.json"))
+            out.add(
+                "version-gap", f"commits {start}-{end} are missing", _log(commit_file_name(start))
+            )
     if first > 0 and any(c.version >= first - 1 for c in listing.checkpoints):
         out.add("log-cleaned-up", f"commits before version {first} were removed by log cleanup")
 

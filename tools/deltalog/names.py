@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from deltaguard.logstore.commit_names import COMMIT_FILE
+
 
 class LogFileKind(StrEnum):
     COMMIT = "commit"
@@ -22,7 +24,6 @@ class LogFileKind(StrEnum):
     LAST_CHECKPOINT = "last-checkpoint"
 
 
-_COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.([^.]+)\.(json|parquet)$")
@@ -55,7 +56,7 @@ def parse_log_name(name: str) -> LogFileName | None:
     """The kind and version of a file directly in ``_delta_log``, or None for any other name."""
     if name == LAST_CHECKPOINT:
         return LogFileName(name, LogFileKind.LAST_CHECKPOINT, -1)
-    if m := _COMMIT.match(name):
+    if m := COMMIT_FILE.match(name):
         return LogFileName(name, LogFileKind.COMMIT, int(m[1]))
     if m := _CHECKPOINT.match(name):
         return LogFileName(name, LogFileKind.CHECKPOINT, int(m[1]), fmt="parquet")

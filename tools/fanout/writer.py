@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Self
 
+from deltaguard.logstore.backoff import full_jitter_delay
 from deltaguard.tools.fanout.keyed_append import (
     AppendResult,
     TxnKey,
@@ -78,7 +79,7 @@ class RetryPolicy:
             raise ValueError("max_attempts must be >= 1")
 
     def delay_s(self, attempt: int, rng: random.Random) -> float:
-        return rng.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
+        return full_jitter_delay(attempt, self.base_delay_s, self.max_delay_s, rng)
 
 
 @dataclass(frozen=True)

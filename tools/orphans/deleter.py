@@ -22,9 +22,7 @@ Contract of :func:`delete_files`:
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
 
 #: S3's DeleteObjects limit.
@@ -89,10 +88,6 @@ def check_contained(store: TableStore, rel_paths: Sequence[str]) -> None:
                 )
 
 
-def _backoff(attempt: int, base_s: float = 0.05, cap_s: float = 5.0) -> None:
-    time.sleep(random.uniform(0, min(cap_s, base_s * 2**attempt)))
-
-
 def _retryable(exc: Exception) -> bool:
     if isinstance(exc, BotoCoreError):
         return True
@@ -127,7 +122,7 @@ def _delete_s3_batch(store: S3TableStore, rel_paths: Sequence[str], attempts: in
         if not todo:
             break
         if attempt:
-            _backoff(attempt)
+            sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
         out.requests += 1
         try:
             response: dict[str, Any] = store.client.delete_objects(

@@ -1,0 +1,84 @@
+"""How the test bed runs Spark drivers on one small shared machine: loopback only, no UI, a
+C1-only JIT and the serial GC, tiny shuffles and snapshot partitions.
+
+These are not settings a user needs (their commit path is :mod:`deltaguard.spark_conf`); they
+make the demo, the tests and the benchmarks start fast and stay off the network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, build_spark_session
+from deltaguard.spark_conf.storage import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def local_driver_conf(local_dir: Path | None = None) -> dict[str, str]:
+    """Loopback only, no UI, small shuffles, scratch space where asked."""
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    if local_dir is not None:
+        conf["spark.local.dir"] = str(local_dir)
+        conf["spark.sql.warehouse.dir"] = str(local_dir / "warehouse")
+    return conf
+
+
+def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
+    """The master, the driver memory, and for a ``local[...]`` master the settings that suit
+    short-lived drivers on a small machine."""
+    conf = {"spark.master": master, "spark.driver.memory": driver_memory}
+    if master.startswith("local"):
+        # A local driver has one or two cores: Delta's default of 50 partitions for snapshot
+        # state reconstruction costs seconds per commit there, and the progress bar is noise.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
+        conf["spark.ui.showConsoleProgress"] = "false"
+        # Short-lived local drivers, often several per machine: C1-only JIT and the serial GC
+        # start faster and leave the cores to the work instead of to compiler and GC threads.
+        conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    return conf
+
+
+def small_tables_conf() -> dict[str, str]:
+    """For test drivers that write many tiny tables on a small shared machine: one task per
+    snapshot state reconstruction (Delta runs one for every write that carries ``txnAppId``) and
+    per small input scan, and warnings only in the driver log."""
+    return {
+        "spark.databricks.delta.snapshotPartitions": "1",
+        "spark.sql.files.minPartitionNum": "1",
+        "spark.log.level": "WARN",
+    }
+
+
+def build_test_session(
+    storage: Storage,
+    logstore: PresetName = PresetName.S3_CONDITIONAL,
+    *,
+    app_name: str = "deltaguard",
+    master: str = "local[1]",
+    driver_memory: str = "1g",
+    extra_conf: dict[str, str] | None = None,
+    local_dir: Path | None = None,
+    dynamodb: DynamoDBCommitTableSpec | None = None,
+) -> SparkSession:
+    """:func:`deltaguard.spark_conf.session.build_spark_session` with the test bed's driver
+    tuning (:func:`local_driver_conf`, :func:`master_conf`); ``extra_conf`` wins."""
+    return build_spark_session(
+        storage,
+        logstore,
+        app_name=app_name,
+        extra_conf={
+            **local_driver_conf(local_dir),
+            **master_conf(master, driver_memory),
+            **(extra_conf or {}),
+        },
+        dynamodb=dynamodb,
+    )

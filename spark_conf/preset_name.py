@@ -1,0 +1,25 @@
+"""The names of deltaguard's presets: one named choice of commit path per bucket.
+
+The one definition of these names: presets render them (:mod:`.presets`), the probe recommends
+one (:mod:`deltaguard.logstore.probe`), the test bed and the CLI choose by them. A leaf module
+(no deltaguard imports), so anything may name a preset without pulling in Spark settings.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PresetName(StrEnum):
+    """A commit path. See :mod:`deltaguard.spark_conf.presets` for what each one sets."""
+
+    #: deltaguard's conditional-write LogStore: safe for many drivers on a store that honours
+    #: ``If-None-Match`` (``deltaguard probe`` says whether it does).
+    S3_CONDITIONAL = "s3-conditional"
+    #: deltaguard's DynamoDB LogStore (Delta's S3DynamoDBLogStore protocol): safe for many
+    #: drivers on stores without working conditional writes.
+    S3_DYNAMODB = "s3-dynamodb"
+    #: Delta's ``S3SingleDriverLogStore`` (its default for S3): safe for ONE driver only.
+    S3_SINGLE_DRIVER = "s3-single-driver"
+    #: Delta on the local filesystem.
+    LOCAL = "local"
