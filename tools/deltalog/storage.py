@@ -1,4 +1,5 @@
-"""File access for Delta tables on local disk and S3: list, stat, read.
+"""File access for Delta tables on local disk and S3: list, stat, read (and, for orphan
+cleanup only, delete).
 
 :func:`open_table` turns a table location (a local path, ``file:`` URI, or ``s3://`` /
 ``s3a://`` URI) into a :class:`TableStore`. Paths given to a store are relative to the table
@@ -10,14 +11,21 @@ a missing file is ``FileNotFoundError``-free: :meth:`TableStore.read` raises
 
 S3 clients come from :func:`deltaguard.logstore.clients.s3_client` (standard AWS credential
 chain; endpoint, region and path-style as for ``deltaguard probe``).
+
+:class:`TableStore` is the protocol every caller programs against; what differs between local
+disk and S3 (listing one directory, concurrency that pays off, deleting, which absolute
+locations fall below the root, whether symlinks could lead outside it) is a member of the
+protocol, never an ``isinstance`` switch in a caller.
 """
 
 from __future__ import annotations
 
 import os
+import os.path
+import threading
 import urllib.parse
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Container, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
 from deltaguard.tools.deltalog.errors import StorageError
@@ -38,6 +47,42 @@ class FileInfo:
     path: str
     size: int
     mtime_ms: int
+
+
+#: What listing one directory returns: files (not in the caller's ``skip`` set), the
+#: sub-directories, and how many files were skipped because ``skip`` named them.
+Children = tuple[list[FileInfo], list[str], int]
+
+#: Per-key DeleteObjects errors worth retrying.
+_RETRYABLE_KEY_ERRORS = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "503"})
+
+
+@dataclass
+class DeleteOutcome:
+    """Per-path result of deleting files: every path ends in exactly one of ``deleted``,
+    ``missing`` (already gone) or ``failed`` (with the error)."""
+
+    deleted: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    requests: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def merge(self, other: DeleteOutcome) -> None:
+        with self._lock:
+            self.deleted += other.deleted
+            self.missing += other.missing
+            self.failed += other.failed
+            self.requests += other.requests
+
+
+def _below(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` (both without leading ``/``), or None if not below it."""
+    if not root:
+        return path or None
+    if path.startswith(root + "/") and len(path) > len(root) + 1:
+        return path[len(root) + 1 :]
+    return None
 
 
 class FileMissingError(StorageError):
@@ -55,10 +100,15 @@ class S3Options:
 
 
 class TableStore(Protocol):
-    """Read access below one table root."""
+    """Access below one table root: read access for everything, deletion for orphan cleanup."""
 
     #: The table root as given (normalized: no trailing slash).
     uri: str
+    #: Directories worth listing at once (a local listing is CPU work under the GIL, where
+    #: more threads only contend; S3 listings wait on the network).
+    listing_workers: int
+    #: Whole-file reads worth running at once (1: sequential).
+    read_threads: int
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         """Files directly in ``rel_dir`` (not recursive), sorted by name, names after
@@ -81,9 +131,38 @@ class TableStore(Protocol):
         """The absolute location of a relative path (filesystem path or s3:// URI)."""
         ...
 
+    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
+        """The files and sub-directories directly in ``rel_dir`` (not recursive). Files named
+        in ``skip`` (relative paths) are only counted: not stat'ed, not returned. A missing
+        directory lists as empty; other failures raise :class:`StorageError` naming it."""
+        ...
+
+    def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:
+        """An absolute location (``scheme://netloc/path``; scheme ``""`` or ``file`` for a
+        local path) as a path relative to this root, or None if it is not below the root of
+        this store (another bucket, another filesystem)."""
+        ...
+
+    def real_root(self) -> str | None:
+        """The root with symlinks resolved, where a path could escape the root through a
+        symlinked directory (local disk); None where it cannot (S3 keys)."""
+        ...
+
+    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+        """Deletes up to 1,000 files (S3's DeleteObjects limit), retrying throttling, 5xx and
+        connection errors and retryable per-key errors with full-jitter backoff up to
+        ``attempts`` times. Never raises for a file it could not delete: see
+        :class:`DeleteOutcome`. Callers check containment first."""
+        ...
+
 
 class LocalTableStore:
     """A table on the local filesystem."""
+
+    listing_workers = (
+        2  # measured on 200,000 files: 0.47 s with 1 thread, 0.52 s with 2, 1.06 s with 8
+    )
+    read_threads = 1
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -146,9 +225,73 @@ class LocalTableStore:
     def location(self, rel_path: str) -> str:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
+    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
+        base = self._abs(rel_dir)
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        files: list[FileInfo] = []
+        dirs: list[str] = []
+        known = 0
+        try:
+            with os.scandir(base) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            dirs.append(prefix + entry.name)
+                        elif (prefix + entry.name) in skip:
+                            known += 1  # no stat: a skipped file is never a candidate
+                        elif entry.is_file(follow_symlinks=False):
+                            st = entry.stat(follow_symlinks=False)
+                            files.append(
+                                FileInfo(
+                                    prefix + entry.name, st.st_size, st.st_mtime_ns // 1_000_000
+                                )
+                            )
+                    except FileNotFoundError:
+                        continue  # deleted while listing
+        except FileNotFoundError:
+            return [], [], 0
+        except OSError as exc:
+            raise StorageError(f"cannot list {base}: {exc.strerror}", str(base)) from None
+        return files, dirs, known
+
+    def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:
+        if scheme not in ("", "file"):
+            return None
+        return _below(os.path.normpath(path).lstrip("/"), str(self.root).lstrip("/"))
+
+    def real_root(self) -> str | None:
+        return os.path.realpath(self.root)
+
+    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+        out = DeleteOutcome()
+        for rel in rel_paths:
+            path = self.root / rel
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    out.failed.append((rel, "is a directory"))
+                    continue
+                path.unlink()
+                out.deleted.append(rel)
+            except FileNotFoundError:
+                out.missing.append(rel)
+            except OSError as exc:
+                out.failed.append((rel, exc.strerror or str(exc)))
+            out.requests += 1
+        return out
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, BotoCoreError):
+        return True
+    status = http_status(exc)
+    return status >= 500 or status == 429 or error_code(exc) in _RETRYABLE_KEY_ERRORS
+
 
 class S3TableStore:
     """A table under an S3 prefix (``s3``, ``s3a`` and ``s3n`` name the same objects)."""
+
+    listing_workers = 8
+    read_threads = 10  # botocore's default connection pool
 
     def __init__(self, client: Any, root: S3Location, scheme: str = "s3") -> None:
         self.client = client
@@ -227,6 +370,63 @@ class S3TableStore:
     def location(self, rel_path: str) -> str:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
+    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
+        root_prefix = self._prefix
+        files: list[FileInfo] = []
+        dirs: list[str] = []
+        known = 0
+        for page in self.pages(root_prefix + (f"{rel_dir}/" if rel_dir else "")):
+            for info in self.infos(page):
+                if info.path in skip:
+                    known += 1
+                else:
+                    files.append(info)
+            for common in page.get("CommonPrefixes", ()):
+                dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
+        return files, dirs, known
+
+    def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:
+        if scheme not in S3_SCHEMES or netloc != self.root.bucket:
+            return None
+        return _below(path.lstrip("/"), self.root.key.strip("/"))
+
+    def real_root(self) -> str | None:
+        return None
+
+    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+        out = DeleteOutcome()
+        prefix = self._prefix
+        todo = list(rel_paths)
+        for attempt in range(attempts):
+            if not todo:
+                break
+            if attempt:
+                sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
+            out.requests += 1
+            try:
+                response: dict[str, Any] = self.client.delete_objects(
+                    Bucket=self.root.bucket,
+                    Delete={"Objects": [{"Key": prefix + r} for r in todo], "Quiet": True},
+                )
+            except (ClientError, BotoCoreError) as exc:
+                if _retryable(exc) and attempt + 1 < attempts:
+                    continue
+                out.failed += [(r, describe(exc)) for r in todo]
+                return out
+            errors = {e["Key"][len(prefix) :]: e for e in response.get("Errors", ())}
+            out.deleted += [r for r in todo if r not in errors]
+            retry = []
+            for rel, err in errors.items():
+                code = str(err.get("Code", ""))
+                if code == "NoSuchKey":
+                    out.missing.append(rel)
+                elif code in _RETRYABLE_KEY_ERRORS and attempt + 1 < attempts:
+                    retry.append(rel)
+                else:
+                    out.failed.append((rel, f"{code}: {err.get('Message', '')}".strip(": ")))
+            todo = retry
+        return out
+
 
 def read_each(
     store: TableStore, rel_paths: list[str], threads: int = 10
@@ -234,7 +434,7 @@ def read_each(
     """The contents of several files, in order, each either its bytes or the
     :class:`StorageError` reading it raised. S3 reads run concurrently (boto3 clients are
     thread-safe; 10 threads is botocore's default connection pool); local reads are
-    sequential."""
+    sequential (each store's ``read_threads``)."""
 
     def one(rel: str) -> bytes | StorageError:
         try:
@@ -242,11 +442,12 @@ def read_each(
         except StorageError as exc:
             return exc
 
-    if not isinstance(store, S3TableStore) or len(rel_paths) < 2:
+    workers = min(threads, store.read_threads, len(rel_paths))
+    if workers < 2:
         return [one(p) for p in rel_paths]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(min(threads, len(rel_paths))) as pool:
+    with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, rel_paths))
 
 

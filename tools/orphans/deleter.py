@@ -22,22 +22,13 @@ Contract of :func:`delete_files`:
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from deltaguard.logstore.aws_errors import describe, error_code, http_status
-from deltaguard.logstore.backoff import sleep_before_retry
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
 
 #: S3's DeleteObjects limit.
 S3_BATCH_KEYS = 1000
-_RETRYABLE_KEY_ERRORS = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "503"})
 _PARALLEL_BATCHES = 4
 
 
@@ -45,28 +36,10 @@ class OutsideTableError(ValueError):
     """A path to delete is not a plain relative path inside the table root."""
 
 
-@dataclass
-class DeleteOutcome:
-    """Per-path result of a deletion run."""
-
-    deleted: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    requests: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def merge(self, other: DeleteOutcome) -> None:
-        with self._lock:
-            self.deleted += other.deleted
-            self.missing += other.missing
-            self.failed += other.failed
-            self.requests += other.requests
-
-
 def check_contained(store: TableStore, rel_paths: Sequence[str]) -> None:
     """Raises :class:`OutsideTableError` naming the first path that is not safely inside the
     table root (see module docstring)."""
-    real_root = os.path.realpath(store.root) if isinstance(store, LocalTableStore) else None
+    real_root = store.real_root()
     for rel in rel_paths:
         parts = rel.split("/")
         if (
@@ -88,67 +61,6 @@ def check_contained(store: TableStore, rel_paths: Sequence[str]) -> None:
                 )
 
 
-def _retryable(exc: Exception) -> bool:
-    if isinstance(exc, BotoCoreError):
-        return True
-    status = http_status(exc)
-    return status >= 500 or status == 429 or error_code(exc) in _RETRYABLE_KEY_ERRORS
-
-
-def _delete_local(store: LocalTableStore, rel_paths: Sequence[str]) -> DeleteOutcome:
-    out = DeleteOutcome()
-    for rel in rel_paths:
-        path = Path(store.root) / rel
-        try:
-            if path.is_dir() and not path.is_symlink():
-                out.failed.append((rel, "is a directory"))
-                continue
-            path.unlink()
-            out.deleted.append(rel)
-        except FileNotFoundError:
-            out.missing.append(rel)
-        except OSError as exc:
-            out.failed.append((rel, exc.strerror or str(exc)))
-        out.requests += 1
-    return out
-
-
-def _delete_s3_batch(store: S3TableStore, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
-    out = DeleteOutcome()
-    prefix = store.root.key.strip("/")
-    prefix = f"{prefix}/" if prefix else ""
-    todo = list(rel_paths)
-    for attempt in range(attempts):
-        if not todo:
-            break
-        if attempt:
-            sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
-        out.requests += 1
-        try:
-            response: dict[str, Any] = store.client.delete_objects(
-                Bucket=store.root.bucket,
-                Delete={"Objects": [{"Key": prefix + r} for r in todo], "Quiet": True},
-            )
-        except (ClientError, BotoCoreError) as exc:
-            if _retryable(exc) and attempt + 1 < attempts:
-                continue
-            out.failed += [(r, describe(exc)) for r in todo]
-            return out
-        errors = {e["Key"][len(prefix) :]: e for e in response.get("Errors", ())}
-        out.deleted += [r for r in todo if r not in errors]
-        retry = []
-        for rel, err in errors.items():
-            code = str(err.get("Code", ""))
-            if code == "NoSuchKey":
-                out.missing.append(rel)
-            elif code in _RETRYABLE_KEY_ERRORS and attempt + 1 < attempts:
-                retry.append(rel)
-            else:
-                out.failed.append((rel, f"{code}: {err.get('Message', '')}".strip(": ")))
-        todo = retry
-    return out
-
-
 def delete_files(
     store: TableStore,
     rel_paths: Sequence[str],
@@ -167,13 +79,7 @@ def delete_files(
     batches = [rel_paths[i : i + batch_keys] for i in range(0, len(rel_paths), batch_keys)]
 
     def run(batch: Sequence[str]) -> None:
-        if isinstance(store, S3TableStore):
-            result = _delete_s3_batch(store, batch, attempts)
-        elif isinstance(store, LocalTableStore):
-            result = _delete_local(store, batch)
-        else:
-            raise TypeError(f"cannot delete from {type(store).__name__}")
-        total.merge(result)
+        total.merge(store.delete_batch(batch, attempts))
         if on_progress is not None:
             on_progress(len(batch))
 

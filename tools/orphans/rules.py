@@ -16,12 +16,11 @@
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Callable, Sequence
 
 from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.deltalog.storage import TableStore
 
 #: The shortest retention cleanup accepts without ``unsafe_retention`` (as Iceberg's procedure).
 MIN_SAFE_RETENTION_MS = 24 * 3600 * 1000
@@ -78,25 +77,13 @@ def relative_to_root(path: str, store: TableStore) -> str | None:
         return path.removeprefix("./")  # no scheme, not absolute: the common case, fast
     parts = urllib.parse.urlsplit(path)
     if parts.scheme in S3_SCHEMES:
-        if not isinstance(store, S3TableStore) or parts.netloc != store.root.bucket:
-            return None
-        return _strip_prefix(parts.path.lstrip("/"), store.root.key.strip("/"))
+        return store.relative_of(parts.scheme, parts.netloc, parts.path)
     if parts.scheme == "file" or path.startswith("/"):
-        if not isinstance(store, LocalTableStore):
-            return None
         local = parts.path if parts.scheme == "file" else path
-        return _strip_prefix(os.path.normpath(local).lstrip("/"), str(store.root).lstrip("/"))
+        return store.relative_of(parts.scheme, parts.netloc, local)
     if parts.scheme and len(parts.scheme) > 1:
         return None  # another filesystem (abfss:, gs:, hdfs:): never this table
     return path.removeprefix("./")
-
-
-def _strip_prefix(key: str, root: str) -> str | None:
-    if not root:
-        return key or None
-    if key.startswith(root + "/") and len(key) > len(root) + 1:
-        return key[len(root) + 1 :]
-    return None
 
 
 def partition_of(rel_path: str) -> str:
