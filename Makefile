@@ -69,7 +69,11 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-bench: setup
+# The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
+bench-classes:
+	$(MVN) -q -f logstore/pom.xml test-compile
+
+bench: setup bench-classes
 	$(PY) -m bench
 
 clean:

@@ -3,7 +3,8 @@ PutObject of the same bytes, and through the DynamoDB LogStore against the condi
 the same LocalStack (S3 and DynamoDB), interleaved, in the same run.
 
 JVM: ``io.deltaguard.logstore.tools.CommitLatency`` (the LogStore classes Spark uses, with
-S3A's own client). Python: ``S3ConditionalLogStore.write`` / ``S3DynamoDBLogStore.write``
+S3A's own client). It is test code of the Maven module (``logstore/src/test``), never in the
+plugin jar: ``make bench`` compiles it into ``logstore/target/test-classes``. Python: ``S3ConditionalLogStore.write`` / ``S3DynamoDBLogStore.write``
 against ``put_object`` on one client.
 """
 
@@ -32,12 +33,23 @@ BODY_BYTES = 1024
 WARMUP = 20  # commits per store before timing; versions 0..WARMUP-1 (the DynamoDB store needs N-1)
 
 
+BENCH_CLASSES = Path(__file__).resolve().parents[1] / "logstore" / "target" / "test-classes"
+
+
 def _jvm_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> dict[str, float]:
+    if not (
+        BENCH_CLASSES / "io" / "deltaguard" / "logstore" / "tools" / "CommitLatency.class"
+    ).is_file():
+        raise FileNotFoundError(
+            f"CommitLatency is not compiled in {BENCH_CLASSES}: run `make bench` (it runs "
+            "Maven's test-compile of logstore/)"
+        )
     classpath = ":".join(
         [
             str(Path(pyspark.__file__).parent / "jars" / "*"),
             *(str(j) for j in runtime_jars()),
             str(plugin_jar()),
+            str(BENCH_CLASSES),
         ]
     )
     hadoop = {
