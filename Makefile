@@ -42,7 +42,7 @@ venv: $(VENV)/.installed
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
-	$(MVN) -q -f logstore/pom.xml -DskipTests package
+	$(MVN) -q -f logstore/pom.xml -DskipTests clean package
 	mkdir -p $(dir $@)
 	cp logstore/target/deltaguard-logstore-$(VERSION).jar $@
 

@@ -60,7 +60,7 @@ def test_plugin_jar_is_package_data_and_holds_the_logstore():
     with zipfile.ZipFile(plugin_jar()) as jar:
         names = jar.namelist()
     assert "io/deltaguard/logstore/S3ConditionalLogStore.class" in names
-    assert not [n for n in names if "/tools/" in n or "CommitLatency" in n], "bench code in jar"
+    assert not [n for n in names if "CommitLatency" in n], "bench code in the plugin jar"
 
 
 def test_s3_conf_for_conditional_store():
