@@ -17,13 +17,10 @@ MVN := mvn -B -Drevision=$(VERSION)
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars localstack demo test test-java lint bench clean
+.PHONY: help setup venv jar jars localstack demo test test-fast test-java lint typecheck bench bench-classes clean
 
-help:
-	@echo "make demo   set everything up, run the multi-driver demo on embedded S3 (LocalStack)"
-	@echo "make test   set everything up, run every test (Python + JUnit)"
-	@echo "make bench  set everything up, run the benchmarks (JSON + markdown in bench/results)"
-	@echo "make lint   ruff"
+help:  ## list every target
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(UV):
 	python3.11 -m venv $(DELTAGUARD_CACHE)/bootstrap
@@ -38,7 +35,7 @@ $(VENV)/.installed: pyproject.toml VERSION $(PACKAGE_FILES) $(UV)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[spark,test,dev]' --config-settings editable_mode=strict
 	touch $@
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed  ## the project virtualenv (.venv, strict editable install with the spark, test and dev extras)
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
@@ -46,35 +43,44 @@ $(PLUGIN_JAR): $(JAVA_SOURCES)
 	mkdir -p $(dir $@)
 	cp logstore/target/deltaguard-logstore-$(VERSION).jar $@
 
-jar: $(PLUGIN_JAR)
+jar: $(PLUGIN_JAR)  ## build the plugin jar (Maven) into the Python package
 
-jars: venv
+jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
 
-localstack:
+localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local
 	bash localstack/install.sh
 
-setup: venv jar jars localstack
+setup: venv jar jars localstack  ## everything above: venv, jar, jars, localstack
 
-demo: setup
+demo: setup  ## set everything up, run the multi-driver demo on embedded S3 (LocalStack)
 	$(PY) -m deltaguard.localstack.demo
 
-test-java:
+test-java: ## the JUnit suite of logstore/
 	$(MVN) -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}
 
-test: setup test-java
+test: setup test-java  ## set everything up, run every test (JUnit, then pytest; prints the wall time)
 	@bash .ci/timed-tests
 
-lint: venv
+# Everything that needs no Spark JVM (the CLI, the Python LogStores, audit and orphans on
+# synthetic tables, the test-bed servers): a few minutes.
+test-fast: venv jar localstack  ## the tests that need no Spark JVM (a few minutes)
+	@bash .ci/timed-tests -m "not spark"
+
+lint: venv  ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# mypy reads the package through the strict editable install's link tree (laid out as imports).
+typecheck: venv  ## mypy (strict) on the deltaguard package, with boto3 stubs
+	MYPYPATH=build/__editable__.deltaguard-$(VERSION)-py3-none-any $(VENV)/bin/mypy -p deltaguard
+
 # The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
-bench-classes:
+bench-classes: ## compile the JVM benchmark tool (test code of logstore/)
 	$(MVN) -q -f logstore/pom.xml test-compile
 
-bench: setup bench-classes
+bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + markdown in bench/results)
 	$(PY) -m bench
 
-clean:
-	rm -rf $(VENV) logstore/target logstore/python/jars build *.egg-info
+clean: ## remove the venv, build outputs and the packaged jar
+	rm -rf $(VENV) logstore/target logstore/python/jars build dist *.egg-info

@@ -20,17 +20,25 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+    from deltaguard.localstack.delta_append import LogStore
+
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
 
 
-def arrow_schema() -> object:
+def arrow_schema() -> pa.Schema:
     """The workload's schema for deltaguard's Python writer (same columns as SCHEMA_DDL)."""
     import pyarrow as pa
 
@@ -44,10 +52,11 @@ def arrow_schema() -> object:
     )
 
 
-def _schema() -> object:
+def _schema() -> StructType:
     from pyspark.sql.types import StructType
 
-    return StructType.fromDDL(SCHEMA_DDL)
+    schema: StructType = StructType.fromDDL(SCHEMA_DDL)  # type: ignore[assignment]
+    return schema
 
 
 def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
@@ -67,7 +76,7 @@ def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
     )
 
 
-def python_log_store(endpoint_url: str, logstore: PresetName, dynamodb_table: str) -> object:
+def python_log_store(endpoint_url: str, logstore: PresetName, dynamodb_table: str) -> LogStore:
     """deltaguard's Python LogStore for the chosen commit path (S3 only)."""
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
@@ -80,7 +89,7 @@ def python_log_store(endpoint_url: str, logstore: PresetName, dynamodb_table: st
 
 def _log_exists(spark: object, table: str, version: int) -> bool:
     jvm = spark._jvm  # type: ignore[attr-defined]
-    path = jvm.org.apache.hadoop.fs.Path(f"{table}/_delta_log/{version:020d}.json")
+    path = jvm.org.apache.hadoop.fs.Path(f"{table}/_delta_log/{commit_file_name(version)}")
     fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
     return bool(fs.exists(path))
 
@@ -100,7 +109,7 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
         loc = S3Location.parse(uri)
         s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
 
-    log0 = S3Location.parse(f"{args.table}/_delta_log/{0:020d}.json")
+    log0 = S3Location.parse(f"{args.table}/_delta_log/{commit_file_name(0)}")
     appender = BlindAppender(store, put, args.table)
 
     def commit(batch: int, tag: str) -> None:

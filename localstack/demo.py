@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         FaultProxy(localstack.endpoint, workdir) as proxy,
     ):
         console.print(
-            f"LocalStack (S3) on {localstack.endpoint.url}, PID {localstack.server.pid}; "
+            f"LocalStack (S3) on {localstack.endpoint.url}, "
+            f"PID {localstack.server.pid if localstack.server else '?'}; "
             f"fault proxy on {proxy.endpoint.url}"
         )
         boto3.client("s3", **localstack.endpoint.boto3_kwargs()).create_bucket(Bucket=BUCKET)

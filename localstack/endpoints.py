@@ -53,7 +53,7 @@ class Endpoint:
         credential chains of S3A and boto3 read them)."""
         return {"AWS_ACCESS_KEY_ID": self.access_key, "AWS_SECRET_ACCESS_KEY": self.secret_key}
 
-    def boto3_kwargs(self) -> dict[str, str]:
+    def boto3_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``boto3.client(...)``."""
         return {
             "endpoint_url": self.url,

@@ -93,7 +93,7 @@ def fail_half_way(spark: Any, path: str) -> None:
 
     last = FAILING_PARTITIONS * 10 - 1
 
-    @udf("long")  # type: ignore[untyped-decorator]
+    @udf("long")
     def explode_on_last(i: int) -> int:
         if i == last:
             raise DeliberateFailure("the last task of this job fails on purpose")
@@ -115,7 +115,7 @@ def slow_append(spark: Any, path: str) -> None:
     """An append of 32 tasks that each take about a second: long enough to be killed."""
     from pyspark.sql.functions import udf
 
-    @udf("long")  # type: ignore[untyped-decorator]
+    @udf("long")
     def slow(i: int) -> int:
         time.sleep(0.25)
         return i

@@ -200,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
@@ -311,9 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if state.rule.action == "hold_until_peer" and state.rule.matches(
                     self.command, path, headers
                 ):
-                    event = state.holds.pop(path, None)
-                    if event is not None:
-                        released.append(event)
+                    if path in state.holds:
+                        released.append(state.holds.pop(path))
         try:
             status, out_headers, payload = self._forward(body, strip)
         finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.process import ServerProcess, free_port, http_ok
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         original = S3Backend.put_object
 
         @functools.wraps(original)
-        def delayed_put_object(self: S3Backend, *a: object, **kw: object) -> object:
+        def delayed_put_object(self: S3Backend, *a: Any, **kw: Any) -> Any:
             time.sleep(args.check_store_delay)  # between the If-None-Match check and the store
             return original(self, *a, **kw)
 

@@ -99,7 +99,7 @@ class MultiDriverResult:
     @property
     def versions_contiguous(self) -> bool:
         versions = self.verified["versions"]
-        return versions == list(range(len(versions)))
+        return bool(versions == list(range(len(versions))))
 
     def summary(self) -> dict[str, Any]:
         return {

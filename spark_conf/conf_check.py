@@ -176,11 +176,11 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
                 )
 
     for key in ("jars", "driver.extraClassPath", "executor.extraClassPath"):
-        entry = value(key)
-        if entry is None:
+        jar_entry = value(key)
+        if jar_entry is None:
             continue
         separator = "," if key == "jars" else ":"
-        for item in filter(None, (p.strip() for p in entry.value.split(separator))):
+        for item in filter(None, (p.strip() for p in jar_entry.value.split(separator))):
             local = item[len("file:") :] if item.startswith("file:") else item
             if "://" in item and not item.startswith("file:"):
                 continue  # remote jars are the cluster's business

@@ -34,7 +34,7 @@ from typing import Any
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.jvm_deps import maven_coordinates
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 

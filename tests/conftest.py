@@ -1,13 +1,21 @@
-"""Shared fixtures: the test bed servers, started and stopped by these fixtures (by PID).
+"""Shared fixtures: the test bed servers, started and stopped by these fixtures (by PID), and
+``run_cli``.
 
 A server that cannot start (LocalStack or the jars not installed, a port problem) makes the
 tests that need it ERROR with the reason; nothing is skipped.
+
+Tiers (markers, see pyproject): ``spark`` tests start Spark driver JVMs (marked by hand, and
+every test using ``spark_tables``); ``servers`` tests talk to LocalStack or moto (every test
+using a server fixture, and test_localstack.py). ``make test-fast`` runs ``not spark``.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +25,48 @@ from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.moto_server import MotoServer
 from deltaguard.logstore.s3_conditional import forget_verifications
+
+#: Fixtures that start (or need) a test server / Spark drivers: their tests get the marker.
+SERVER_FIXTURES = frozenset(
+    {"localstack", "moto", "ls_bucket", "moto_bucket", "ls_proxy", "ls_commit_table"}
+)
+SPARK_FIXTURES = frozenset({"spark_tables"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.servers)
+        if used & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+
+
+#: The installed console script: the CLI is tested as a user runs it, in its own process.
+DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
+
+RunCli = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture(scope="session")
+def run_cli() -> RunCli:
+    """``run_cli(*args, env=None, timeout=600)``: runs ``deltaguard ARGS`` in a subprocess and
+    returns the CompletedProcess (text; a non-zero exit is returned, not raised). ``env`` is
+    added to the environment."""
+
+    def run(
+        *args: str, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [DELTAGUARD, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **(env or {})},
+            timeout=timeout,
+        )
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,6 @@ damage gives its finding (code, file, line), and unreadable tables exit 2 withou
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -18,12 +15,6 @@ from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
 from deltaguard.tools.deltalog.findings import CODES
 
 pytestmark = pytest.mark.spark
-
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([DELTAGUARD, *args], capture_output=True, text=True, check=False)
 
 
 def _log(table: Path, version: int, suffix: str = "json") -> Path:
@@ -42,9 +33,9 @@ def dv_table(spark_tables, tmp_path) -> Path:
     return copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
 
 
-def test_healthy_tables_exit_0_with_json_schema(spark_tables):
+def test_healthy_tables_exit_0_with_json_schema(spark_tables, run_cli):
     for name in ("partitioned", "dv_cdc", "multipart", "v2", "column_mapping"):
-        out = _run("audit", str(spark_tables.path(name)), "--json")
+        out = run_cli("audit", str(spark_tables.path(name)), "--json")
         assert out.returncode == 0, out.stdout
         doc = json.loads(out.stdout)
         assert doc["schema"] == "deltaguard.audit/1" and doc["healthy"] is True
@@ -53,7 +44,7 @@ def test_healthy_tables_exit_0_with_json_schema(spark_tables):
         )
 
 
-def test_missing_data_file_and_dv_file(dv_table):
+def test_missing_data_file_and_dv_file(dv_table, run_cli):
     snap = load_snapshot(str(dv_table))
     with_dv = next(iter(snap.adds.deletion_vectors()))
     (dv_table / with_dv[1].file_path()).unlink()
@@ -64,11 +55,11 @@ def test_missing_data_file_and_dv_file(dv_table):
     assert [f.file for f in codes["missing-data-file"]] == [plain]
     assert [f.file for f in codes["missing-dv-file"]] == [with_dv[1].file_path()]
     assert report.exit_code == 1
-    out = _run("audit", str(dv_table))
+    out = run_cli("audit", str(dv_table))
     assert out.returncode == 1 and "missing-dv-file" in out.stdout
 
 
-def test_corrupt_json_line_names_file_and_line(dv_table):
+def test_corrupt_json_line_names_file_and_line(dv_table, run_cli):
     commit = _log(dv_table, 5)
     lines = commit.read_bytes().split(b"\n")
     lines[1] = lines[1][: len(lines[1]) // 2]
@@ -77,7 +68,7 @@ def test_corrupt_json_line_names_file_and_line(dv_table):
     (finding,) = _codes(report)["corrupt-json-line"]
     assert finding.file == "_delta_log/00000000000000000005.json" and finding.line == 2
     assert "snapshot-unreadable" in _codes(report)
-    out = _run("audit", str(dv_table), "--json")
+    out = run_cli("audit", str(dv_table), "--json")
     assert out.returncode == 1 and "Traceback" not in out.stderr
 
 
@@ -162,11 +153,13 @@ def _append_protocol(table: Path, version: int, **protocol) -> None:
         (["deletionVectors", "futureMagic"], "futureMagic"),
     ],
 )
-def test_catalog_managed_and_unknown_reader_features_are_refused(dv_table, features, words):
+def test_catalog_managed_and_unknown_reader_features_are_refused(
+    dv_table, features, words, run_cli
+):
     _append_protocol(dv_table, 6, readerFeatures=features, writerFeatures=features)
     with pytest.raises(UnsupportedTableError, match=words):
         load_snapshot(str(dv_table))
-    out = _run("audit", str(dv_table))
+    out = run_cli("audit", str(dv_table))
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
 
 
@@ -180,34 +173,34 @@ def test_unknown_writer_feature_is_a_warning(dv_table):
     assert "unknown-writer-feature" in _codes(audit_table(str(dv_table)))
 
 
-def test_not_a_table_and_bad_version_exit_2(tmp_path, dv_table):
+def test_not_a_table_and_bad_version_exit_2(tmp_path, dv_table, run_cli):
     for args in (
         [str(tmp_path / "nothing")],
         [str(dv_table), "--version", "99"],
         [str(dv_table), "--timestamp", "1999-01-01T00:00:00"],
         [str(dv_table), "--timestamp", "yesterday"],
     ):
-        out = _run("audit", *args)
+        out = run_cli("audit", *args)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr
 
 
-def test_audit_at_an_older_version(dv_table, spark_tables):
-    out = _run("audit", str(dv_table), "--version", "2", "--json")
+def test_audit_at_an_older_version(dv_table, spark_tables, run_cli):
+    out = run_cli("audit", str(dv_table), "--version", "2", "--json")
     doc = json.loads(out.stdout)
     assert out.returncode == 0 and doc["version"] == 2
     assert doc["summary"]["live_files"] == len(spark_tables.live_files("dv_cdc", 2))
 
 
-def test_history_lists_operations_and_txns(dv_table):
-    out = _run("history", str(dv_table), "--json")
+def test_history_lists_operations_and_txns(dv_table, run_cli):
+    out = run_cli("history", str(dv_table), "--json")
     assert out.returncode == 0, out.stderr
     entries = json.loads(out.stdout)
     assert [e["version"] for e in entries] == [5, 4, 3, 2, 1, 0]
     assert [e["operation"] for e in entries][:3] == ["WRITE", "UPDATE", "DELETE"]
     assert entries[0]["metrics"]["numOutputRows"] == "3"
     assert entries[0]["engine"].startswith("Apache-Spark")
-    assert "UPDATE" in _run("history", str(dv_table)).stdout
+    assert "UPDATE" in run_cli("history", str(dv_table)).stdout
 
 
 def test_dynamodb_incomplete_entry(localstack, ls_commit_table, dv_table):
@@ -284,7 +277,7 @@ def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
     assert "s3://elsewhere" in codes["external-file"][0].message
 
 
-def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket):
+def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket, run_cli):
     env_args = ["--endpoint", localstack.endpoint.url, "--path-style", "--region", "us-east-1"]
     cases = {
         f"s3://{ls_bucket}/no-table": "not a Delta table",
@@ -292,28 +285,16 @@ def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket):
     }
     for uri, words in cases.items():
         for command in ("audit", "history"):
-            out = subprocess.run(
-                [DELTAGUARD, command, uri, *env_args],
-                capture_output=True,
-                text=True,
-                check=False,
-                env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
-            )
+            out = run_cli(command, uri, *env_args, env=localstack.endpoint.credentials_env())
             assert out.returncode == 2, (command, uri, out.stdout, out.stderr)
             assert words in out.stderr and "Traceback" not in out.stderr
-    closed = subprocess.run(
-        [
-            DELTAGUARD,
-            "audit",
-            f"s3://{ls_bucket}/t",
-            "--endpoint",
-            "http://127.0.0.1:9",
-            "--path-style",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"},
+    closed = run_cli(
+        "audit",
+        f"s3://{ls_bucket}/t",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--path-style",
+        env=localstack.endpoint.credentials_env(),
     )
     assert closed.returncode == 2 and "cannot list" in closed.stderr
     assert "Traceback" not in closed.stderr

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
@@ -19,8 +16,6 @@ from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.orphans.references import collect_references
 
 pytestmark = pytest.mark.spark
-
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -99,7 +94,7 @@ def test_stale_last_checkpoint_falls_back_to_listing(spark_tables, tmp_path):
     assert load_snapshot(str(table)).version == 5
 
 
-def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, monkeypatch):
+def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, monkeypatch, run_cli):
     endpoint = localstack.endpoint
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", endpoint.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", endpoint.secret_key)
@@ -111,38 +106,26 @@ def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, mon
             ours = load_snapshot(uri, version=version, s3=opts)
             expected = [f.replace(str(local), uri) for f in spark_tables.live_files(name, version)]
             assert sorted(ours.live_locations()) == expected
-        out = subprocess.run(
-            [
-                DELTAGUARD,
-                "audit",
-                uri.replace("s3://", "s3a://"),
-                "--endpoint",
-                endpoint.url,
-                "--region",
-                endpoint.region,
-                "--path-style",
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert out.returncode == 0, out.stdout + out.stderr
-    history = subprocess.run(
-        [
-            DELTAGUARD,
-            "history",
-            uri,
+        out = run_cli(
+            "audit",
+            uri.replace("s3://", "s3a://"),
             "--endpoint",
             endpoint.url,
             "--region",
             endpoint.region,
             "--path-style",
             "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+    history = run_cli(
+        "history",
+        uri,
+        "--endpoint",
+        endpoint.url,
+        "--region",
+        endpoint.region,
+        "--path-style",
+        "--json",
     )
     assert history.returncode == 0, history.stderr
     assert [e["version"] for e in json.loads(history.stdout)] == spark_tables.versions(name)[::-1]

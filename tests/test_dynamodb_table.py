@@ -2,41 +2,29 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import boto3
 
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 
-
-def _create(localstack, name: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
-    return subprocess.run(
-        [
-            DELTAGUARD,
-            "dynamodb",
-            "create-table",
-            name,
-            "--endpoint",
-            localstack.endpoint.url,
-            "--region",
-            "us-east-1",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
+def _create(run_cli, localstack, name: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "dynamodb",
+        "create-table",
+        name,
+        "--endpoint",
+        localstack.endpoint.url,
+        "--region",
+        "us-east-1",
+        env=localstack.endpoint.credentials_env(),
     )
 
 
-def test_create_table_is_idempotent_with_ttl_and_on_demand(localstack):
-    first = _create(localstack, "delta_log_a")
+def test_create_table_is_idempotent_with_ttl_and_on_demand(localstack, run_cli):
+    first = _create(run_cli, localstack, "delta_log_a")
     assert first.returncode == 0, first.stderr
     assert "created (PAY_PER_REQUEST); TTL enabled on expireTime" in first.stdout
-    again = _create(localstack, "delta_log_a")
+    again = _create(run_cli, localstack, "delta_log_a")
     assert again.returncode == 0 and "already exists with the right schema" in again.stdout
     ddb = boto3.client("dynamodb", **localstack.endpoint.boto3_kwargs())
     table = ddb.describe_table(TableName="delta_log_a")["Table"]
@@ -51,7 +39,7 @@ def test_create_table_is_idempotent_with_ttl_and_on_demand(localstack):
     )
 
 
-def test_wrong_schema_is_a_clear_error(localstack):
+def test_wrong_schema_is_a_clear_error(localstack, run_cli):
     ddb = boto3.client("dynamodb", **localstack.endpoint.boto3_kwargs())
     ddb.create_table(
         TableName="not_a_log",
@@ -59,7 +47,7 @@ def test_wrong_schema_is_a_clear_error(localstack):
         KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
     )
-    out = _create(localstack, "not_a_log")
+    out = _create(run_cli, localstack, "not_a_log")
     assert out.returncode == 1
     assert (
         "tablePath HASH (S) and fileName RANGE (S)" in out.stderr and "Traceback" not in out.stderr

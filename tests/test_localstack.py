@@ -16,6 +16,8 @@ from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.moto_server import MotoServer
 from deltaguard.localstack.process import ServerProcess, free_port
 
+pytestmark = pytest.mark.servers
+
 
 def _code(exc: ClientError) -> str:
     return str(exc.response["Error"]["Code"])

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,12 +17,6 @@ from deltaguard.spark_conf.presets import (
     shipped_preset_file,
     shipped_preset_text,
 )
-
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([DELTAGUARD, *args], capture_output=True, text=True, check=False)
 
 
 def _codes(text: str) -> list[str]:
@@ -48,12 +39,12 @@ def test_conditional_preset():
     assert _codes("\n".join(f"{k}={v}" for k, v in conf.items())) == []
 
 
-def test_single_driver_needs_acknowledgement():
+def test_single_driver_needs_acknowledgement(run_cli):
     with pytest.raises(PresetError, match="overwrite each other's commits"):
         render("s3-single-driver")
     conf = render("s3-single-driver", PresetOptions(acknowledge_single_driver=True))
     assert conf["spark.delta.logStore.s3a.impl"] == "io.delta.storage.S3SingleDriverLogStore"
-    out = _cli("conf", "render", "s3-single-driver")
+    out = run_cli("conf", "render", "s3-single-driver")
     assert out.returncode == 1 and "--acknowledge-single-driver" in out.stderr
     assert "Traceback" not in out.stderr
 
@@ -68,8 +59,8 @@ def test_shipped_properties_files_match_render(name):
     assert shipped_preset_file(name).read_text() == shipped_preset_text(name)
 
 
-def test_render_formats_and_spark_submit_can_read_properties(tmp_path):
-    props = _cli(
+def test_render_formats_and_spark_submit_can_read_properties(tmp_path, run_cli):
+    props = run_cli(
         "conf", "render", "s3-conditional", "--table-root", "s3://lake/t", "--region", "eu-west-1"
     )
     assert props.returncode == 0, props.stderr
@@ -77,15 +68,15 @@ def test_render_formats_and_spark_submit_can_read_properties(tmp_path):
     assert parsed == render(
         "s3-conditional", PresetOptions(table_root="s3://lake/t", region="eu-west-1")
     )
-    as_json = json.loads(_cli("conf", "render", "s3-conditional", "--format", "json").stdout)
+    as_json = json.loads(run_cli("conf", "render", "s3-conditional", "--format", "json").stdout)
     assert as_json["spark.delta.logStore.s3a.impl"].endswith("S3ConditionalLogStore")
-    env = _cli("conf", "render", "local", "--format", "env").stdout
+    env = run_cli("conf", "render", "local", "--format", "env").stdout
     assert env.startswith("export PYSPARK_SUBMIT_ARGS=") and "pyspark-shell" in env
     (tmp_path / "p.properties").write_text(props.stdout)
-    assert _cli("conf", "check", str(tmp_path / "p.properties")).returncode == 0
+    assert run_cli("conf", "check", str(tmp_path / "p.properties")).returncode == 0
 
 
-def test_check_finds_each_problem_with_its_line(tmp_path):
+def test_check_finds_each_problem_with_its_line(tmp_path, run_cli):
     text = "\n".join(
         [
             "# a bad file",
@@ -106,7 +97,7 @@ def test_check_finds_each_problem_with_its_line(tmp_path):
     assert ("missing-jar", 7) in got
     path = tmp_path / "bad.properties"
     path.write_text(text)
-    out = _cli("conf", "check", str(path))
+    out = run_cli("conf", "check", str(path))
     assert out.returncode == 1
     assert f"{path}:5: ttl-too-low" in out.stdout
     assert len(out.stdout.strip().splitlines()) == len(findings)
@@ -120,8 +111,8 @@ def test_check_flags_single_driver_on_multi_writer_bucket():
     ], "s3a:// falls back to Delta's single-driver default"
 
 
-def test_check_missing_file_is_a_clean_error(tmp_path):
-    out = _cli("conf", "check", str(tmp_path / "nope.properties"))
+def test_check_missing_file_is_a_clean_error(tmp_path, run_cli):
+    out = run_cli("conf", "check", str(tmp_path / "nope.properties"))
     assert out.returncode == 2
     assert "cannot read" in out.stderr and "Traceback" not in out.stderr
 

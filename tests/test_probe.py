@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import boto3
 import pytest
@@ -14,7 +12,6 @@ import pytest
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.moto_server import MotoServer
 
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 CREDS = {
     "AWS_ACCESS_KEY_ID": "test",
     "AWS_SECRET_ACCESS_KEY": "test",
@@ -22,29 +19,20 @@ CREDS = {
 }
 
 
-def _probe(endpoint: str, target: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    env = {**os.environ, **CREDS}
-    return subprocess.run(
-        [
-            DELTAGUARD,
-            "probe",
-            target,
-            "--endpoint",
-            endpoint,
-            "--path-style",
-            "--json",
-            "--writers",
-            "8",
-            "--rounds",
-            "10",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
+def _probe(run_cli, endpoint: str, target: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "probe",
+        target,
+        "--endpoint",
+        endpoint,
+        "--path-style",
+        "--json",
+        "--writers",
+        "8",
+        "--rounds",
+        "10",
+        *extra,
+        env=CREDS,
         timeout=300,
     )
 
@@ -55,8 +43,8 @@ def _keys(endpoint, bucket: str) -> list[str]:
     ]
 
 
-def test_localstack_is_safe_and_probe_cleans_up(localstack, ls_bucket):
-    out = _probe(localstack.endpoint.url, f"s3://{ls_bucket}/lake")
+def test_localstack_is_safe_and_probe_cleans_up(localstack, ls_bucket, run_cli):
+    out = _probe(run_cli, localstack.endpoint.url, f"s3://{ls_bucket}/lake")
     assert out.returncode == 0, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert report["recommended_preset"] == "s3-conditional"
@@ -69,9 +57,9 @@ def test_localstack_is_safe_and_probe_cleans_up(localstack, ls_bucket):
     assert _keys(localstack.endpoint, ls_bucket) == [], "probe keys deleted"
 
 
-def test_store_ignoring_if_none_match_is_unsafe(ls_proxy, localstack, ls_bucket):
+def test_store_ignoring_if_none_match_is_unsafe(ls_proxy, localstack, ls_bucket, run_cli):
     ls_proxy.set_rules([FaultRule("strip_header", method="PUT", header="If-None-Match")])
-    out = _probe(ls_proxy.endpoint.url, f"s3://{ls_bucket}/lake")
+    out = _probe(run_cli, ls_proxy.endpoint.url, f"s3://{ls_bucket}/lake")
     assert out.returncode == 1, out.stdout + out.stderr
     report = json.loads(out.stdout)
     checks = {c["name"]: c for c in report["checks"]}
@@ -81,10 +69,10 @@ def test_store_ignoring_if_none_match_is_unsafe(ls_proxy, localstack, ls_bucket)
     assert _keys(localstack.endpoint, ls_bucket) == []
 
 
-def test_moto_with_check_store_delay_is_unsafe(tmp_path):
+def test_moto_with_check_store_delay_is_unsafe(tmp_path, run_cli):
     with MotoServer(tmp_path, check_store_delay_s=0.05) as moto:
         moto.endpoint.s3_client().create_bucket(Bucket="racy")
-        out = _probe(moto.endpoint.url, "s3://racy/lake")
+        out = _probe(run_cli, moto.endpoint.url, "s3://racy/lake")
         assert out.returncode == 1, out.stdout + out.stderr
         report = json.loads(out.stdout)
         checks = {c["name"]: c for c in report["checks"]}
@@ -94,7 +82,7 @@ def test_moto_with_check_store_delay_is_unsafe(tmp_path):
         assert _keys(moto.endpoint, "racy") == []
 
 
-def test_dynamodb_table_checks(localstack, ls_bucket):
+def test_dynamodb_table_checks(localstack, ls_bucket, run_cli):
     ddb = boto3.client("dynamodb", **localstack.endpoint.boto3_kwargs())
     ddb.create_table(
         TableName="delta_log_probe",
@@ -113,7 +101,11 @@ def test_dynamodb_table_checks(localstack, ls_bucket):
         TimeToLiveSpecification={"Enabled": True, "AttributeName": "expireTime"},
     )
     out = _probe(
-        localstack.endpoint.url, f"s3://{ls_bucket}/lake", "--dynamodb-table", "delta_log_probe"
+        run_cli,
+        localstack.endpoint.url,
+        f"s3://{ls_bucket}/lake",
+        "--dynamodb-table",
+        "delta_log_probe",
     )
     report = json.loads(out.stdout)
     statuses = {c["name"]: c["status"] for c in report["checks"]}
@@ -121,7 +113,11 @@ def test_dynamodb_table_checks(localstack, ls_bucket):
     assert statuses["dynamodb-ttl"] == "pass" and statuses["dynamodb-billing"] == "pass"
     missing = json.loads(
         _probe(
-            localstack.endpoint.url, f"s3://{ls_bucket}/lake", "--dynamodb-table", "no_such_table"
+            run_cli,
+            localstack.endpoint.url,
+            f"s3://{ls_bucket}/lake",
+            "--dynamodb-table",
+            "no_such_table",
         ).stdout
     )
     assert {c["name"]: c["status"] for c in missing["checks"]}["dynamodb-table"] == "fail"
@@ -134,7 +130,7 @@ def test_dynamodb_table_checks(localstack, ls_bucket):
         ("not-a-uri", "not an S3 URI"),
     ],
 )
-def test_probe_cannot_run_is_exit_2_without_traceback(localstack, target, message):
-    out = _probe(localstack.endpoint.url, target)
+def test_probe_cannot_run_is_exit_2_without_traceback(localstack, target, message, run_cli):
+    out = _probe(run_cli, localstack.endpoint.url, target)
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr

@@ -211,7 +211,7 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
             out.add(
                 "version-gap",
                 f"commit {missing} is missing: version {latest} cannot be reconstructed",
-                _log(commit_file_name(missing)),
+                _log(commit_file_name(missing or 0)),  # set: a chain that fails names its gap
             )
     have = set(commits)
     holes: list[tuple[int, int]] = []

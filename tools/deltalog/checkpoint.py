@@ -161,7 +161,7 @@ def _read_json_part(store: TableStore, rel_path: str) -> tuple[pa.Table, pa.Tabl
         )
     adds = filetable.from_actions(a for a in parsed.actions if isinstance(a, AddFile))
     removes = filetable.from_actions(a for a in parsed.actions if isinstance(a, RemoveFile))
-    others = [a for a in parsed.actions if not isinstance(a, AddFile | RemoveFile)]
+    others: list[Action] = [a for a in parsed.actions if not isinstance(a, AddFile | RemoveFile)]
     return adds, removes, others
 
 

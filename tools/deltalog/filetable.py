@@ -124,11 +124,12 @@ def from_actions(actions: Iterable[AddFile | RemoveFile]) -> pa.Table:
     rows: dict[str, list[Any]] = {name: [] for name in FILE_SCHEMA.names}
     for a in actions:
         dv = a.deletion_vector
-        is_add = isinstance(a, AddFile)
         rows["path"].append(a.path)
         rows["size"].append(a.size)
-        rows["modification_time"].append(a.modification_time if is_add else None)
-        rows["deletion_timestamp"].append(None if is_add else a.deletion_timestamp)
+        rows["modification_time"].append(a.modification_time if isinstance(a, AddFile) else None)
+        rows["deletion_timestamp"].append(
+            a.deletion_timestamp if isinstance(a, RemoveFile) else None
+        )
         rows["data_change"].append(a.data_change)
         pv = a.partition_values
         rows["partition_values"].append(list(pv.items()) if pv is not None else None)
@@ -160,7 +161,7 @@ class FileActions:
         self.kind = kind
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
     def paths(self) -> list[str]:
         """Decoded paths as in the log (relative to the table root, or absolute URIs)."""

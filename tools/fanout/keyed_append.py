@@ -31,6 +31,8 @@ from delta.exceptions.base import (
     ProtocolChangedException,
 )
 
+from deltaguard.logstore.commit_names import commit_file_name
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
@@ -140,17 +142,19 @@ class AppendResult:
 
 def _known_version(spark: SparkSession, table: str) -> int:
     """The table version this driver last saw (-1 if none): a lower bound of any later commit."""
-    jvm: Any = spark._jvm  # type: ignore[attr-defined]
-    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table)  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table)
     snapshot = log.unsafeVolatileSnapshot()
     return -1 if snapshot is None else int(snapshot.version())
 
 
 def read_commit(spark: SparkSession, table: str, version: int) -> list[dict[str, Any]]:
     """The actions of ``_delta_log/<version>.json``, read through Hadoop's FileSystem."""
-    jvm: Any = spark._jvm  # type: ignore[attr-defined]
-    path = jvm.org.apache.hadoop.fs.Path(f"{table.rstrip('/')}/_delta_log/{version:020d}.json")
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(
+        f"{table.rstrip('/')}/_delta_log/{commit_file_name(version)}"
+    )
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
     stream = fs.open(path)
     try:
         text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
@@ -168,7 +172,7 @@ def find_keyed_commit(
         actions = read_commit(spark, table, version)
         txns = [a["txn"] for a in actions if "txn" in a]
         if any(t.get("appId") == key.app_id and t.get("version") == key.version for t in txns):
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            info: dict[str, Any] = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
             return version, info
     return None
 

@@ -230,7 +230,7 @@ class FanoutError(ExceptionGroup):
     ) -> None:
         super().__init__(message, exceptions)
 
-    def derive(self, excs: Any) -> FanoutError:
+    def derive(self, excs: Any) -> FanoutError:  # type: ignore[override]
         return FanoutError(self.message, list(excs), getattr(self, "result", None))
 
 
@@ -324,7 +324,7 @@ class _Run:
         """All attempts of one write; returns its outcome and never raises."""
         key = TxnKey(f"{self.job_id}/{key_name}", self.run_version)
         started = time.monotonic()
-        base = {
+        base: dict[str, Any] = {
             "table": request.table,
             "key": key_name,
             "txn_app_id": key.app_id,

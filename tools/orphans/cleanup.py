@@ -33,9 +33,9 @@ from typing import Any
 
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.snapshot import load_snapshot
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
-from deltaguard.tools.orphans.deleter import DeleteOutcome, delete_files
+from deltaguard.tools.orphans.deleter import delete_files
 from deltaguard.tools.orphans.manifest import write_manifest
 from deltaguard.tools.orphans.references import collect_references
 from deltaguard.tools.orphans.rules import check_retention
