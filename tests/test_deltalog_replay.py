@@ -99,6 +99,7 @@ def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, mon
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", endpoint.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", endpoint.secret_key)
     opts = S3Options(endpoint.url, endpoint.region, path_style=True)
+    s3_args = ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style", "--json"]
     for name in ("dv_cdc", "v2", "partitioned"):
         local = spark_tables.path(name)
         uri = upload_table(local, endpoint.s3_client(), ls_bucket, f"tables/{name}")
@@ -106,26 +107,8 @@ def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, mon
             ours = load_snapshot(uri, version=version, s3=opts)
             expected = [f.replace(str(local), uri) for f in spark_tables.live_files(name, version)]
             assert sorted(ours.live_locations()) == expected
-        out = run_cli(
-            "audit",
-            uri.replace("s3://", "s3a://"),
-            "--endpoint",
-            endpoint.url,
-            "--region",
-            endpoint.region,
-            "--path-style",
-            "--json",
-        )
+        out = run_cli("audit", uri.replace("s3://", "s3a://"), *s3_args)
         assert out.returncode == 0, out.stdout + out.stderr
-    history = run_cli(
-        "history",
-        uri,
-        "--endpoint",
-        endpoint.url,
-        "--region",
-        endpoint.region,
-        "--path-style",
-        "--json",
-    )
+    history = run_cli("history", uri, *s3_args)
     assert history.returncode == 0, history.stderr
     assert [e["version"] for e in json.loads(history.stdout)] == spark_tables.versions(name)[::-1]
