@@ -17,7 +17,7 @@ MVN := mvn -B -Drevision=$(VERSION)
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars localstack demo test test-fast test-java lint typecheck bench bench-classes clean
+.PHONY: help setup venv jar jars localstack demo test test-fast test-java lint typecheck wheel bench bench-classes clean
 
 help:  ## list every target
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -74,6 +74,9 @@ lint: venv  ## ruff check and ruff format --check
 # mypy reads the package through the strict editable install's link tree (laid out as imports).
 typecheck: venv  ## mypy (strict) on the deltaguard package, with boto3 stubs
 	MYPYPATH=build/__editable__.deltaguard-$(VERSION)-py3-none-any $(VENV)/bin/mypy -p deltaguard
+
+wheel: jar  ## build the wheel (plugin jar inside) into dist/
+	$(UV) build --wheel -q -o dist .
 
 # The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)

@@ -1,7 +1,9 @@
 """The S3 conditional-write commit protocol in Python, on boto3.
 
 Byte-for-byte the same protocol as the JVM ``io.deltaguard.logstore.S3ConditionalLogStore``, so
-Python and Spark writers can commit to one table at once:
+Python and Spark writers can commit to one table at once. Why two writers can never both create
+N.json is argued once, in that class's javadoc
+(``logstore/src/main/java/io/deltaguard/logstore/S3ConditionalLogStore.java``). The contract:
 
 - ``write(uri, lines, overwrite=False)`` creates the object with one ``PutObject`` carrying
   ``If-None-Match: *``. On 412 / 409 / 5xx / throttling / no response it reads the key back:

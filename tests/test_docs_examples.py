@@ -1,0 +1,142 @@
+"""Every `deltaguard` command shown in README.md and docs/*.md is checked, then run.
+
+The commands are the lines starting with ``deltaguard`` in the fenced ``bash`` blocks, as
+written. Each is parsed by the CLI's own click definitions (an unknown command or option, or a
+bad value, fails the fast test). Then each is run for real, in order, by bash (redirections
+included) with the installed ``deltaguard`` on PATH: S3 tables at ``s3://lake/<name>`` are
+uploaded to LocalStack first (into a fresh bucket that stands for ``lake``) and ``--endpoint`` is pointed at it; local tables (``./events``)
+are written in the working directory. A command must end with exit 0 or 1 (findings) and no
+traceback; exit 2 (could not run) fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from deltaguard.localstack.synthetic_table import SyntheticTable
+from deltaguard.localstack.table_copies import upload_table
+from deltaguard.tools.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\s*$")
+SHELL_OPERATORS = {">", ">>", "|", "&&", ";", "2>"}
+#: 2023-11-14: before every timestamp the docs time-travel to.
+T0_MS = 1_700_000_000_000
+
+
+def doc_commands() -> list[tuple[str, str]]:
+    """(``file:line``, command line) of every ``deltaguard`` line in a bash block."""
+    found = []
+    for path in DOCS:
+        language = None
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            fence = FENCE.match(line.strip())
+            if fence:
+                language = None if language is not None else fence.group(1)
+                continue
+            if language == "bash" and line.strip().startswith("deltaguard "):
+                found.append((f"{path.relative_to(REPO)}:{number}", line.strip()))
+    return found
+
+
+def cli_args(line: str) -> list[str]:
+    """The arguments of ``deltaguard`` on a shell line: comments and redirections cut off."""
+    words = shlex.split(line, comments=True)[1:]
+    for i, word in enumerate(words):
+        if word in SHELL_OPERATORS:
+            return words[:i]
+    return words
+
+
+def parse(args: list[str]) -> click.Context:
+    """Resolves the sub-commands and parses the options as the CLI would, without running."""
+    command: click.Command = main
+    parent = click.Context(main, info_name="deltaguard")
+    name = "deltaguard"
+    while isinstance(command, click.Group):
+        sub = command.get_command(parent, args[0])
+        assert sub is not None, f"no command {args[0]!r} in {name}"
+        parent = click.Context(command, info_name=name, parent=parent)
+        command, name, args = sub, args[0], args[1:]
+    return command.make_context(name, list(args), parent=parent)
+
+
+COMMANDS = doc_commands()
+
+
+def test_docs_show_every_job():
+    shown = {tuple(cli_args(line)[:1]) for _, line in COMMANDS}
+    assert {("audit",), ("history",), ("orphans",), ("probe",), ("conf",), ("dynamodb",)} <= shown
+
+
+@pytest.mark.parametrize(("where", "line"), COMMANDS, ids=[w for w, _ in COMMANDS])
+def test_doc_command_parses(where, line):
+    try:
+        parse(cli_args(line))
+    except click.ClickException as exc:
+        pytest.fail(f"{where}: `{line}`: {exc.format_message()}")
+
+
+def _synthetic(root: Path) -> None:
+    """A two-version table (create, one append) with one never-committed file."""
+    table = SyntheticTable(root)
+    table.create(T0_MS)
+    rel = table.write_file("p=a/part-00000.parquet", T0_MS)
+    table.commit([{"add": table.add_action(rel, T0_MS)}], T0_MS + 60_000)
+    table.write_file("p=a/part-00001-failed.parquet", T0_MS)
+
+
+def _point_at(args: list[str], endpoint: str) -> list[str]:
+    """``args`` with every S3/DynamoDB endpoint on LocalStack (path-style)."""
+    out = list(args)
+    if "--endpoint" in out:
+        out[out.index("--endpoint") + 1] = endpoint
+    elif args[0] == "dynamodb" or any(a.startswith(("s3://", "s3a://")) for a in args):
+        out += ["--endpoint", endpoint]
+    if any(a.startswith(("s3://", "s3a://")) for a in args) and args[0] != "conf":
+        if "--path-style" not in out:
+            out.append("--path-style")
+        if "--dynamodb-table" in out and "--dynamodb-endpoint" not in out:
+            out += ["--dynamodb-endpoint", endpoint]
+    return out
+
+
+def test_doc_commands_run(localstack, ls_bucket, tmp_path):
+    """The docs' bucket ``lake`` is this test's own fresh bucket."""
+    endpoint = localstack.endpoint
+    s3 = endpoint.s3_client()
+    tables = {m.group(1) for _, line in COMMANDS for m in re.finditer(r"s3a?://lake/(\w+)", line)}
+    for name in sorted(tables):
+        _synthetic(tmp_path / "tables" / name)
+        upload_table(tmp_path / "tables" / name, s3, ls_bucket, name)
+    work = tmp_path / "work"
+    work.mkdir()
+    _synthetic(work / "events")
+    env = {
+        **os.environ,
+        **endpoint.credentials_env(),
+        "AWS_DEFAULT_REGION": endpoint.region,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    failures = []
+    for where, line in COMMANDS:
+        line = re.sub(r"(s3a?)://lake/", rf"\1://{ls_bucket}/", line)
+        args = cli_args(line)
+        rest = line.split("#", 1)[0].strip()[len("deltaguard ") :]
+        tail = rest[len(shlex.join(args)) :] if rest.startswith(shlex.join(args)) else ""
+        command = shlex.join(["deltaguard", *_point_at(args, endpoint.url)]) + tail
+        out = subprocess.run(
+            ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        )
+        if out.returncode not in (0, 1) or "Traceback" in out.stderr:
+            failures.append(f"{where}: `{command}` exit {out.returncode}: {out.stderr[-600:]}")
+    assert failures == []
