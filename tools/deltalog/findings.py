@@ -1,6 +1,6 @@
 """Audit findings: what is wrong, where, how bad, and what to do about it.
 
-Every finding has a stable ``code`` (see :data:`CODES`, also the README's table), a severity
+Every finding has a stable ``code`` (see :data:`CODES`, also the table in docs/audit.md), a severity
 (``error``: the table or some version cannot be read correctly, or data is missing;
 ``warning``: something needs attention but readers cope; ``info``: normal state worth knowing),
 the file (relative to the table root) and line when there is one, and a hint.
