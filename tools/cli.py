@@ -257,7 +257,7 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
 @click.option("--yes", is_flag=True, help="with --delete: really delete")
 @click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
 @click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
-@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (see docs/orphans.md)")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (docs/orphans.md)")
 @click.option(
     "--manifest",
     "manifest_path",
