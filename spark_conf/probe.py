@@ -11,6 +11,9 @@ Checks, in order (each a :class:`Check` with a status and a detail):
 3. ``atomicity``: ``writers`` threads, each with its own client, race behind a barrier to
    create one fresh key, for ``rounds`` rounds. A round with more than one winner means the
    store checks and stores non-atomically (moto does, measured): unsafe.
+4. ``dynamodb-*`` (with a table name): the table exists, its key schema is Delta's
+   (``tablePath`` HASH S, ``fileName`` RANGE S), TTL is enabled on ``expireTime``, and its
+   billing mode (PAY_PER_REQUEST recommended).
 
 Both create checks go through the commit protocol's settled create
 (:meth:`~deltaguard.logstore.s3_conditional.S3ConditionalLogStore.create_settled`, on
@@ -19,9 +22,6 @@ read-back, exactly as a commit would be. A check whose outcome transient errors 
 past the attempt budget is ``undecided``: the verdict is then "could not decide" (exit 2), never
 "unsafe". Everything else the probe sends (HeadBucket, the final listing and deletes) uses a
 read-policy client (botocore retries).
-4. ``dynamodb-*`` (with a table name): the table exists, its key schema is Delta's
-   (``tablePath`` HASH S, ``fileName`` RANGE S), TTL is enabled on ``expireTime``, and its
-   billing mode (PAY_PER_REQUEST recommended).
 
 Every probe key lives under ``<prefix>/_deltaguard_probe/<run id>/`` and is deleted at the end,
 whatever happened. The verdict recommends a preset: ``s3-conditional`` when 2 and 3 pass,

@@ -40,6 +40,12 @@ def _slowdown(method: str, rate: float, times: int | None = None) -> FaultRule:
     return FaultRule("error", method=method, rate=rate, times=times, status=503, code="SlowDown")
 
 
+def _probe(proxy, bucket: str, writers: int, rounds: int) -> subprocess.CompletedProcess[str]:
+    endpoint = ["--endpoint", proxy.endpoint.url, "--path-style", "--json"]
+    sizes = ["--writers", str(writers), "--rounds", str(rounds)]
+    return _run("probe", f"s3://{bucket}/lake", *endpoint, *sizes)
+
+
 def _synthetic(root: Path) -> SyntheticTable:
     """12 commits with a checkpoint at 8, 20 live files, 4 removed ones, 6 orphans."""
     now = int(time.time() * 1000)
@@ -93,18 +99,7 @@ def test_probe_with_503_on_first_attempts_is_safe(ls_proxy, ls_bucket):
             _slowdown("HEAD", 1.0, times=1),  # HeadBucket
         ]
     )
-    out = _run(
-        "probe",
-        f"s3://{ls_bucket}/lake",
-        "--endpoint",
-        ls_proxy.endpoint.url,
-        "--path-style",
-        "--json",
-        "--writers",
-        "4",
-        "--rounds",
-        "5",
-    )
+    out = _probe(ls_proxy, ls_bucket, writers=4, rounds=5)
     assert out.returncode == 0, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert report["recommended_preset"] == "s3-conditional" and report["decided"] is True
@@ -118,18 +113,7 @@ def test_probe_with_503_on_first_attempts_is_safe(ls_proxy, ls_bucket):
 
 def test_probe_that_cannot_settle_says_undecided_not_unsafe(ls_proxy, ls_bucket):
     ls_proxy.set_rules([_slowdown("PUT", 1.0)])  # every create fails: nothing can be decided
-    out = _run(
-        "probe",
-        f"s3://{ls_bucket}/lake",
-        "--endpoint",
-        ls_proxy.endpoint.url,
-        "--path-style",
-        "--json",
-        "--writers",
-        "2",
-        "--rounds",
-        "1",
-    )
+    out = _probe(ls_proxy, ls_bucket, writers=2, rounds=1)
     assert out.returncode == 2, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert report["decided"] is False and report["safe"] is False

@@ -15,9 +15,9 @@ Python and Spark writers can commit to one table at once:
   process.
 - Every line is written followed by ``\\n``, UTF-8, as every Delta LogStore writes them.
 
-Give it a client built by :func:`deltaguard.logstore.clients.s3_client` (botocore retries off):
-then the protocol alone decides what is retried, always conditionally, always after a
-read-back. (With botocore retries on it stays correct, since a retried PUT that finds its own
+Give it a client with the *commit* policy (:func:`deltaguard.logstore.clients.commit_client`,
+botocore retries off): then the protocol alone decides what is retried, always conditionally,
+always after a read-back. (With botocore retries on it stays correct, since a retried PUT that finds its own
 earlier bytes is settled by the read-back, but its attempt budget is no longer what it says.)
 """
 
