@@ -123,6 +123,23 @@ def test_probe_that_cannot_settle_says_undecided_not_unsafe(ls_proxy, ls_bucket)
     assert {c["name"]: c["status"] for c in report["checks"]}["if-none-match"] == "undecided"
 
 
+def test_probe_of_a_store_that_does_not_implement_conditional_puts_says_unsafe(ls_proxy, ls_bucket):
+    """501 NotImplemented is the store's definite answer, not a transient error: the probe
+    says unsafe (exit 1) at once instead of retrying into "could not decide"."""
+    ls_proxy.set_rules(
+        [FaultRule("error", method="PUT", rate=1.0, status=501, code="NotImplemented")]
+    )
+    out = _probe(ls_proxy, ls_bucket, writers=2, rounds=1)
+    assert out.returncode == 1, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["decided"] is True and report["safe"] is False
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["if-none-match"]["status"] == "fail"
+    assert "NotImplemented" in checks["if-none-match"]["detail"]
+    # One PUT for the create check and one per racing writer: no retry loop on a 501.
+    assert ls_proxy.fired()[0] == 1 + 2
+
+
 def _remaining(localstack, bucket: str, prefix: str) -> set[str]:
     s3 = localstack.endpoint.s3_client()
     keys: set[str] = set()

@@ -71,6 +71,10 @@ def classify(error: Exception) -> str:
             return _Kind.PRECONDITION_FAILED
         if status == 409 or code == "ConditionalRequestConflict":
             return _Kind.CONDITIONAL_CONFLICT
+        if status == 501 or code == "NotImplemented":
+            # The store says it cannot do what the request asks (a conditional PUT): asking
+            # again gets the same answer, and nothing was written.
+            return _Kind.FATAL
         if status >= 500 or status in (408, 429) or code in ("SlowDown", "RequestTimeout"):
             return _Kind.RETRYABLE
         return _Kind.FATAL
