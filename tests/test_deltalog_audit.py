@@ -68,8 +68,9 @@ def test_corrupt_json_line_names_file_and_line(dv_table, run_cli):
     (finding,) = _codes(report)["corrupt-json-line"]
     assert finding.file == "_delta_log/00000000000000000005.json" and finding.line == 2
     assert "snapshot-unreadable" in _codes(report)
-    out = run_cli("audit", str(dv_table), "--json")
-    assert out.returncode == 1 and "Traceback" not in out.stderr
+    out = run_cli("audit", str(dv_table), "--json")  # the snapshot cannot be rebuilt: exit 2
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "corrupt-json-line" in out.stdout
 
 
 def test_truncated_checkpoint_is_reported_and_replay_falls_back(spark_tables, dv_table):

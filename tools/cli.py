@@ -176,10 +176,11 @@ def probe_command(
 ) -> None:
     """Check that s3://bucket/prefix really honours conditional writes, atomically.
 
-    Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run."""
+    Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run, or
+    could not decide (transient errors outlasted the retry budget)."""
     import json
 
-    from deltaguard.logstore.clients import s3_client
+    from deltaguard.logstore.clients import commit_client, read_client
     from deltaguard.logstore.probe import ProbeAbortedError, print_report, run_probe
 
     try:
@@ -190,7 +191,8 @@ def probe_command(
         )
         report = run_probe(
             target,
-            lambda: s3_client(endpoint, region, path_style=path_style),
+            lambda: commit_client(endpoint, region, path_style),
+            make_read_client=lambda: read_client(endpoint, region, path_style),
             writers=writers,
             rounds=rounds,
             dynamodb_client=ddb,
@@ -205,7 +207,7 @@ def probe_command(
         from rich.console import Console
 
         print_report(report, Console())
-    sys.exit(0 if report.recommended_preset else 1)
+    sys.exit(report.exit_code)
 
 
 @main.group("dynamodb")
@@ -262,7 +264,8 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     "--manifest",
     "manifest_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="where --delete --yes writes its manifest (default: ./deltaguard-orphans-<time>.json)",
+    help="where --delete --yes writes its manifest (default: under the state directory, "
+    "$DELTAGUARD_STATE_DIR or $XDG_STATE_HOME/deltaguard/orphans/)",
 )
 @click.option(
     "--workers",
@@ -289,8 +292,9 @@ def orphans_command(
     Classes: orphan (no retained log entry names it), expired-tombstone (what VACUUM would
     delete), recent (younger than the retention: kept), log-temp (leftovers in _delta_log).
 
-    Exit code 0: nothing to clean; 1: files to clean found (dry run) or deleted; 2: the table
-    could not be read (or a setting was refused); 3: some deletions failed."""
+    Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean found
+    (dry run); 2: the table could not be read (or a setting was refused); 3: some deletions
+    failed."""
     from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
 
     request = OrphansRequest(
@@ -378,7 +382,8 @@ def audit_command(
     """Read every file of TABLE's Delta log, replay a snapshot and report what is wrong.
 
     TABLE is a local path or an s3:// / s3a:// URI. Exit code 0: healthy; 1: findings
-    (errors or warnings); 2: the table could not be read."""
+    (errors or warnings); 2: the table, or the snapshot asked for, could not be read (the
+    findings say why)."""
     import json
 
     from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
@@ -434,11 +439,12 @@ def history_command(
     path_style: bool,
 ) -> None:
     """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine. Exit code 2 if the table could not be read."""
+    metrics, txn app ids, engine. Exit code 2 if the table, or one of its commits, could not be
+    read (the entry's problem says why; the other entries are still printed)."""
     import json
 
     from deltaguard.tools.deltalog.errors import DeltaLogError
-    from deltaguard.tools.deltalog.history import read_history
+    from deltaguard.tools.deltalog.history import history_exit_code, read_history
     from deltaguard.tools.deltalog.storage import S3Options
 
     try:
@@ -451,3 +457,4 @@ def history_command(
         from deltaguard.tools.deltalog.render import print_history
 
         print_history(entries, _wide_console())
+    sys.exit(history_exit_code(entries))

@@ -6,13 +6,22 @@ Checks, in order (each a :class:`Check` with a status and a detail):
 1. ``access``: the credentials work and the bucket exists (HeadBucket). Failing here means the
    probe could not run (exit 2), not that the store is unsafe.
 2. ``if-none-match``: a create-only PUT of a fresh key succeeds; a second create-only PUT of
-   the same key gets 412 PreconditionFailed and leaves the first body in place.
+   the same key gets 412 PreconditionFailed and leaves the first body in place
+   (:func:`deltaguard.logstore.s3_conditional.check_if_none_match`).
 3. ``atomicity``: ``writers`` threads, each with its own client, race behind a barrier to
    create one fresh key, for ``rounds`` rounds. A round with more than one winner means the
    store checks and stores non-atomically (moto does, measured): unsafe.
 4. ``dynamodb-*`` (with a table name): the table exists, its key schema is Delta's
    (``tablePath`` HASH S, ``fileName`` RANGE S), TTL is enabled on ``expireTime``, and its
    billing mode (PAY_PER_REQUEST recommended).
+
+Both create checks go through the commit protocol's settled create
+(:meth:`~deltaguard.logstore.s3_conditional.S3ConditionalLogStore.create_settled`, on
+commit-policy clients): a 503, a throttle or a lost response is retried and settled by a
+read-back, exactly as a commit would be. A check whose outcome transient errors kept unsettled
+past the attempt budget is ``undecided``: the verdict is then "could not decide" (exit 2), never
+"unsafe". Everything else the probe sends (HeadBucket, the final listing and deletes) uses a
+read-policy client (botocore retries).
 
 Every probe key lives under ``<prefix>/_deltaguard_probe/<run id>/`` and is deleted at the end,
 whatever happened. The verdict recommends a preset: ``s3-conditional`` when 2 and 3 pass,
@@ -35,10 +44,13 @@ from deltaguard.logstore.aws_errors import (
     is_precondition_failed,
 )
 from deltaguard.logstore.dynamodb_table import TTL_ATTRIBUTE, schema_problem
+from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
+from deltaguard.logstore.s3_conditional import S3ConditionalLogStore, check_if_none_match
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.preset_name import PresetName
 
-PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+PASS, FAIL, WARN, SKIP, UNDECIDED = "pass", "fail", "warn", "skip", "undecided"
+_CREATE_CHECKS = ("if-none-match", "atomicity")
 
 
 class ProbeAbortedError(RuntimeError):
@@ -62,9 +74,20 @@ class ProbeReport:
 
     @property
     def conditional_writes_safe(self) -> bool:
-        return all(
-            c.status == PASS for c in self.checks if c.name in ("if-none-match", "atomicity")
-        )
+        return all(c.status == PASS for c in self.checks if c.name in _CREATE_CHECKS)
+
+    @property
+    def undecided(self) -> bool:
+        """No create check failed, but at least one could not be settled."""
+        statuses = {c.status for c in self.checks if c.name in _CREATE_CHECKS}
+        return UNDECIDED in statuses and FAIL not in statuses
+
+    @property
+    def exit_code(self) -> int:
+        """0: a preset is recommended; 2: could not decide; 1: unsafe."""
+        if self.recommended_preset:
+            return 0
+        return 2 if self.undecided else 1
 
     @property
     def dynamodb_sound(self) -> bool:
@@ -83,6 +106,10 @@ class ProbeReport:
     def verdict(self) -> str:
         if self.conditional_writes_safe:
             return "safe: conditional writes are honoured and atomic"
+        if self.undecided:
+            prefix = "could not decide whether conditional writes are safe: transient errors "
+            prefix += "outlasted the retry budget (run the probe again)"
+            return prefix + ("; the DynamoDB table is sound" if self.dynamodb_sound else "")
         if self.dynamodb_sound:
             return "conditional writes are NOT safe here; commit through DynamoDB"
         return "UNSAFE: conditional writes are not honoured atomically and no sound DynamoDB table was given"
@@ -92,6 +119,7 @@ class ProbeReport:
         out.update(
             verdict=self.verdict,
             safe=self.recommended_preset is not None,
+            decided=not self.undecided,
             recommended_preset=self.recommended_preset,
         )
         return out
@@ -123,27 +151,16 @@ def _check_access(s3: Any, bucket: str, endpoint: str) -> Check:
     return Check("access", PASS, f"bucket {bucket} reachable with the given credentials")
 
 
-def _check_if_none_match(s3: Any, bucket: str, key: str) -> Check:
-    first, second = f"probe-1 {uuid.uuid4()}".encode(), f"probe-2 {uuid.uuid4()}".encode()
+def _check_if_none_match(store: S3ConditionalLogStore, probe: S3Location) -> Check:
     try:
-        s3.put_object(Bucket=bucket, Key=key, Body=first, IfNoneMatch="*")
-    except (ClientError, BotoCoreError) as exc:
-        return Check(
-            "if-none-match", FAIL, f"a create-only PUT of a fresh key failed: {describe(exc)}"
-        )
-    try:
-        s3.put_object(Bucket=bucket, Key=key, Body=second, IfNoneMatch="*")
-        overwritten = True
-    except ClientError as exc:
-        if not is_precondition_failed(exc):
-            return Check(
-                "if-none-match",
-                FAIL,
-                f"the second create-only PUT failed with {describe(exc)}, not 412",
-            )
-        overwritten = False
-    stored = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    if overwritten or stored != first:
+        honoured = check_if_none_match(store, probe)
+    except CommitOutcomeUnknownError as exc:
+        return Check("if-none-match", UNDECIDED, f"transient errors did not settle: {exc}")
+    except LogFileExistsError:
+        return Check("if-none-match", UNDECIDED, f"the fresh key {probe.uri()} already existed")
+    except OSError as exc:
+        return Check("if-none-match", FAIL, f"a create-only PUT failed: {exc}")
+    if not honoured:
         return Check(
             "if-none-match",
             FAIL,
@@ -158,27 +175,35 @@ def _check_if_none_match(s3: Any, bucket: str, key: str) -> Check:
 def _check_atomicity(
     make_client: Any, bucket: str, prefix: str, writers: int, rounds: int, report: ProbeReport
 ) -> Check:
-    clients = [make_client() for _ in range(writers)]
+    stores = [
+        S3ConditionalLogStore(make_client(), verify_conditional_writes=False)
+        for _ in range(writers)
+    ]
     several = 0
     errors: list[str] = []
+    unsettled: list[str] = []
     for r in range(rounds):
-        key = f"{prefix}race-{r}"
+        key = S3Location(bucket, f"{prefix}race-{r}")
         barrier = threading.Barrier(writers)
         wins = [False] * writers
 
         def attempt(
-            i: int, key: str = key, barrier: threading.Barrier = barrier, wins: list[bool] = wins
+            i: int,
+            key: S3Location = key,
+            barrier: threading.Barrier = barrier,
+            wins: list[bool] = wins,
         ) -> None:
-            body = f"writer {i}".encode()
+            body = f"writer {i} {uuid.uuid4()}".encode()
             barrier.wait()
             try:
-                clients[i].put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+                stores[i].create_settled(key, body)
                 wins[i] = True
-            except ClientError as exc:
-                if error_code(exc) not in ("PreconditionFailed", "ConditionalRequestConflict"):
-                    errors.append(describe(exc))
-            except BotoCoreError as exc:
-                errors.append(describe(exc))
+            except LogFileExistsError:
+                pass
+            except CommitOutcomeUnknownError as exc:
+                unsettled.append(str(exc))
+            except OSError as exc:
+                errors.append(str(exc))
 
         threads = [threading.Thread(target=attempt, args=(i,)) for i in range(writers)]
         for t in threads:
@@ -199,6 +224,12 @@ def _check_atomicity(
     if errors:
         return Check(
             "atomicity", FAIL, f"{len(errors)} racing PUTs failed unexpectedly, e.g. {errors[0]}"
+        )
+    if unsettled:
+        return Check(
+            "atomicity",
+            UNDECIDED,
+            f"{len(unsettled)} racing creates did not settle, e.g. {unsettled[0]}",
         )
     return Check(
         "atomicity",
@@ -267,15 +298,18 @@ def run_probe(
     target: str,
     make_s3_client: Any,
     *,
+    make_read_client: Any = None,
     writers: int = 8,
     rounds: int = 20,
     dynamodb_client: Any = None,
     dynamodb_table: str | None = None,
 ) -> ProbeReport:
     """Runs every check against ``target`` (``s3://bucket/prefix``). ``make_s3_client`` builds a
-    new S3 client (one per racing writer). Raises ProbeAbortedError if it could not run."""
+    new commit-policy S3 client (one for the if-none-match check, one per racing writer);
+    ``make_read_client`` a read-policy one for everything else (default: ``make_s3_client``).
+    Raises ProbeAbortedError if it could not run."""
     loc = S3Location.parse(target)
-    s3 = make_s3_client()
+    s3 = (make_read_client or make_s3_client)()
     endpoint = str(s3.meta.endpoint_url)
     report = ProbeReport(target=target, endpoint=endpoint)
     report.checks.append(_check_access(s3, loc.bucket, endpoint))
@@ -283,7 +317,10 @@ def run_probe(
         f"{loc.key.rstrip('/') + '/' if loc.key else ''}_deltaguard_probe/{uuid.uuid4().hex[:12]}/"
     )
     try:
-        report.checks.append(_check_if_none_match(s3, loc.bucket, prefix + "if-none-match"))
+        store = S3ConditionalLogStore(make_s3_client(), verify_conditional_writes=False)
+        report.checks.append(
+            _check_if_none_match(store, S3Location(loc.bucket, prefix + "if-none-match"))
+        )
         report.checks.append(
             _check_atomicity(make_s3_client, loc.bucket, prefix, writers, rounds, report)
         )
@@ -310,7 +347,7 @@ def print_report(report: ProbeReport, console: Any) -> None:
     table = Table(title=f"deltaguard probe {report.target} ({report.endpoint})")
     for column in ("check", "result", "detail"):
         table.add_column(column)
-    colours = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim"}
+    colours = {PASS: "green", WARN: "yellow", FAIL: "bold red", SKIP: "dim", UNDECIDED: "yellow"}
     for check in report.checks:
         table.add_row(check.name, f"[{colours[check.status]}]{check.status}[/]", check.detail)
     console.print(table)

@@ -17,9 +17,9 @@ N.json is argued once, in that class's javadoc
   process.
 - Every line is written followed by ``\\n``, UTF-8, as every Delta LogStore writes them.
 
-Give it a client built by :func:`deltaguard.logstore.clients.s3_client` (botocore retries off):
-then the protocol alone decides what is retried, always conditionally, always after a
-read-back. (With botocore retries on it stays correct, since a retried PUT that finds its own
+Give it a client with the *commit* policy (:func:`deltaguard.logstore.clients.commit_client`,
+botocore retries off): then the protocol alone decides what is retried, always conditionally,
+always after a read-back. (With botocore retries on it stays correct, since a retried PUT that finds its own
 earlier bytes is settled by the read-back, but its attempt budget is no longer what it says.)
 """
 
@@ -77,6 +77,10 @@ def classify(error: Exception) -> str:
         code, status = error_code(error), http_status(error)
         if status == 409 or code == "ConditionalRequestConflict":
             return _Kind.CONDITIONAL_CONFLICT
+        if status == 501 or code == "NotImplemented":
+            # The store says it cannot do what the request asks (a conditional PUT): asking
+            # again gets the same answer, and nothing was written.
+            return _Kind.FATAL
         if status >= 500 or status in (408, 429) or code in ("SlowDown", "RequestTimeout"):
             return _Kind.RETRYABLE
         return _Kind.FATAL
@@ -133,12 +137,19 @@ class S3ConditionalLogStore:
             return
         if self.verify_conditional_writes:
             self._ensure_verified(loc)
-        self._create(loc, body)
+        self.create_settled(loc, body)
 
     def _sleep_before(self, retry: int) -> None:
         sleep_before_retry(retry, self.base_delay_s, self.max_delay_s)
 
-    def _create(self, loc: S3Location, body: bytes) -> None:
+    def create_settled(self, loc: S3Location, body: bytes) -> None:
+        """Creates ``loc`` with ``body`` only if it does not exist, settling every ambiguous
+        outcome: one ``PutObject`` with ``If-None-Match: *`` per attempt; after a 412 / 409 /
+        5xx / throttle / lost response, a read-back decides (our bytes: done; other bytes:
+        :class:`LogFileExistsError`; absent: retry after jittered backoff). Raises
+        :class:`CommitOutcomeUnknownError` when ``max_attempts`` PUTs (or the read-backs) do not
+        settle it, and OSError at once for errors that cannot be retried (403, 400, missing
+        bucket). This is the commit protocol's create; the probe reuses it."""
         last_error = ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
@@ -167,7 +178,7 @@ class S3ConditionalLogStore:
                     kind,
                     last_error,
                 )
-            stored = self._read_back(loc)
+            stored = self.read_back(loc)
             if stored is not None:
                 if stored == body:
                     LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
@@ -180,7 +191,10 @@ class S3ConditionalLogStore:
             f"last error: {last_error}"
         )
 
-    def _read_back(self, loc: S3Location) -> bytes | None:
+    def read_back(self, loc: S3Location) -> bytes | None:
+        """The object's bytes, or None if it does not exist. Transient errors are retried up to
+        ``max_attempts`` times; then (or at once for a non-retryable error)
+        :class:`CommitOutcomeUnknownError`."""
         last_error = ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
@@ -270,46 +284,54 @@ def _key_before(key: str) -> str:
 
 
 def verify_conditional_writes(store: S3ConditionalLogStore, probe: S3Location) -> None:
-    """Fail-closed check of one endpoint and bucket: the second create-only PUT of ``probe`` must
-    get 412 and leave the first body in place. The first PUT is an ordinary conditional create
-    (lost responses and transient errors settled as for a commit); the second is retried on
-    transient errors. Deletes the probe object.
+    """Fail-closed check of one endpoint and bucket: :func:`check_if_none_match` on ``probe``,
+    which it then deletes.
 
-    Raises ConditionalWritesNotHonouredError, or OSError if the check could not run."""
+    Raises ConditionalWritesNotHonouredError if the store ignores If-None-Match, or OSError
+    (CommitOutcomeUnknownError included) if the check could not decide."""
     s3 = store.s3
     endpoint = str(s3.meta.endpoint_url)
-    first = f"deltaguard probe 1 {uuid.uuid4()}".encode()
     try:
-        try:
-            store._create(probe, first)
-        except LogFileExistsError as exc:
-            raise OSError(
-                f"Could not verify conditional writes on {endpoint}: the fresh probe key "
-                f"{probe.uri()} already held other bytes"
-            ) from exc
-        overwritten = _second_put_overwrote(store, probe, endpoint)
-        stored = s3.get_object(Bucket=probe.bucket, Key=probe.key)["Body"].read()
-        if overwritten or stored != first:
-            raise ConditionalWritesNotHonouredError(
-                f"Refusing to commit: S3 endpoint {endpoint} (bucket {probe.bucket}) does not honour "
-                f"If-None-Match: a second create-only PUT of {probe.uri()} overwrote the object "
-                "instead of failing with 412. Concurrent Delta writers would lose commits here. Use "
-                "the DynamoDB LogStore for this store, or, only if a single writer commits, pass "
-                "verify_conditional_writes=False (JVM: deltaguard.logstore.verifyConditionalWrites=false)."
-            )
-    except (ClientError, BotoCoreError) as exc:
+        honoured = check_if_none_match(store, probe)
+    except LogFileExistsError as exc:
         raise OSError(
-            f"Could not verify conditional writes on {endpoint}: reading back "
-            f"{probe.uri()} failed: {describe(exc)}"
+            f"Could not verify conditional writes on {endpoint}: the fresh probe key "
+            f"{probe.uri()} already held other bytes"
         ) from exc
+    except OSError as exc:
+        raise OSError(f"Could not verify conditional writes on {endpoint}: {exc}") from exc
     finally:
         try:
             s3.delete_object(Bucket=probe.bucket, Key=probe.key)
         except (ClientError, BotoCoreError) as exc:
             LOG.warning("could not delete probe object %s: %s", probe.uri(), describe(exc))
+    if not honoured:
+        raise ConditionalWritesNotHonouredError(
+            f"Refusing to commit: S3 endpoint {endpoint} (bucket {probe.bucket}) does not honour "
+            f"If-None-Match: a second create-only PUT of {probe.uri()} overwrote the object "
+            "instead of failing with 412. Concurrent Delta writers would lose commits here. Use "
+            "the DynamoDB LogStore for this store, or, only if a single writer commits, pass "
+            "verify_conditional_writes=False (JVM: deltaguard.logstore.verifyConditionalWrites=false)."
+        )
 
 
-def _second_put_overwrote(store: S3ConditionalLogStore, probe: S3Location, endpoint: str) -> bool:
+def check_if_none_match(store: S3ConditionalLogStore, probe: S3Location) -> bool:
+    """Does the store honour ``If-None-Match: *``? Creates the fresh key ``probe`` with
+    :meth:`S3ConditionalLogStore.create_settled`, sends a second create-only PUT of it (retried
+    on transient errors, up to ``max_attempts``), and reads it back (:meth:`read_back`). True if
+    the second PUT got 412 and the first body is still there; False if it overwrote the object.
+
+    Raises LogFileExistsError if the fresh key already held other bytes,
+    CommitOutcomeUnknownError if transient errors outlasted the attempt budget (undecided), and
+    OSError for an answer that is neither success nor 412 and cannot be retried."""
+    first = f"deltaguard probe 1 {uuid.uuid4()}".encode()
+    store.create_settled(probe, first)
+    overwritten = _second_put_overwrote(store, probe)
+    stored = store.read_back(probe)
+    return not overwritten and stored == first
+
+
+def _second_put_overwrote(store: S3ConditionalLogStore, probe: S3Location) -> bool:
     last_error = ""
     for attempt in range(1, store.max_attempts + 1):
         if attempt > 1:
@@ -328,10 +350,13 @@ def _second_put_overwrote(store: S3ConditionalLogStore, probe: S3Location, endpo
                 return False
             last_error = describe(exc)
             if kind == _Kind.FATAL:
-                break
-    raise OSError(
-        f"Could not verify conditional writes on {endpoint}: the second probe PUT of "
-        f"{probe.uri()} failed with {last_error} instead of 412 PreconditionFailed"
+                raise OSError(
+                    f"the second create-only PUT of {probe.uri()} failed with {last_error} "
+                    "instead of 412 PreconditionFailed"
+                ) from exc
+    raise CommitOutcomeUnknownError(
+        f"the second create-only PUT of {probe.uri()} did not get an answer in "
+        f"{store.max_attempts} attempts; last error: {last_error}"
     )
 
 

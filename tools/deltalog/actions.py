@@ -28,6 +28,11 @@ class ActionError(ValueError):
     """A JSON object that is not a valid action."""
 
 
+class MissingFieldError(ActionError):
+    """A valid JSON action that lacks a field the protocol requires (an old writer's
+    ``metaData`` without ``schemaString``): the line is intact, the action incomplete."""
+
+
 def decode_path(path: str) -> str:
     """The decoded form of a log path (``a%20b`` -> ``a b``); absolute URIs keep their scheme."""
     return urllib.parse.unquote(path) if "%" in path else path
@@ -193,10 +198,12 @@ Action = (
 
 @dataclass(frozen=True, slots=True)
 class LineError:
-    """A line that is not a valid action: 1-based ``line`` and why."""
+    """A line that is not a valid action: 1-based ``line`` and why. ``incomplete``: the line
+    is valid JSON, but the action lacks a required field (:class:`MissingFieldError`)."""
 
     line: int
     message: str
+    incomplete: bool = False
 
 
 @dataclass
@@ -212,6 +219,8 @@ class ParsedActions:
 
 def _req(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     value = obj.get(key)
+    if value is None:
+        raise MissingFieldError(f"required field {key!r} is missing")
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         raise ActionError(f"field {key!r} must be {_kind_name(kind)}, got {_describe(value)}")
     return value
@@ -385,7 +394,7 @@ def parse_action(obj: Any) -> Action | None:
     try:
         return _PARSERS[name](body)  # type: ignore[no-any-return]
     except ActionError as exc:
-        raise ActionError(f"{name}: {exc}") from None
+        raise type(exc)(f"{name}: {exc}") from None
 
 
 def parse_json_actions(data: bytes) -> ParsedActions:
@@ -398,6 +407,9 @@ def parse_json_actions(data: bytes) -> ParsedActions:
             action = parse_action(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
             parsed.errors.append(LineError(number, f"not valid JSON ({exc})"))
+            continue
+        except MissingFieldError as exc:
+            parsed.errors.append(LineError(number, str(exc), incomplete=True))
             continue
         except (ActionError, ValueError, TypeError) as exc:
             parsed.errors.append(LineError(number, str(exc)))

@@ -28,6 +28,7 @@ from deltaguard.tools.deltalog.errors import (
     UnsupportedTableError,
     VersionNotFoundError,
 )
+from deltaguard.tools.deltalog.external import Presence, check_external
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
 from deltaguard.tools.deltalog.listing import (
@@ -54,9 +55,16 @@ class DynamoDBCheck:
     table_paths: tuple[str, ...]
 
 
+#: Findings that mean the audit could not read what it needed (exit code 2, not 1).
+UNREADABLE_CODES = frozenset({"snapshot-unreadable", "commit-unreadable"})
+
+
 @dataclass
 class AuditReport:
-    """The result of an audit. ``exit_code``: 0 healthy (no error or warning), 1 findings."""
+    """The result of an audit. ``exit_code``
+    (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 healthy (no error or warning), 1
+    findings, 2 the snapshot could not be rebuilt or a commit could not be read
+    (:data:`UNREADABLE_CODES`; the other findings say why)."""
 
     table: str
     version: int | None
@@ -70,7 +78,11 @@ class AuditReport:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.healthy else 1
+        from deltaguard.tools.exit_codes import ExitCode
+
+        if any(f.code in UNREADABLE_CODES for f in self.findings):
+            return int(ExitCode.UNREADABLE)
+        return int(ExitCode.CLEAN if self.healthy else ExitCode.FOUND)
 
     def counts(self) -> dict[str, int]:
         c = Counter(str(f.severity) for f in self.findings)
@@ -163,9 +175,8 @@ def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> N
             continue
         parsed = parse_json_actions(data)
         for err in parsed.errors:
-            out.add(
-                "corrupt-json-line", f"{name} line {err.line}: {err.message}", _log(name), err.line
-            )
+            code = "incomplete-action" if err.incomplete else "corrupt-json-line"
+            out.add(code, f"{name} line {err.line}: {err.message}", _log(name), err.line)
         seen: Counter[tuple[str, str, str | None]] = Counter(
             (type(a).__name__, *a.key)
             for a in parsed.actions
@@ -348,27 +359,48 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
 
 
 def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str, int]:
+    """Every live file and deletion vector file must exist: those inside the root against one
+    listing, those outside it (absolute paths elsewhere: ``external-file``) one by one
+    (:mod:`.external`)."""
     prefixes = root_prefixes(store)
     present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
-    missing = missing_dv = external = 0
+    missing = missing_dv = 0
+    external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
     for path in snap.adds.paths():
         rel = relative_to_root(path, prefixes)
         if rel is None:
-            external += 1
-            out.add("external-file", f"live file outside the table root: {path}")
+            external.append((path, None))
         elif rel not in present:
             missing += 1
             out.add("missing-data-file", f"live file {rel} does not exist", rel)
     for path, dv in snap.adds.deletion_vectors():
         dv_path = dv.file_path()
-        rel = relative_to_root(dv_path, prefixes) if dv_path else None
-        if dv_path is not None and rel is not None and rel not in present:
+        if dv_path is None:
+            continue  # inline
+        rel = relative_to_root(dv_path, prefixes)
+        if rel is None:
+            external.append((dv_path, path))
+        elif rel not in present:
             missing_dv += 1
             out.add("missing-dv-file", f"deletion vector {rel} of {path} does not exist", rel)
+    results = check_external(store, [location for location, _ in external])
+    for (location, owner), (presence, why) in zip(external, results, strict=True):
+        what = f"deletion vector {location} of {owner}" if owner else f"live file {location}"
+        if presence is Presence.MISSING:
+            if owner:
+                missing_dv += 1
+                out.add("missing-dv-file", f"{what} (outside the table root) does not exist")
+            else:
+                missing += 1
+                out.add("missing-data-file", f"{what} (outside the table root) does not exist")
+            continue
+        checked = "exists" if presence is Presence.PRESENT else f"not checked: {why}"
+        out.add("external-file", f"{what} is outside the table root ({checked})")
     return {
         "missing_data_files": missing,
         "missing_dv_files": missing_dv,
-        "external_files": external,
+        "external_files": sum(1 for _, owner in external if owner is None),
+        "external_dv_files": sum(1 for _, owner in external if owner is not None),
     }
 
 
@@ -463,6 +495,7 @@ def audit_table(
             "commits": len(listing.commits),
             "oldest_commit": min(listing.commits, default=None),
             "checkpoints": len(listing.checkpoints),
+            "staged_commits": len(listing.staged_commits),
         }
     )
     if dynamodb is not None:

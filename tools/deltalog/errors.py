@@ -30,5 +30,10 @@ class CorruptLogError(DeltaLogError):
     """A file the requested snapshot needs is damaged (bad JSON, unreadable checkpoint)."""
 
 
+class IncompleteActionError(CorruptLogError):
+    """A file the snapshot needs is intact, but one of its actions lacks a field the protocol
+    requires (e.g. an old ``metaData`` without ``schemaString``)."""
+
+
 class VersionNotFoundError(DeltaLogError):
     """The requested version or timestamp is not reconstructable from the retained log."""

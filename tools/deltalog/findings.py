@@ -48,6 +48,15 @@ CODES: dict[str, tuple[Severity, str]] = {
         "A log line is not a valid action. Restore the file from a backup or bucket "
         "versioning; never edit a commit in place while writers are active.",
     ),
+    "incomplete-action": (
+        Severity.ERROR,
+        "The line is valid JSON and the file is not damaged: the action lacks a field the Delta "
+        "protocol requires (old writers wrote, e.g., metaData without schemaString). A backup "
+        "holds the same line. Readers that require the field (delta-kernel, deltaguard) cannot "
+        "replay versions that still depend on it; a newer complete action of the same kind "
+        "(any schema or property change writes a full metaData) followed by a checkpoint makes "
+        "the latest version readable again.",
+    ),
     "duplicate-file-action": (
         Severity.WARNING,
         "One commit has several actions for the same (path, deletion vector): the protocol "
@@ -55,7 +64,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "commit-unreadable": (
         Severity.ERROR,
-        "A commit file could not be read (permissions, storage error). Check access to it.",
+        "A commit file could not be read (permissions, or a storage error that outlasted the "
+        "read retries): not damage to the table, but the audit is incomplete (exit code 2). "
+        "Check access to it and run the audit again.",
     ),
     "checkpoint-unreadable": (
         Severity.ERROR,
@@ -103,8 +114,9 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "external-file": (
         Severity.INFO,
-        "A live entry has an absolute path outside the table root (e.g. a shallow clone); its "
-        "existence was not checked.",
+        "A live file or deletion vector has an absolute path outside the table root (a shallow "
+        "clone, a `p`-type deletion vector). Its existence was checked where the table's own "
+        "access reaches (S3, local disk); VACUUM and `deltaguard orphans` never delete it.",
     ),
     "temp-file": (
         Severity.WARNING,
@@ -133,7 +145,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "snapshot-unreadable": (
         Severity.ERROR,
-        "The requested version cannot be replayed; see the other findings for the cause.",
+        "The requested version cannot be replayed, so the audit is incomplete (exit code 2); "
+        "see the other findings for the cause.",
     ),
 }
 

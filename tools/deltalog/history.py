@@ -42,6 +42,14 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def history_exit_code(entries: list[HistoryEntry]) -> int:
+    """:class:`~deltaguard.tools.exit_codes.ExitCode`: UNREADABLE if some commit could not be
+    read or parsed (its entry has a ``problem``), else CLEAN."""
+    from deltaguard.tools.exit_codes import ExitCode
+
+    return int(ExitCode.UNREADABLE if any(e.problem for e in entries) else ExitCode.CLEAN)
+
+
 def read_history(
     table: str | TableStore,
     *,

@@ -2,7 +2,9 @@
 
 :func:`list_log` lists ``_delta_log`` once (optionally only names after a version, using the
 store's sorted ``start_after`` listing) and sorts every entry into commits, checkpoints,
-checksums, compactions, temp files and stray files. Nothing here reads file contents except
+checksums, compactions, temp files, Hadoop ``.crc`` checksums, staged commits
+(``_staged_commits/``: commits a catalog has not ratified yet, never interpreted here) and
+stray files. Nothing here reads file contents except
 :func:`read_last_checkpoint`.
 """
 
@@ -17,6 +19,7 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, group_c
 from deltaguard.tools.deltalog.names import (
     AUXILIARY_FILES,
     LAST_CHECKPOINT,
+    STAGED_COMMIT_DIRS,
     LogFileKind,
     LogFileName,
     is_hadoop_checksum,
@@ -39,6 +42,10 @@ class LogListing:
     compactions: list[LogFileName] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
     stray_files: list[str] = field(default_factory=list)
+    #: Hadoop ``.<name>.crc`` checksum files directly in ``_delta_log``.
+    hadoop_checksums: list[str] = field(default_factory=list)
+    #: Files under ``_staged_commits/`` (or ``_commits/``), e.g. ``_staged_commits/x.json``.
+    staged_commits: list[str] = field(default_factory=list)
     has_last_checkpoint: bool = False
     complete: bool = True
 
@@ -66,6 +73,7 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
         parsed = parse_log_name(name)
         if parsed is None:
             if is_hadoop_checksum(name):
+                listing.hadoop_checksums.append(name)
                 continue
             if is_temp_name(name):
                 listing.temp_files.append(name)
@@ -86,6 +94,9 @@ def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
     if after_version is None:
         for info in store.list_dir(f"{LOG_DIR}/.tmp"):
             listing.temp_files.append(info.path[len(LOG_DIR) + 1 :])
+        for staged in STAGED_COMMIT_DIRS:
+            for info in store.list_dir(f"{LOG_DIR}/{staged}"):
+                listing.staged_commits.append(info.path[len(LOG_DIR) + 1 :])
     return listing
 
 

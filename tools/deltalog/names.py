@@ -34,6 +34,11 @@ AUXILIARY_FILES = frozenset({"_last_checkpoint", "_last_vacuum_info"})
 
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS_DIR = "_sidecars"
+#: Subdirectories of ``_delta_log`` that hold commits a catalog or commit coordinator has not
+#: ratified or backfilled yet: ``_staged_commits/<version>.<uuid>.json`` (Delta 4.4,
+#: catalogManaged tables) and its former name ``_commits/`` (coordinated commits). Clients
+#: must not interpret them; they are neither stray files nor leftovers.
+STAGED_COMMIT_DIRS = ("_staged_commits", "_commits")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,5 +95,12 @@ def is_temp_name(name: str) -> bool:
 
 
 def is_hadoop_checksum(name: str) -> bool:
-    """Hadoop's local filesystem writes ``.<file>.crc`` next to every file it writes: normal."""
-    return name.startswith(".") and name.endswith(".crc") and not name.endswith(".tmp.crc")
+    """Hadoop's ChecksumFileSystem (the local filesystem of Spark and Hadoop) writes
+    ``.<file>.crc`` next to every file it writes: a checksum of ``<file>``, not a Delta file."""
+    return name.startswith(".") and name.endswith(".crc") and len(name) > len("..crc")
+
+
+def hadoop_checksum_owner(name: str) -> str | None:
+    """The file a Hadoop checksum file name belongs to (``.x.json.crc`` -> ``x.json``), or
+    None if ``name`` is not one. Works on bare names, not paths."""
+    return name[1 : -len(".crc")] if is_hadoop_checksum(name) else None

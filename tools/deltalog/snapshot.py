@@ -44,6 +44,7 @@ from deltaguard.tools.deltalog.checkpoint import (
 from deltaguard.tools.deltalog.errors import (
     CorruptLogError,
     DeltaLogError,
+    IncompleteActionError,
     StorageError,
     TableNotFoundError,
     VersionNotFoundError,
@@ -265,6 +266,13 @@ class _Reconciler:
         parsed = parse_json_actions(data)
         if parsed.errors:
             err = parsed.errors[0]
+            if err.incomplete:
+                raise IncompleteActionError(
+                    f"{store.location(rel)}:{err.line}: incomplete action (the file is intact): "
+                    f"{err.message}",
+                    rel,
+                    err.line,
+                )
             raise CorruptLogError(f"{store.location(rel)}:{err.line}: {err.message}", rel, err.line)
         self.commit_info = None
         for action in parsed.actions:

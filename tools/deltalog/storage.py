@@ -9,8 +9,10 @@ without listing everything. All storage failures become :class:`StorageError` na
 a missing file is ``FileNotFoundError``-free: :meth:`TableStore.read` raises
 :class:`StorageError` with ``missing=True``.
 
-S3 clients come from :func:`deltaguard.logstore.clients.s3_client` (standard AWS credential
-chain; endpoint, region and path-style as for ``deltaguard probe``).
+S3 clients come from :func:`deltaguard.logstore.clients.read_client`: the *read* policy
+(botocore's standard retries with a bounded budget, so a throttle or a 503 is retried, never
+reported as damage), standard AWS credential chain, endpoint, region and path-style as for
+``deltaguard probe``.
 
 :class:`TableStore` is the protocol every caller programs against; what differs between local
 disk and S3 (listing one directory, concurrency that pays off, deleting, which absolute
@@ -463,15 +465,15 @@ def read_many(store: TableStore, rel_paths: list[str]) -> list[bytes]:
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
     """A store for the table at ``location``: a local path, a ``file:`` URI, or an S3 URI.
-    ``client`` overrides the S3 client built from ``s3``. Raises :class:`StorageError` for an
+    ``client`` overrides the S3 client built from ``s3`` (a read-policy client). Raises :class:`StorageError` for an
     unsupported scheme."""
     parts = urllib.parse.urlsplit(location)
     if parts.scheme in S3_SCHEMES:
         if client is None:
-            from deltaguard.logstore.clients import s3_client
+            from deltaguard.logstore.clients import read_client
 
             opts = s3 or S3Options()
-            client = s3_client(opts.endpoint, opts.region, path_style=opts.path_style)
+            client = read_client(opts.endpoint, opts.region, path_style=opts.path_style)
         return S3TableStore(client, S3Location.parse(location.rstrip("/")), parts.scheme)
     if parts.scheme == "file":
         return LocalTableStore(Path(urllib.parse.unquote(parts.path)).resolve())

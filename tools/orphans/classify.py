@@ -16,7 +16,8 @@ one class:
     still in flight, so it is always kept.
 ``log-temp``
     in ``_delta_log``, older than the cut-off: a log store's temp file, a sidecar no retained
-    checkpoint references, or a part of an incomplete multi-part checkpoint.
+    checkpoint references, a part of an incomplete multi-part checkpoint, or a Hadoop
+    ``.<name>.crc`` checksum whose file is gone or cleaned up (the reason names the file).
 
 ``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would delete with the
 same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
@@ -34,7 +35,7 @@ from enum import StrEnum
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind
+from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.storage import FileInfo, TableStore
 from deltaguard.tools.orphans.listing import ListingProgress, list_table
@@ -137,7 +138,9 @@ def referenced_sidecars(store: TableStore, listing: LogListing) -> set[str] | No
 
 def log_candidates(store: TableStore, listing: LogListing, cutoff_ms: int) -> list[Candidate]:
     """``log-temp`` candidates: old temp files, unreferenced sidecars, incomplete multi-part
-    checkpoint parts. Everything else in ``_delta_log`` is left to Delta's own log cleanup."""
+    checkpoint parts, and Hadoop checksum files (:func:`checksum_candidates`). Everything else
+    in ``_delta_log`` is left to Delta's own log cleanup; staged commits
+    (``_staged_commits/``) belong to the table's catalog and are never candidates."""
     out: list[Candidate] = []
 
     def add(rel: str, info: FileInfo | None, reason: str) -> None:
@@ -154,13 +157,53 @@ def log_candidates(store: TableStore, listing: LogListing, cutoff_ms: int) -> li
             if ref.version in complete_versions:
                 why += " (a complete checkpoint of that version exists)"
             add(f"{LOG_DIR}/{name}", listing.files.get(name), why)
-    sidecar_files = store.list_dir(f"{LOG_DIR}/{SIDECARS_DIR}")
+    listed_sidecars = store.list_dir(f"{LOG_DIR}/{SIDECARS_DIR}")
+    sidecar_files = [i for i in listed_sidecars if not _is_checksum_path(i.path)]
     if sidecar_files:
         used = referenced_sidecars(store, listing)
         if used is not None:
             for info in sidecar_files:
                 if info.path not in used:
                     add(info.path, info, "sidecar no retained checkpoint references")
+    log_infos = [
+        FileInfo(f"{LOG_DIR}/{name}", listing.files[name].size, listing.files[name].mtime_ms)
+        for name in listing.hadoop_checksums
+        if name in listing.files
+    ]
+    out += checksum_candidates(
+        [*log_infos, *(i for i in listed_sidecars if _is_checksum_path(i.path))],
+        present={f"{LOG_DIR}/{n}" for n in listing.files} | {i.path for i in listed_sidecars},
+        cleaned={c.path for c in out},
+        cutoff_ms=cutoff_ms,
+    )
+    return out
+
+
+def _is_checksum_path(rel: str) -> bool:
+    return hadoop_checksum_owner(rel.rpartition("/")[2]) is not None
+
+
+def checksum_candidates(
+    checksums: list[FileInfo], present: set[str], cleaned: set[str], cutoff_ms: int
+) -> list[Candidate]:
+    """Hadoop checksum files (``.<name>.crc``, written by Hadoop's local ChecksumFileSystem
+    next to each file it writes) in ``_delta_log`` or ``_sidecars/``, one rule for commits,
+    checkpoints, sidecars and every other log file: a checksum follows its file. It is a
+    candidate (older than the cut-off) if its file is gone, or if its file is itself being
+    cleaned up (in ``cleaned``); it is kept while its file is kept."""
+    out: list[Candidate] = []
+    for info in checksums:
+        folder, _, name = info.path.rpartition("/")
+        owner = f"{folder}/{hadoop_checksum_owner(name)}"
+        if info.mtime_ms >= cutoff_ms:
+            continue
+        if owner in cleaned:
+            why = f"Hadoop checksum (.crc) of {owner}, which is cleaned up with it"
+        elif owner not in present:
+            why = f"Hadoop checksum (.crc) of {owner}, which no longer exists"
+        else:
+            continue
+        out.append(Candidate(info.path, info.size, info.mtime_ms, FileClass.LOG_TEMP, why))
     return out
 
 

@@ -1,8 +1,12 @@
 """What ``deltaguard orphans`` does, behind the thin click command in :mod:`deltaguard.tools.cli`.
 
-Exit codes (:class:`ExitCode`): 0 nothing to clean, 1 files to clean were found (dry run) or
-deleted, 2 the table could not be read or a setting was refused, 3 some deletions failed.
-Errors are one line on stderr, never a traceback.
+Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to clean, or
+``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run); 2 the
+table could not be read or a setting was refused; 3 some deletions failed. Errors are one line
+on stderr, never a traceback. With ``--json`` stdout holds only the JSON report and stderr
+stays empty unless there is an error (no progress display). The manifest of ``--delete --yes``
+goes to ``--manifest`` or, by default, under the state directory
+(:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working directory.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import IntEnum
 from pathlib import Path
 
 import orjson
@@ -20,19 +23,14 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import ScanResult, scan
 from deltaguard.tools.orphans.cleanup import execute, targets
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
-
-
-class ExitCode(IntEnum):
-    CLEAN = 0
-    FOUND = 1
-    UNREADABLE = 2
-    DELETE_FAILED = 3
+from deltaguard.tools.state_dir import default_manifest_path
 
 
 @dataclass(frozen=True)
@@ -104,10 +102,6 @@ def scan_with_progress(
             ticker.join()
 
 
-def _default_manifest() -> Path:
-    return Path(f"deltaguard-orphans-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
-
-
 def run_orphans(req: OrphansRequest) -> int:
     """Runs the command; returns the exit code."""
     out = Console()
@@ -117,7 +111,10 @@ def run_orphans(req: OrphansRequest) -> int:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
         store = open_table(req.table, S3Options(req.endpoint, req.region, req.path_style))
-        result = scan_with_progress(store, err, retention_ms, req.workers)
+        if req.as_json:  # nothing but the report: no progress display on stderr
+            result = scan(store, retention_ms=retention_ms, workers=req.workers)
+        else:
+            result = scan_with_progress(store, err, retention_ms, req.workers)
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, ValueError) as exc:
@@ -130,7 +127,7 @@ def run_orphans(req: OrphansRequest) -> int:
     cleanup = None
     code = ExitCode.FOUND if planned else ExitCode.CLEAN
     if req.delete and req.yes and planned:
-        manifest = req.manifest_path or _default_manifest()
+        manifest = req.manifest_path or default_manifest_path(store.uri, datetime.now(UTC))
         try:
             done = execute(
                 store,
@@ -144,8 +141,8 @@ def run_orphans(req: OrphansRequest) -> int:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
         cleanup = {**done.manifest, "manifest_path": str(manifest)}
-        if done.outcome.failed:
-            code = ExitCode.DELETE_FAILED
+        # everything planned was deleted, already gone, or spared by the re-read: done
+        code = ExitCode.DELETE_FAILED if done.outcome.failed else ExitCode.CLEAN
     if req.as_json:
         out.file.write(
             orjson.dumps(to_json(result, store, cleanup), option=orjson.OPT_INDENT_2).decode()

@@ -10,10 +10,13 @@ Contract of :func:`delete_files`:
   a few requests in flight at once; on local disk, one ``unlink`` per file. Nothing is atomic
   across files: a crash leaves some files deleted, which is why the manifest is written
   before and after (:mod:`.manifest`).
-* **Retries.** A request that fails as a whole (throttling, 5xx, connection errors) and each
-  key S3 reports as failed with a retryable code (``SlowDown``, ``InternalError``,
-  ``ServiceUnavailable``) are retried with full-jitter backoff, up to ``attempts`` times.
-  Other per-key errors (``AccessDenied``) are recorded and not retried.
+* **Retries.** The store's client has the read policy
+  (:mod:`deltaguard.logstore.clients`), so botocore already retries each DeleteObjects
+  request that fails as a whole (throttling, 5xx, connection errors); deleting is idempotent.
+  On top of that, a request that still fails and each key S3 reports as failed with a
+  retryable code (``SlowDown``, ``InternalError``, ``ServiceUnavailable``) are retried with
+  full-jitter backoff, up to ``attempts`` times. Other per-key errors (``AccessDenied``) are
+  recorded and not retried.
 * **Outcome.** Every path ends in exactly one of ``deleted``, ``missing`` (already gone:
   fine, the goal is reached) or ``failed`` (with the error). Nothing is raised for a file
   that could not be deleted.

@@ -1,0 +1,245 @@
+"""The whole Delta protocol, not a snapshot of it: every table feature of Delta 4.4 /
+delta-kernel 4.4 is known, deletion vectors outside the table root are checked, Hadoop
+checksums in ``_delta_log`` have their own orphans reason, ``_staged_commits/`` is understood,
+and an old ``metaData`` without ``schemaString`` is an incomplete action, not damage."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from deltaguard.spark_conf.jvm_deps import runtime_jars
+from deltaguard.testbed.synthetic_table import ADD, SyntheticTable
+from deltaguard.tools.cli import main
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.features import (
+    FEATURES,
+    READER_FEATURES,
+    FeatureKind,
+    Support,
+    feature,
+)
+from deltaguard.tools.orphans import scan
+
+DAY = 86_400_000
+NOW = int(time.time() * 1000)
+#: Where Delta 4.4.0 defines its feature names (Spark connector, kernel).
+_FEATURE_CLASS_DIRS = ("org/apache/spark/sql/delta/", "io/delta/kernel/internal/tablefeatures/")
+
+
+def _utf8_constant(name: str) -> bytes:
+    """A class file's constant-pool entry for the string ``name`` (tag 1, u2 length)."""
+    raw = name.encode()
+    return b"\x01" + len(raw).to_bytes(2, "big") + raw
+
+
+def _delta_feature_classes() -> list[bytes]:
+    jars = [j for j in runtime_jars() if j.name.startswith(("delta-spark_", "delta-kernel-api-"))]
+    assert len(jars) == 2, f"Delta 4.4 spark and kernel jars not among {runtime_jars()}"
+    classes = []
+    for jar in jars:
+        with zipfile.ZipFile(jar) as z:
+            for entry in z.namelist():
+                if entry.startswith(_FEATURE_CLASS_DIRS) and "Feature" in entry.rpartition("/")[2]:
+                    classes.append(z.read(entry))
+    return classes
+
+
+def test_every_feature_name_is_a_delta_4_4_feature():
+    classes = _delta_feature_classes()
+    unknown = [n for n in FEATURES if not any(_utf8_constant(n) in c for c in classes)]
+    assert unknown == [], f"not feature names in Delta 4.4.0: {unknown}"
+    for name in ("collations", "materializePartitionColumns", "geospatial", "catalogManaged"):
+        assert name in FEATURES
+    assert "collations" not in READER_FEATURES  # a writer feature
+    assert FEATURES["catalogManaged"].support is Support.REFUSED
+    assert all(FEATURES[n].kind is FeatureKind.READER_WRITER for n in READER_FEATURES)
+
+
+def _table(root: Path) -> SyntheticTable:
+    t = SyntheticTable(root)
+    t.create(NOW - 10 * DAY)
+    t.write_file("p=a/f.parquet", NOW - 9 * DAY)
+    t.commit([{"add": t.add_action("p=a/f.parquet", NOW - 9 * DAY)}], NOW - 9 * DAY)
+    return t
+
+
+def _audit(table: Path, *extra: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["audit", str(table), "--json", *extra])
+    return result.exit_code, json.loads(result.stdout) if result.stdout.strip() else {}
+
+
+def test_table_using_new_features_audits_healthy(tmp_path):
+    t = _table(tmp_path / "t")
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors", "geospatial", "variantShredding"],
+        "writerFeatures": [
+            "deletionVectors",
+            "geospatial",
+            "variantShredding",
+            "collations",
+            "domainMetadata",
+            "materializePartitionColumns",
+            "icebergWriterCompatV3",
+        ],
+    }
+    t.commit([{"protocol": protocol}], NOW - 8 * DAY)
+    code, doc = _audit(t.root)
+    assert code == 0, doc
+    assert doc["healthy"] is True and doc["findings"] == []
+
+
+@pytest.mark.parametrize(
+    "name", ["adaptiveMetadata-preview", "coordinatedCommits-preview", "catalogOwned-preview"]
+)
+def test_tables_a_listing_cannot_serve_are_refused(tmp_path, name):
+    t = _table(tmp_path / "t")
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "writerFeatures": [name]}
+    found = feature(name)
+    assert found is not None and found.support is Support.REFUSED
+    if found.kind is FeatureKind.READER_WRITER:
+        protocol["readerFeatures"] = [name]
+    t.commit([{"protocol": protocol}], NOW - 8 * DAY)
+    result = CliRunner().invoke(main, ["audit", str(t.root)])
+    assert result.exit_code == 2 and name in result.stderr
+
+
+def _p_dv(location: Path) -> dict:
+    return {
+        "storageType": "p",
+        "pathOrInlineDv": quote(f"file://{location}", safe="/:"),
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": 2,
+    }
+
+
+def test_absolute_dv_outside_the_root_is_checked(tmp_path):
+    t = _table(tmp_path / "t")
+    elsewhere = tmp_path / "shared dvs" / "dv-1.bin"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"x" * 40)
+    t.write_file("p=a/g.parquet", NOW - 8 * DAY)
+    add = t.add_action("p=a/g.parquet", NOW - 8 * DAY, dv=_p_dv(elsewhere))
+    t.commit([{"add": add}], NOW - 8 * DAY)
+    report = audit_table(str(t.root))
+    external = [f for f in report.findings if f.code == "external-file"]
+    assert len(external) == 1 and str(elsewhere) in external[0].message
+    assert "exists" in external[0].message and report.exit_code == 0
+    assert report.summary["external_dv_files"] == 1
+    elsewhere.unlink()
+    report = audit_table(str(t.root))
+    (missing,) = [f for f in report.findings if f.code == "missing-dv-file"]
+    assert str(elsewhere) in missing.message and report.exit_code == 1
+    assert CliRunner().invoke(main, ["audit", str(t.root)]).exit_code == 1
+
+
+def _sidecar_checkpoint(t: SyntheticTable, sidecar: str) -> None:
+    """A V2 JSON checkpoint of the current version whose adds live in one sidecar."""
+    side_dir = t.log / "_sidecars"
+    side_dir.mkdir(exist_ok=True)
+    rows = [
+        {"add": {**a, "partitionValues": list(a["partitionValues"].items())}}
+        for a in t.live.values()
+    ]
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema([("add", ADD)])), side_dir / sidecar)
+    size = (side_dir / sidecar).stat().st_size
+    lines = [
+        {"checkpointMetadata": {"version": t.version}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": t._metadata()},
+        {"sidecar": {"path": sidecar, "sizeInBytes": size, "modificationTime": NOW - 9 * DAY}},
+    ]
+    name = f"{t.version:020d}.checkpoint.{uuid.uuid4()}.json"
+    (t.log / name).write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+
+def _old(path: Path, content: bytes = b"crc") -> Path:
+    path.write_bytes(content)
+    stamp = (NOW - 9 * DAY) * 1_000_000
+    os.utime(path, ns=(stamp, stamp))
+    return path
+
+
+def test_hadoop_checksums_follow_their_file(tmp_path):
+    t = _table(tmp_path / "t")
+    _sidecar_checkpoint(t, "used.parquet")
+    log = t.log
+    _old(log / ".00000000000000000001.json.crc")  # its commit exists: kept
+    _old(log / ".00000000000000000000.json.crc")
+    (log / "00000000000000000000.json").rename(log / "00000000000000000000.json.bak")
+    (log / "00000000000000000000.json.bak").unlink()  # log cleanup removed commit 0
+    _old(log / "_sidecars" / ".used.parquet.crc")  # its sidecar is referenced: kept
+    _old(log / "_sidecars" / "unused.parquet", b"PAR1")
+    _old(log / "_sidecars" / ".unused.parquet.crc")
+    _old(log / ".00000000000000000002.json.abc.tmp")
+    _old(log / "..00000000000000000002.json.abc.tmp.crc")
+    result = scan(open_table_for(t.root), retention_ms=DAY)
+    reasons = {c.path: c.reason for c in result.candidates}
+    assert "_delta_log/.00000000000000000001.json.crc" not in reasons
+    assert "_delta_log/_sidecars/.used.parquet.crc" not in reasons
+    assert reasons["_delta_log/.00000000000000000000.json.crc"] == (
+        "Hadoop checksum (.crc) of _delta_log/00000000000000000000.json, which no longer exists"
+    )
+    assert reasons["_delta_log/_sidecars/unused.parquet"] == (
+        "sidecar no retained checkpoint references"
+    )
+    assert reasons["_delta_log/_sidecars/.unused.parquet.crc"] == (
+        "Hadoop checksum (.crc) of _delta_log/_sidecars/unused.parquet, which is cleaned up with it"
+    )
+    assert reasons["_delta_log/..00000000000000000002.json.abc.tmp.crc"].endswith(
+        "00000000000000000002.json.abc.tmp, which is cleaned up with it"
+    )
+    report = audit_table(str(t.root))
+    assert not [f for f in report.findings if f.code == "stray-log-file"]
+
+
+def open_table_for(root: Path):
+    from deltaguard.tools.deltalog import open_table
+
+    return open_table(str(root))
+
+
+def test_staged_commits_are_understood(tmp_path):
+    t = _table(tmp_path / "t")
+    staged = t.log / "_staged_commits"
+    staged.mkdir()
+    for v in (2, 3):
+        _old(staged / f"{v:020d}.{uuid.uuid4()}.json", b'{"commitInfo":{}}\n')
+    code, doc = _audit(t.root)
+    assert code == 0 and doc["findings"] == []
+    assert doc["summary"]["staged_commits"] == 2
+    result = scan(open_table_for(t.root), retention_ms=0)
+    assert not [c for c in result.candidates if "_staged_commits" in c.path]
+
+
+def test_metadata_without_schema_string_is_an_incomplete_action(tmp_path):
+    t = SyntheticTable(tmp_path / "t")
+    t.create(NOW - 10 * DAY)
+    first = t.log / "00000000000000000000.json"
+    lines = [json.loads(line) for line in first.read_text().splitlines()]
+    for line in lines:
+        if "metaData" in line:
+            del line["metaData"]["schemaString"]
+    first.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    report = audit_table(str(t.root))
+    codes = {f.code: f for f in report.findings}
+    assert "corrupt-json-line" not in codes
+    finding = codes["incomplete-action"]
+    assert finding.file == "_delta_log/00000000000000000000.json" and finding.line == 3
+    assert "schemaString" in finding.message
+    assert "restore" not in finding.hint.lower()  # restoring a backup would not change it
+    assert "not damaged" in finding.hint
+    assert "incomplete action" in codes["snapshot-unreadable"].message

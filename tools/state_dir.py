@@ -1,0 +1,34 @@
+"""Where deltaguard keeps what it writes about its own runs (cleanup manifests): never the
+working directory, so a run from inside a repository leaves nothing in its work tree.
+
+The state directory is ``$DELTAGUARD_STATE_DIR`` if set, else ``$XDG_STATE_HOME/deltaguard``,
+else ``~/.local/state/deltaguard`` (the XDG Base Directory default). An explicit ``--manifest``
+path always wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    """The state directory (see the module docstring); not created here."""
+    explicit = os.environ.get("DELTAGUARD_STATE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else None
+    return (base or Path.home() / ".local" / "state") / "deltaguard"
+
+
+def default_manifest_path(table: str, now: datetime) -> Path:
+    """``<state dir>/orphans/<table slug>-<UTC time>.json``: the slug is the table location
+    with unsafe characters replaced, plus a short hash so distinct tables never collide."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", table).strip("_.")[-60:] or "table"
+    digest = hashlib.sha256(table.encode()).hexdigest()[:8]
+    stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
+    return state_dir() / "orphans" / f"{slug}-{digest}-{stamp}.json"
