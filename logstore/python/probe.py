@@ -41,7 +41,6 @@ from deltaguard.logstore.aws_errors import (
     describe,
     error_code,
     http_status,
-    is_precondition_failed,
 )
 from deltaguard.logstore.dynamodb_table import TTL_ATTRIBUTE, schema_problem
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
