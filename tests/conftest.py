@@ -50,18 +50,22 @@ RunCli = Callable[..., "subprocess.CompletedProcess[str]"]
 
 @pytest.fixture(scope="session")
 def run_cli() -> RunCli:
-    """``run_cli(*args, env=None, timeout=600)``: runs ``deltaguard ARGS`` in a subprocess and
-    returns the CompletedProcess (text; a non-zero exit is returned, not raised). ``env`` is
-    added to the environment."""
+    """``run_cli(*args, env=None, cwd=None, timeout=600)``: runs ``deltaguard ARGS`` in a
+    subprocess and returns the CompletedProcess (text; a non-zero exit is returned, not raised).
+    ``env`` is added to the environment; ``cwd`` is the working directory."""
 
     def run(
-        *args: str, env: dict[str, str] | None = None, timeout: float = 600
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = 600,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [DELTAGUARD, *args],
             capture_output=True,
             text=True,
             check=False,
+            cwd=cwd,
             env={**os.environ, **(env or {})},
             timeout=timeout,
         )

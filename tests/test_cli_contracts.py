@@ -12,25 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from deltaguard.testbed.synthetic_table import SyntheticTable
+from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.state_dir import state_dir
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 DAY = 86_400_000
 NOW = int(time.time() * 1000)
-
-
-def _run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
-    return subprocess.run(
-        [DELTAGUARD, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
 
 
 def _table(root: Path, orphans: int = 2) -> SyntheticTable:
@@ -53,11 +41,11 @@ def repo(tmp_path: Path) -> Path:
     return work
 
 
-def test_successful_cleanup_exits_0_and_chains(tmp_path, repo):
+def test_successful_cleanup_exits_0_and_chains(run_cli, tmp_path, repo):
     t = _table(tmp_path / "t")
     state = tmp_path / "state"
     env = {"XDG_STATE_HOME": str(state)}
-    dry = _run("orphans", str(t.root), cwd=repo, env=env)
+    dry = run_cli("orphans", str(t.root), cwd=repo, env=env)
     assert dry.returncode == ExitCode.FOUND == 1, dry.stdout + dry.stderr
     chained = subprocess.run(
         f"{DELTAGUARD} orphans {t.root} --delete --yes && echo VACUUM-RAN",
@@ -71,14 +59,14 @@ def test_successful_cleanup_exits_0_and_chains(tmp_path, repo):
     assert chained.returncode == 0, chained.stdout + chained.stderr
     assert "VACUUM-RAN" in chained.stdout
     assert not list(t.root.rglob("orphan-*"))
-    again = _run("orphans", str(t.root), cwd=repo, env=env)
+    again = run_cli("orphans", str(t.root), cwd=repo, env=env)
     assert again.returncode == ExitCode.CLEAN
 
 
-def test_default_manifest_goes_to_the_state_dir_not_the_work_tree(tmp_path, repo):
+def test_default_manifest_goes_to_the_state_dir_not_the_work_tree(run_cli, tmp_path, repo):
     t = _table(tmp_path / "t")
     state = tmp_path / "state"
-    out = _run(
+    out = run_cli(
         "orphans", str(t.root), "--delete", "--yes", "--json", cwd=repo,
         env={"XDG_STATE_HOME": str(state)},
     )  # fmt: skip
@@ -104,26 +92,26 @@ def test_state_dir_resolution(monkeypatch, tmp_path):
     assert state_dir() == tmp_path / "mine"
 
 
-def test_json_output_is_only_json(tmp_path):
+def test_json_output_is_only_json(run_cli, tmp_path):
     t = _table(tmp_path / "t")
     for args in (
         ["orphans", str(t.root), "--json"],
         ["audit", str(t.root), "--json"],
         ["history", str(t.root), "--json"],
     ):
-        out = _run(*args)
+        out = run_cli(*args)
         assert out.returncode in (0, 1), (args, out.stderr)
         json.loads(out.stdout)  # nothing but the document
         assert out.stderr == "", (args, out.stderr)
 
 
-def test_unreadable_means_exit_2_for_every_command(tmp_path):
+def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
     t = _table(tmp_path / "t", orphans=1)
     latest = t.log / f"{t.version:020d}.json"
     latest.write_text(latest.read_text()[:-30] + "\n")  # a truncated last line
     codes = {}
     for command in ("audit", "history", "orphans"):
-        out = _run(command, str(t.root), "--json")
+        out = run_cli(command, str(t.root), "--json")
         codes[command] = out.returncode
         assert "Traceback" not in out.stderr
         if command != "orphans":

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from deltaguard.localstack.synthetic_table import ADD, SyntheticTable
 from deltaguard.spark_conf.jvm_deps import runtime_jars
-from deltaguard.testbed.synthetic_table import ADD, SyntheticTable
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.features import (

@@ -5,16 +5,15 @@ LocalStack) are retried, never reported as damage or as an unsafe store."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.synthetic_table import SyntheticTable
+from deltaguard.localstack.table_copies import upload_table
 from deltaguard.logstore.clients import ClientPolicy, s3_client
-from deltaguard.testbed.fault_proxy import FaultRule
-from deltaguard.testbed.synthetic_table import SyntheticTable
-from deltaguard.testbed.table_copies import upload_table
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 CREDS = {
@@ -25,25 +24,16 @@ CREDS = {
 DAY = 86_400_000
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [DELTAGUARD, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **CREDS, **(env or {})},
-        timeout=300,
-    )
-
-
 def _slowdown(method: str, rate: float, times: int | None = None) -> FaultRule:
     return FaultRule("error", method=method, rate=rate, times=times, status=503, code="SlowDown")
 
 
-def _probe(proxy, bucket: str, writers: int, rounds: int) -> subprocess.CompletedProcess[str]:
+def _probe(
+    run_cli, proxy, bucket: str, writers: int, rounds: int
+) -> subprocess.CompletedProcess[str]:
     endpoint = ["--endpoint", proxy.endpoint.url, "--path-style", "--json"]
     sizes = ["--writers", str(writers), "--rounds", str(rounds)]
-    return _run("probe", f"s3://{bucket}/lake", *endpoint, *sizes)
+    return run_cli("probe", f"s3://{bucket}/lake", *endpoint, *sizes, env=CREDS)
 
 
 def _synthetic(root: Path) -> SyntheticTable:
@@ -71,28 +61,36 @@ def test_policies_are_named_and_differ():
     assert 1 < read.meta.config.retries["total_max_attempts"] <= 10  # bounded, but retried
 
 
-def test_audit_under_10_percent_slowdown_is_healthy(ls_proxy, localstack, ls_bucket, tmp_path):
+def test_audit_under_10_percent_slowdown_is_healthy(
+    run_cli, ls_proxy, localstack, ls_bucket, tmp_path
+):
     _synthetic(tmp_path / "t")
     for f in (tmp_path / "t").rglob("orphan-*"):
         f.unlink()  # audit does not care about orphans; keep the table healthy
     uri = upload_table(tmp_path / "t", localstack.endpoint.s3_client(), ls_bucket, "t")
-    clean = _run("audit", uri, "--endpoint", localstack.endpoint.url, "--path-style", "--json")
+    clean = run_cli(
+        "audit", uri, "--endpoint", localstack.endpoint.url, "--path-style", "--json", env=CREDS
+    )
     assert clean.returncode == 0, clean.stdout + clean.stderr
     ls_proxy.set_rules([_slowdown("GET", 0.10), _slowdown("HEAD", 0.10)])
     for _ in range(3):  # several runs: many more GETs and LISTs than one audit makes
-        out = _run("audit", uri, "--endpoint", ls_proxy.endpoint.url, "--path-style", "--json")
+        out = run_cli(
+            "audit", uri, "--endpoint", ls_proxy.endpoint.url, "--path-style", "--json", env=CREDS
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         assert out.stderr == "", "retried throttles are not even worth a warning"
         doc = json.loads(out.stdout)
         assert doc["healthy"] is True and doc["findings"] == []
         assert doc["summary"]["live_files"] == json.loads(clean.stdout)["summary"]["live_files"]
-        history = _run("history", uri, "--endpoint", ls_proxy.endpoint.url, "--path-style")
+        history = run_cli(
+            "history", uri, "--endpoint", ls_proxy.endpoint.url, "--path-style", env=CREDS
+        )
         assert history.returncode == 0, history.stderr
     fired = ls_proxy.fired()[0]
     assert fired >= 3, f"only {fired} faults were injected: the test proves nothing"
 
 
-def test_probe_with_503_on_first_attempts_is_safe(ls_proxy, ls_bucket):
+def test_probe_with_503_on_first_attempts_is_safe(run_cli, ls_proxy, ls_bucket):
     ls_proxy.set_rules(
         [
             _slowdown("PUT", 0.5, times=8),  # creates: the if-none-match check and the race
@@ -100,7 +98,7 @@ def test_probe_with_503_on_first_attempts_is_safe(ls_proxy, ls_bucket):
             _slowdown("HEAD", 1.0, times=1),  # HeadBucket
         ]
     )
-    out = _probe(ls_proxy, ls_bucket, writers=4, rounds=5)
+    out = _probe(run_cli, ls_proxy, ls_bucket, writers=4, rounds=5)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stderr == ""
     report = json.loads(out.stdout)
@@ -113,9 +111,9 @@ def test_probe_with_503_on_first_attempts_is_safe(ls_proxy, ls_bucket):
     assert ls_proxy.fired()[0] >= 4 and ls_proxy.fired()[2] == 1
 
 
-def test_probe_that_cannot_settle_says_undecided_not_unsafe(ls_proxy, ls_bucket):
+def test_probe_that_cannot_settle_says_undecided_not_unsafe(run_cli, ls_proxy, ls_bucket):
     ls_proxy.set_rules([_slowdown("PUT", 1.0)])  # every create fails: nothing can be decided
-    out = _probe(ls_proxy, ls_bucket, writers=2, rounds=1)
+    out = _probe(run_cli, ls_proxy, ls_bucket, writers=2, rounds=1)
     assert out.returncode == 2, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert report["decided"] is False and report["safe"] is False
@@ -123,13 +121,15 @@ def test_probe_that_cannot_settle_says_undecided_not_unsafe(ls_proxy, ls_bucket)
     assert {c["name"]: c["status"] for c in report["checks"]}["if-none-match"] == "undecided"
 
 
-def test_probe_of_a_store_that_does_not_implement_conditional_puts_says_unsafe(ls_proxy, ls_bucket):
+def test_probe_of_a_store_that_does_not_implement_conditional_puts_says_unsafe(
+    run_cli, ls_proxy, ls_bucket
+):
     """501 NotImplemented is the store's definite answer, not a transient error: the probe
     says unsafe (exit 1) at once instead of retrying into "could not decide"."""
     ls_proxy.set_rules(
         [FaultRule("error", method="PUT", rate=1.0, status=501, code="NotImplemented")]
     )
-    out = _probe(ls_proxy, ls_bucket, writers=2, rounds=1)
+    out = _probe(run_cli, ls_proxy, ls_bucket, writers=2, rounds=1)
     assert out.returncode == 1, out.stdout + out.stderr
     report = json.loads(out.stdout)
     assert report["decided"] is True and report["safe"] is False
@@ -148,7 +148,7 @@ def _remaining(localstack, bucket: str, prefix: str) -> set[str]:
     return keys
 
 
-def test_cleanup_under_503_deletes_the_same_set(ls_proxy, localstack, ls_bucket, tmp_path):
+def test_cleanup_under_503_deletes_the_same_set(run_cli, ls_proxy, localstack, ls_bucket, tmp_path):
     _synthetic(tmp_path / "t")
     (tmp_path / "t" / "_delta_log" / ".00000000000000000003.json.0c1d.tmp").write_text("x")
     s3 = localstack.endpoint.s3_client()
@@ -156,7 +156,7 @@ def test_cleanup_under_503_deletes_the_same_set(ls_proxy, localstack, ls_bucket,
     upload_table(tmp_path / "t", s3, ls_bucket, "stormy")
     time.sleep(1.1)  # S3 mtimes have second precision: every upload is before the cut-off
     args = ["--retention", "0", "--unsafe-retention", "--delete", "--yes", "--json"]
-    calm = _run(
+    calm = run_cli(
         "orphans",
         f"s3://{ls_bucket}/calm",
         "--endpoint",
@@ -165,12 +165,13 @@ def test_cleanup_under_503_deletes_the_same_set(ls_proxy, localstack, ls_bucket,
         "--manifest",
         str(tmp_path / "calm.json"),
         *args,
+        env=CREDS,
     )
     assert calm.returncode == 0, calm.stdout + calm.stderr
     ls_proxy.set_rules(
         [_slowdown("GET", 0.10), _slowdown("HEAD", 0.10), _slowdown("POST", 0.3, times=2)]
     )
-    stormy = _run(
+    stormy = run_cli(
         "orphans",
         f"s3://{ls_bucket}/stormy",
         "--endpoint",
@@ -179,6 +180,7 @@ def test_cleanup_under_503_deletes_the_same_set(ls_proxy, localstack, ls_bucket,
         "--manifest",
         str(tmp_path / "stormy.json"),
         *args,
+        env=CREDS,
     )
     assert stormy.returncode == 0, stormy.stdout + stormy.stderr
     assert sum(ls_proxy.fired()) >= 2, ls_proxy.stats()
