@@ -11,7 +11,9 @@ UV := $(DELTAGUARD_CACHE)/bootstrap/bin/uv
 export UV
 VENV := .venv
 PY := $(VENV)/bin/python
+# One plugin jar per AWS SDK generation (logstore/pom.xml profiles sdk2 and sdk1).
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-0.1.0.jar
+PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-0.1.0.jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
 .PHONY: help setup venv jar jars testbed demo test test-java lint bench clean
@@ -35,11 +37,16 @@ venv: $(VENV)/.installed
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
-	mvn -B -q -f logstore/pom.xml -DskipTests package
+	mvn -B -q -f logstore/pom.xml -P sdk2 -DskipTests package
 	mkdir -p $(dir $@)
-	cp logstore/target/deltaguard-logstore-0.1.0.jar $@
+	cp logstore/target/sdk2/$(notdir $@) $@
 
-jar: $(PLUGIN_JAR)
+$(PLUGIN_JAR_SDK1): $(JAVA_SOURCES)
+	mvn -B -q -f logstore/pom.xml -P sdk1 -DskipTests package
+	mkdir -p $(dir $@)
+	cp logstore/target/sdk1/$(notdir $@) $@
+
+jar: $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1)
 
 jars: venv
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
@@ -52,8 +59,13 @@ setup: venv jar jars testbed
 demo: setup
 	$(PY) -m deltaguard.testbed.demo
 
+# The JUnit suite once per SDK generation: the shared protocol through each jar's adapter.
 test-java:
-	mvn -B -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}
+	for sdk in sdk2 sdk1; do \
+	  echo "JUnit, $$sdk jar:"; \
+	  mvn -B -f logstore/pom.xml -P $$sdk test | grep -E 'Tests run|FAIL|ERROR|BUILD'; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	done
 
 test: setup test-java
 	@bash .ci/timed-tests
