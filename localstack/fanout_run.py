@@ -31,6 +31,7 @@ from deltaguard.spark_conf.session import (
     master_conf,
     small_tables_conf,
 )
+from deltaguard.spark_conf.spark_lines import installed_line
 from deltaguard.testbed import multi_driver
 from deltaguard.testbed.endpoints import Endpoint
 
@@ -54,7 +55,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
         PresetName.S3_CONDITIONAL,
         PresetOptions(table_root=table_root, endpoint=endpoint.url, path_style=True, jars="none"),
     )
-    conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
+    conf |= local_classpath_conf([*runtime_jars(), plugin_jar(installed_line().sdk)])
     conf |= local_driver_conf(local_dir) | master_conf("local[2]") | small_tables_conf()
     path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
     return path

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf.jvm_deps import runtime_jars
+from deltaguard.spark_conf.spark_lines import installed_line
 from deltaguard.spark_conf.storage import Storage
 
 if TYPE_CHECKING:
@@ -120,9 +121,10 @@ def delta_spark_conf(
     dynamodb: DynamoDBCommitTableSpec | None = None,
 ) -> dict[str, str]:
     """All Spark settings for a driver of the test bed: :func:`delta_conf`, the cached jars
-    (default: runtime jars plus deltaguard's plugin jar) and :func:`local_driver_conf`."""
+    (default: the installed pyspark line's runtime jars plus its deltaguard plugin jar) and
+    :func:`local_driver_conf`."""
     if jars is None:
-        jars = [*runtime_jars(), plugin_jar()]
+        jars = [*runtime_jars(), plugin_jar(installed_line().sdk)]
     return {
         **delta_conf(storage, logstore, dynamodb),
         **local_classpath_conf(jars),

@@ -8,7 +8,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from deltaguard.logstore.jars import JAR_NAME
+from deltaguard.logstore.jars import JAR_NAMES
 from deltaguard.spark_conf.jvm_deps import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,8 +34,8 @@ def test_wheel_carries_jar_and_namespace(tmp_path):
     assert out.returncode == 0, out.stderr
     (wheel,) = tmp_path.glob("deltaguard-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert f"deltaguard/logstore/jars/{JAR_NAME}" in names
-    assert "deltaguard/spark_conf/jvm/pom.xml" in names
+    for jar in JAR_NAMES.values():
+        assert f"deltaguard/logstore/jars/{jar}" in names
     assert "deltaguard/testbed/install.sh" in names
     assert "deltaguard/tools/deltalog/snapshot.py" in names
     top_level = {n.split("/")[0] for n in names if not n.startswith("deltaguard-")}
