@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from deltaguard.spark_conf.session import (
     DynamoDBCommitTableSpec,
@@ -46,10 +47,9 @@ def arrow_schema() -> object:
     )
 
 
-def _schema() -> object:
-    from pyspark.sql.types import StructType
-
-    return StructType.fromDDL(SCHEMA_DDL)
+def _schema(spark: Any) -> object:
+    """SCHEMA_DDL as a StructType (through a DataFrame: ``StructType.fromDDL`` is Spark 4+)."""
+    return spark.createDataFrame([], SCHEMA_DDL).schema
 
 
 def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
@@ -177,7 +177,7 @@ def append(args: argparse.Namespace) -> dict[str, object]:
     )
     try:
         if args.writer == 0:
-            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema()).execute()
+            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema(spark)).execute()
 
         def commit(batch: int, tag: str) -> None:
             df = spark.range(args.rows).selectExpr(

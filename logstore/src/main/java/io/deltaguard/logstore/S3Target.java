@@ -1,6 +1,9 @@
 package io.deltaguard.logstore;
 
 import java.io.IOException;
+import java.util.Collections;
+import java.util.Map;
+import java.util.WeakHashMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
@@ -17,6 +20,13 @@ import org.apache.hadoop.fs.s3a.S3AFileSystem;
  * policy), whichever SDK generation this jar was built for.
  */
 final class S3Target {
+    /**
+     * One adapter per live S3A filesystem: S3A's client does not change during the
+     * filesystem's life, and asking for it logs a warning each time on Hadoop 3.3.
+     */
+    private static final Map<S3AFileSystem, S3Calls> CALLS =
+        Collections.synchronizedMap(new WeakHashMap<S3AFileSystem, S3Calls>());
+
     private final S3AFileSystem fs;
     private final S3Calls calls;
     private final String bucket;
@@ -52,7 +62,12 @@ final class S3Target {
             endpoint = "AWS S3 (region " + s3a.getConf().getTrimmed("fs.s3a.endpoint.region", "default")
                 + ")";
         }
-        return new S3Target(s3a, SdkS3Calls.of(s3a, "deltaguard LogStore"), s3a.getBucket(),
+        S3Calls calls = CALLS.get(s3a);
+        if (calls == null) {
+            calls = SdkS3Calls.of(s3a, "deltaguard LogStore");
+            CALLS.put(s3a, calls);
+        }
+        return new S3Target(s3a, calls, s3a.getBucket(),
             s3a.pathToKey(qualified), qualified, endpoint);
     }
 
