@@ -16,7 +16,7 @@ PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-0.1.0.jar
 PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-0.1.0.jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars testbed demo test test-java lint bench clean
+.PHONY: help setup venv jar jars testbed testbed-lines demo test test-java lint bench clean
 
 help:
 	@echo "make demo   set everything up, run the multi-driver demo on embedded S3 (LocalStack)"
@@ -54,7 +54,11 @@ jars: venv
 testbed:
 	bash localstack/install.sh
 
-setup: venv jar jars testbed
+# One cached virtualenv per older Spark line (3.5, 4.0) for the per-line tests and benchmarks.
+testbed-lines: venv jar
+	$(PY) -m deltaguard.testbed.spark_line_venvs 3.5 4.0 > /dev/null
+
+setup: venv jar jars testbed testbed-lines
 
 demo: setup
 	$(PY) -m deltaguard.testbed.demo
