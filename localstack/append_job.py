@@ -177,7 +177,9 @@ def append(args: argparse.Namespace) -> dict[str, object]:
     )
     try:
         if args.writer == 0:
-            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema(spark)).execute()
+            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(
+                _schema(spark)
+            ).execute()
 
         def commit(batch: int, tag: str) -> None:
             df = spark.range(args.rows).selectExpr(
