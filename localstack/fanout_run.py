@@ -90,18 +90,21 @@ def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, 
     )
 
 
-def run_trap(endpoint: Endpoint, table_root: str, workdir: Path) -> dict[str, Any]:
-    """Runs :mod:`deltaguard.testbed.fanout_trap` in one driver; returns its report."""
+def run_trap(
+    endpoint: Endpoint, table_root: str, workdir: Path, python: str | None = None
+) -> dict[str, Any]:
+    """Runs :mod:`deltaguard.testbed.fanout_trap` in one driver (on another Spark line's
+    interpreter ``python``, default this one); returns its report."""
     log = workdir / "trap.log"
     args = ["--endpoint", endpoint.url, "--table-root", table_root]
     args += ["--local-dir", str(workdir / "spark-trap")]
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "deltaguard.testbed.fanout_trap", *args],
+            [python or sys.executable, "-m", "deltaguard.testbed.fanout_trap", *args],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=multi_driver.driver_env(),
+            env=multi_driver.driver_env(python=python),
             cwd=workdir,
         )
     return multi_driver.job_result(proc, log, 600, name="the fan-out trap")[1]

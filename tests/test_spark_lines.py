@@ -3,12 +3,10 @@ belong together (fast tier, no JVM)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from test_cli import _run
 
 from deltaguard.logstore.jars import JAR_NAMES, plugin_jar
 from deltaguard.spark_conf.conf_check import check, parse_properties
@@ -28,13 +26,6 @@ from deltaguard.spark_conf.spark_lines import (
     installed_line,
     line_for,
 )
-
-DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([DELTAGUARD, *args], capture_output=True, text=True, check=False)
-
 
 EXPECTED_PACKAGES = {
     ("3.5", None): "io.delta:delta-spark_2.12:3.3.2,io.delta:delta-storage:3.3.2,"

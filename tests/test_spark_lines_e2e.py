@@ -10,19 +10,21 @@ default store (loses a commit: the race can fail), the fail-closed check, and lo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from test_spark_commits import ROWS, _assert_nothing_lost
 
 from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.spark_conf.spark_lines import by_name
+from deltaguard.testbed import fanout_run
 from deltaguard.testbed.fault_proxy import FaultRule
 from deltaguard.testbed.multi_driver import DriverFailedError, MultiDriverResult, run_multi_driver
 from deltaguard.testbed.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
 from deltaguard.testbed.spark_line_venvs import LineVenvError, ensure
 
 pytestmark = pytest.mark.spark
-ROWS = 5
 OTHER_LINES = ["3.5", "4.0"]
 
 
@@ -58,19 +60,6 @@ def _run(
         pythons=pythons,
         verify_python=pythons[0],
     )
-
-
-def _assert_nothing_lost(result: MultiDriverResult, expected_commits: int) -> None:
-    summary = result.summary()
-    assert result.failed_appends == [], summary
-    assert len(result.claimed_tags) == expected_commits, summary
-    assert result.lost_tags == [], summary
-    assert result.duplicated_tags == [], summary
-    assert sorted(result.found_tags) == sorted(result.claimed_tags), summary
-    assert result.found_rows == expected_commits * ROWS, summary
-    assert all(n == ROWS for n in result.verified["rows_per_batch"].values()), summary
-    assert result.versions_contiguous, summary
-    assert len(result.verified["versions"]) == expected_commits + 1, "one CREATE + one per append"
 
 
 @pytest.mark.parametrize("line", OTHER_LINES)
@@ -174,4 +163,29 @@ def test_mixed_lines_on_one_table_lose_nothing(
         pythons=[line_python("3.5"), sys.executable],
     )
     assert ls_proxy.fired() == [1], "the race was staged"
+    engines = sorted(r["engine"] for r in result.reports)
+    assert engines == ["spark", "spark"]
     _assert_nothing_lost(result, 10)
+    first = (
+        localstack.endpoint.s3_client()
+        .get_object(Bucket=ls_bucket, Key=f"events/_delta_log/{0:020d}.json")["Body"]
+        .read()
+    )
+    protocol = next(json.loads(ln)["protocol"] for ln in first.splitlines() if b'"protocol"' in ln)
+    assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (1, 2), protocol
+
+
+def test_fanout_writer_on_spark_3_5(line_python, localstack, ls_bucket, tmp_path):
+    """deltaguard's fan-out writer (write_fanout) on Spark 3.5 / Delta 3.3: concurrent first
+    writes, schema evolution, two fan-outs racing to create one table, and a failing write, all
+    reported exactly, through the SDK v1 jar."""
+    report = fanout_run.run_trap(
+        localstack.endpoint, f"s3a://{ls_bucket}/trap", tmp_path, line_python("3.5")
+    )
+    for case in ("create", "evolve"):
+        fanout = report["fanout"][case]
+        assert fanout["rows_found"] == fanout["rows_written"] == fanout["rows_reported"], fanout
+        assert fanout["statuses"] == ["written"] * 4
+    two = report["two_jobs"]
+    assert two["rows_found"] == two["rows_written"] and two["statuses"] == ["written"] * 2, two
+    assert report["failure"]["raised"] == "FanoutError", report["failure"]

@@ -17,7 +17,7 @@ public final class PlainPut {
     public static void put(Path path, byte[] body, Configuration hadoopConf) throws IOException {
         S3Target target = S3Target.resolve(path, hadoopConf);
         try {
-            target.calls().put(target.bucket(), target.key(), body, "application/json");
+            target.calls().put(target.bucket(), target.key(), body, "application/json", false);
         } catch (S3Failure e) {
             throw new IOException("PUT of " + target.qualified() + " failed: " + e.describe(), e);
         }

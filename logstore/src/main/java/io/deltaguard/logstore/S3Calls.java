@@ -14,13 +14,18 @@ import java.util.Optional;
  */
 interface S3Calls {
     /**
-     * {@code PutObject} with {@code If-None-Match: *}: stores {@code body} only if the key does
-     * not exist (412 PreconditionFailed otherwise).
+     * {@code PutObject}; with {@code ifNoneMatch} it carries {@code If-None-Match: *} and stores
+     * {@code body} only if the key does not exist (412 PreconditionFailed otherwise), without it
+     * the last writer wins (benchmarks' baseline only).
      */
-    void putIfAbsent(String bucket, String key, byte[] body, String contentType) throws S3Failure;
+    void put(String bucket, String key, byte[] body, String contentType, boolean ifNoneMatch)
+        throws S3Failure;
 
-    /** Unconditional {@code PutObject} (last writer wins); used for benchmarks' baseline only. */
-    void put(String bucket, String key, byte[] body, String contentType) throws S3Failure;
+    /** {@code PutObject} with {@code If-None-Match: *}. */
+    default void putIfAbsent(String bucket, String key, byte[] body, String contentType)
+            throws S3Failure {
+        put(bucket, key, body, contentType, true);
+    }
 
     /** The object's bytes, or empty if the key does not exist (404 NoSuchKey). */
     Optional<byte[]> get(String bucket, String key) throws S3Failure;

@@ -38,17 +38,7 @@ final class SdkS3Calls implements S3Calls {
     }
 
     @Override
-    public void putIfAbsent(String bucket, String key, byte[] body, String contentType)
-            throws S3Failure {
-        put(bucket, key, body, contentType, true);
-    }
-
-    @Override
-    public void put(String bucket, String key, byte[] body, String contentType) throws S3Failure {
-        put(bucket, key, body, contentType, false);
-    }
-
-    private void put(String bucket, String key, byte[] body, String contentType,
+    public void put(String bucket, String key, byte[] body, String contentType,
                      boolean ifNoneMatch) throws S3Failure {
         PutObjectRequest.Builder request = PutObjectRequest.builder()
             .bucket(bucket).key(key).contentType(contentType).contentLength((long) body.length);

@@ -25,7 +25,7 @@ class SdkS3CallsTest {
         S3Failure e = assertThrows(S3Failure.class, () -> calls.putIfAbsent("b", "k", B, "text/plain"));
         assertEquals(S3Failure.Kind.PRECONDITION_FAILED, e.kind());
         assertArrayEquals(A, calls.get("b", "k").get());
-        calls.put("b", "k", B, "text/plain");
+        calls.put("b", "k", B, "text/plain", false);
         assertArrayEquals(B, calls.get("b", "k").get());
         calls.delete("b", "k");
         assertFalse(calls.get("b", "k").isPresent(), "a missing key is empty, not an error");
