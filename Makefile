@@ -14,10 +14,12 @@ PY := $(VENV)/bin/python
 # The package version: one source (VERSION), read by pyproject, jars.py and Maven (-Drevision).
 VERSION := $(shell cat VERSION)
 MVN := mvn -B -Drevision=$(VERSION)
+# One plugin jar per AWS SDK generation (logstore/pom.xml profiles sdk2 and sdk1).
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
+PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars localstack demo test test-fast test-java lint typecheck wheel bench bench-classes clean
+.PHONY: help setup venv jar jars localstack spark-lines demo test test-fast test-java lint typecheck wheel bench bench-classes clean
 
 help:  ## list every target
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,11 +41,16 @@ venv: $(VENV)/.installed  ## the project virtualenv (.venv, strict editable inst
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
-	$(MVN) -q -f logstore/pom.xml -DskipTests clean package
+	$(MVN) -q -f logstore/pom.xml -P sdk2 -DskipTests clean package
 	mkdir -p $(dir $@)
-	cp logstore/target/deltaguard-logstore-$(VERSION).jar $@
+	cp logstore/target/sdk2/$(notdir $@) $@
 
-jar: $(PLUGIN_JAR)  ## build the plugin jar (Maven) into the Python package
+$(PLUGIN_JAR_SDK1): $(JAVA_SOURCES)
+	$(MVN) -q -f logstore/pom.xml -P sdk1 -DskipTests clean package
+	mkdir -p $(dir $@)
+	cp logstore/target/sdk1/$(notdir $@) $@
+
+jar: $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1)  ## build the plugin jars (SDK v2 and SDK v1) into the Python package
 
 jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
@@ -51,13 +58,22 @@ jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local
 	bash localstack/install.sh
 
-setup: venv jar jars localstack  ## everything above: venv, jar, jars, localstack
+# One cached virtualenv per older Spark line (3.5, 4.0) for the per-line tests and benchmarks.
+spark-lines: venv jar  ## install the cached virtualenvs of Spark 3.5 and 4.0 (per-line tests)
+	$(PY) -m deltaguard.localstack.spark_line_venvs 3.5 4.0 > /dev/null
+
+setup: venv jar jars localstack spark-lines  ## everything above: venv, jars, localstack, spark-lines
 
 demo: setup  ## set everything up, run the multi-driver demo on embedded S3 (LocalStack)
 	$(PY) -m deltaguard.localstack.demo
 
-test-java: ## the JUnit suite of logstore/
-	$(MVN) -f logstore/pom.xml test | grep -E 'Tests run|FAIL|ERROR|BUILD'; exit $${PIPESTATUS[0]}
+# The JUnit suite once per SDK generation: the shared protocol through each jar's adapter.
+test-java: ## the JUnit suite of logstore/, once per SDK generation
+	for sdk in sdk2 sdk1; do \
+	  echo "JUnit, $$sdk jar:"; \
+	  $(MVN) -f logstore/pom.xml -P $$sdk test | grep -E 'Tests run|FAIL|ERROR|BUILD'; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	done
 
 test: setup test-java  ## set everything up, run every test (JUnit, then pytest; prints the wall time)
 	@bash .ci/timed-tests
@@ -80,7 +96,7 @@ wheel: jar  ## build the wheel (plugin jar inside) into dist/
 
 # The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)
-	$(MVN) -q -f logstore/pom.xml test-compile
+	$(MVN) -q -f logstore/pom.xml -P sdk2 test-compile
 
 bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + markdown in bench/results)
 	$(PY) -m bench

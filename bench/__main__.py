@@ -16,7 +16,7 @@ from typing import Any
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.logstore.dynamodb_table import create_table
 
-from . import commit_latency, orphans, replay, throughput
+from . import commit_latency, orphans, replay, spark_lines, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -146,6 +146,9 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("commit_latency"):
         lines += [f"Commit latency, {_when(results['commit_latency'])}:", ""]
         lines += _latency_lines(results["commit_latency"])
+    if results.get("spark_lines"):
+        lines += [f"Commit latency per Spark line (JVM), {_when(results['spark_lines'])}:", ""]
+        lines += spark_lines.markdown(results["spark_lines"])
     if results.get("throughput"):
         lines += [
             f"Throughput, {_when(results['throughput'])} (Spark drivers: {results['throughput'].get('spark_runs', '?')}):",
@@ -190,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
     )
     parser.add_argument("--replay-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "throughput", "replay", "orphans"])
+    parser.add_argument("--only", choices=["latency", "lines", "throughput", "replay", "orphans"])
     args = parser.parse_args(argv)
     started = time.monotonic()
     previous = RESULTS / "latest.json"
@@ -214,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "latency"):
             results["commit_latency"] = stamped(
                 commit_latency.run(endpoint, bucket, args.runs, args.commits, ddb_table), args.runs
+            )
+        if args.only in (None, "lines"):
+            results["spark_lines"] = stamped(
+                spark_lines.run(endpoint, bucket, args.runs, args.commits), args.runs
             )
         if args.only in (None, "throughput"):
             results["throughput"] = stamped(

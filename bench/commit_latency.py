@@ -26,6 +26,7 @@ from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
+from deltaguard.spark_conf.spark_lines import SparkLine, installed_line
 
 from .stats import summarize
 
@@ -33,10 +34,23 @@ BODY_BYTES = 1024
 WARMUP = 20  # commits per store before timing; versions 0..WARMUP-1 (the DynamoDB store needs N-1)
 
 
-BENCH_CLASSES = Path(__file__).resolve().parents[1] / "logstore" / "target" / "test-classes"
+# `make bench-classes` compiles the tool with the SDK v2 profile; it uses no SDK class, so the
+# same classes run with either plugin jar.
+BENCH_CLASSES = (
+    Path(__file__).resolve().parents[1] / "logstore" / "target" / "sdk2" / "test-classes"
+)
 
 
-def _jvm_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> dict[str, float]:
+def _jvm_run(
+    endpoint: Endpoint,
+    bucket: str,
+    commits: int,
+    ddb_table: str | None,
+    line: SparkLine | None = None,
+    spark_jars: Path | None = None,
+) -> dict[str, float]:
+    """One CommitLatency run on ``line`` (default: the installed pyspark's), whose pyspark jars
+    are ``spark_jars``; the DynamoDB store only when ``ddb_table`` is given."""
     if not (
         BENCH_CLASSES / "io" / "deltaguard" / "logstore" / "tools" / "CommitLatency.class"
     ).is_file():
@@ -44,18 +58,23 @@ def _jvm_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> d
             f"CommitLatency is not compiled in {BENCH_CLASSES}: run `make bench` (it runs "
             "Maven's test-compile of logstore/)"
         )
+    line = line or installed_line()
     classpath = ":".join(
         [
-            str(Path(pyspark.__file__).parent / "jars" / "*"),
-            *(str(j) for j in runtime_jars()),
-            str(plugin_jar()),
+            str((spark_jars or Path(pyspark.__file__).parent / "jars") / "*"),
+            *(str(j) for j in runtime_jars(line)),
+            str(plugin_jar(line.sdk)),
             str(BENCH_CLASSES),
         ]
     )
     hadoop = {
         k.removeprefix("spark.hadoop."): v for k, v in endpoint.s3_storage().hadoop_conf().items()
     }
-    ddb = DynamoDBCommitTableSpec(ddb_table, endpoint.region, endpoint.url).spark_conf()
+    ddb = (
+        DynamoDBCommitTableSpec(ddb_table, endpoint.region, endpoint.url).spark_conf()
+        if ddb_table
+        else {}
+    )
     props = [f"-D{k.removeprefix('spark.')}={v}" for k, v in {**hadoop, **ddb}.items()]
     table = f"s3a://{bucket}/latency-jvm-{uuid.uuid4().hex[:8]}"
     out = subprocess.run(
@@ -75,11 +94,13 @@ def _jvm_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> d
         timeout=900,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    return {
+    medians = {
         "plain_put_ms": statistics.median(result["plain_put_us"]) / 1000,
         "logstore_ms": statistics.median(result["logstore_us"]) / 1000,
-        "dynamodb_ms": statistics.median(result["dynamodb_us"]) / 1000,
     }
+    if result["dynamodb_us"]:
+        medians["dynamodb_ms"] = statistics.median(result["dynamodb_us"]) / 1000
+    return medians
 
 
 def _python_run(endpoint: Endpoint, bucket: str, commits: int, ddb_table: str) -> dict[str, float]:

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
@@ -31,6 +31,7 @@ from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
     from deltaguard.localstack.delta_append import LogStore
@@ -52,10 +53,9 @@ def arrow_schema() -> pa.Schema:
     )
 
 
-def _schema() -> StructType:
-    from pyspark.sql.types import StructType
-
-    schema: StructType = StructType.fromDDL(SCHEMA_DDL)  # type: ignore[assignment]
+def _schema(spark: SparkSession) -> StructType:
+    """SCHEMA_DDL as a StructType (through a DataFrame: ``StructType.fromDDL`` is Spark 4+)."""
+    schema: StructType = spark.createDataFrame([], SCHEMA_DDL).schema
     return schema
 
 
@@ -184,7 +184,9 @@ def append(args: argparse.Namespace) -> dict[str, object]:
     )
     try:
         if args.writer == 0:
-            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(_schema()).execute()
+            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(
+                _schema(spark)
+            ).execute()
 
         def commit(batch: int, tag: str) -> None:
             df = spark.range(args.rows).selectExpr(

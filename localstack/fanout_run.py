@@ -28,6 +28,7 @@ from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.session import local_classpath_conf
+from deltaguard.spark_conf.spark_lines import installed_line
 from deltaguard.tools.fanout import example_job
 
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
@@ -50,7 +51,7 @@ def properties_file(path: Path, endpoint: Endpoint, table_root: str, local_dir: 
         PresetName.S3_CONDITIONAL,
         PresetOptions(table_root=table_root, endpoint=endpoint.url, path_style=True, jars="none"),
     )
-    conf |= local_classpath_conf([*runtime_jars(), plugin_jar()])
+    conf |= local_classpath_conf([*runtime_jars(), plugin_jar(installed_line().sdk)])
     conf |= local_driver_conf(local_dir) | master_conf("local[2]") | small_tables_conf()
     path.write_text(to_properties(conf, "deltaguard s3-conditional preset for the test bed"))
     return path
@@ -85,18 +86,21 @@ def job_result(proc: Any, log_path: Path, timeout_s: float = 900) -> tuple[int, 
     )
 
 
-def run_trap(endpoint: Endpoint, table_root: str, workdir: Path) -> dict[str, Any]:
-    """Runs :mod:`deltaguard.localstack.fanout_trap` in one driver; returns its report."""
+def run_trap(
+    endpoint: Endpoint, table_root: str, workdir: Path, python: str | None = None
+) -> dict[str, Any]:
+    """Runs :mod:`deltaguard.localstack.fanout_trap` in one driver (on another Spark line's
+    interpreter ``python``, default this one); returns its report."""
     log = workdir / "trap.log"
     args = ["--endpoint", endpoint.url, "--table-root", table_root]
     args += ["--local-dir", str(workdir / "spark-trap")]
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "deltaguard.localstack.fanout_trap", *args],
+            [python or sys.executable, "-m", "deltaguard.localstack.fanout_trap", *args],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=multi_driver.driver_env(),
+            env=multi_driver.driver_env(python=python),
             cwd=workdir,
         )
     return multi_driver.job_result(proc, log, 600, name="the fan-out trap")[1]

@@ -121,11 +121,15 @@ class MultiDriverResult:
         }
 
 
-def driver_env(endpoint: Endpoint | None = None) -> dict[str, str]:
-    """The environment of a Spark driver process: loopback only, this interpreter for Python
-    workers, and ``endpoint``'s credentials when given."""
+def driver_env(endpoint: Endpoint | None = None, python: str | None = None) -> dict[str, str]:
+    """The environment of a Spark driver process: loopback only, ``python`` (another Spark
+    line's interpreter, see spark_line_venvs) or else this interpreter for Python workers, and
+    ``endpoint``'s credentials when given."""
     env = dict(os.environ)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"  # bind and advertise loopback only
+    if python is not None:
+        env["PYSPARK_PYTHON"] = python
+        env.pop("SPARK_HOME", None)  # the line's own pyspark finds its own jars
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     if endpoint is not None:
         env.update(endpoint.credentials_env())
@@ -145,19 +149,22 @@ def _failure_summary(log: str, tail: int = 20) -> str:
 
 
 def start_job(
-    args: list[str], log_path: Path, module: str = "deltaguard.localstack.append_job"
+    args: list[str],
+    log_path: Path,
+    module: str = "deltaguard.localstack.append_job",
+    python: str | None = None,
 ) -> subprocess.Popen[str]:
     """Starts ``python -m MODULE ARGS`` as a Spark driver process on loopback (stdout piped,
     stderr to ``log_path``) and returns at once; the caller owns the process (wait for it, or
-    kill it)."""
+    kill it). ``python``: another Spark line's interpreter (default: this one)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", module, *args],
+            [python or sys.executable, "-m", module, *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            env=driver_env(),
+            env=driver_env(python=python),
         )
 
 
@@ -219,9 +226,12 @@ def job_result(
     return proc.returncode, dict(json.loads(results[-1][len(prefix) :]))
 
 
-def _run_job(args: list[str], log_path: Path, timeout_s: float) -> dict[str, Any]:
+def _run_job(
+    args: list[str], log_path: Path, timeout_s: float, python: str | None = None
+) -> dict[str, Any]:
     name = f"append_job {' '.join(args[:3])}"
-    return job_result(start_job(args, log_path), log_path, timeout_s, name=name)[1]
+    proc = start_job(args, log_path, python=python)
+    return job_result(proc, log_path, timeout_s, name=name)[1]
 
 
 def _store_args(logstore: PresetName, dynamodb_table: str | None) -> list[str]:
@@ -252,14 +262,16 @@ def verify_table(
     run_tag: str = "verify",
     timeout_s: float = 600,
     store_args: list[str] | None = None,
+    python: str | None = None,
 ) -> dict[str, Any]:
     """Reads the table back with Spark Delta in a fresh driver, through the same LogStore as the
-    writers (so a reader's recovery runs as it would in production); see append_job.verify."""
+    writers (so a reader's recovery runs as it would in production); see append_job.verify.
+    ``python``: the reader's Spark line interpreter (default: this one)."""
     args = ["verify", "--table", table, "--local-dir", str(workdir / "spark-verify")]
     args += store_args or []
     if endpoint_url:
         args += ["--endpoint", endpoint_url]
-    return _run_job(args, workdir / f"{run_tag}.log", timeout_s)
+    return _run_job(args, workdir / f"{run_tag}.log", timeout_s, python)
 
 
 def run_multi_driver(
@@ -275,6 +287,8 @@ def run_multi_driver(
     python_writers: int = 0,
     dynamodb_table: str | None = None,
     timeout_s: float = 1200,
+    pythons: list[str] | None = None,
+    verify_python: str | None = None,
 ) -> MultiDriverResult:
     """Starts ``writers`` Spark driver processes (and ``python_writers`` processes committing
     with deltaguard's Python writer) at once, waits for all, then verifies the table.
@@ -284,6 +298,9 @@ def run_multi_driver(
     Writers reach S3 through ``writer_endpoint_url`` (e.g. a fault proxy); the verifier reads
     through ``reader_endpoint_url`` (the emulator itself). Raises DriverFailedError if a
     driver process crashes; commit exceptions are part of the result instead.
+
+    ``pythons[i]`` is Spark writer i's interpreter (another Spark line's, see
+    spark_line_venvs; default: this one), ``verify_python`` the reader's.
     """
     run_id = uuid.uuid4().hex[:8]
     started = time.monotonic()
@@ -313,14 +330,20 @@ def run_multi_driver(
         ]
         if writer_endpoint_url:
             args += ["--endpoint", writer_endpoint_url]
-        return _run_job(args, workdir / f"{run_id}-writer{writer}.log", timeout_s)
+        python = pythons[writer] if pythons and writer < writers else None
+        return _run_job(args, workdir / f"{run_id}-writer{writer}.log", timeout_s, python)
 
     total = writers + python_writers
     with ThreadPoolExecutor(max_workers=total) as pool:
         futures = [pool.submit(one, w) for w in range(total)]
         reports = [f.result() for f in futures]  # every future is read: no failure is hidden
     verified = verify_table(
-        table, reader_endpoint_url, workdir, f"{run_id}-verify", store_args=store_args
+        table,
+        reader_endpoint_url,
+        workdir,
+        f"{run_id}-verify",
+        store_args=store_args,
+        python=verify_python,
     )
     return MultiDriverResult(
         logstore=logstore.value,

@@ -15,16 +15,24 @@ Rules:
   (explicitly, or by default) while ``spark.deltaguard.multiWriterBuckets`` marks buckets as
   written by several drivers.
 - ``missing-jar``: a local jar in ``spark.jars`` or an ``extraClassPath`` does not exist.
+- ``line-mismatch``: the Delta, delta-storage, hadoop-aws, AWS SDK bundle and deltaguard plugin
+  jar in ``spark.jars.packages`` / ``spark.jars`` do not belong to one Spark line of
+  :data:`~deltaguard.spark_conf.spark_lines.LINES` (e.g. Delta 3.3 with hadoop-aws 3.5.0, or the
+  SDK v2 plugin jar with hadoop-aws 3.3.4, whose S3A has no SDK v2 client), or the DynamoDB
+  LogStore is set with the SDK v1 plugin jar (which does not carry it).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deltaguard.logstore.jars import JAR_NAMES
 from deltaguard.spark_conf.presets import MIN_SAFE_TTL_SECONDS, MULTI_WRITER_BUCKETS_KEY
 from deltaguard.spark_conf.session import SINGLE_DRIVER_STORE
+from deltaguard.spark_conf.spark_lines import LINES, lines_of_delta, sdk_of_hadoop
 
 _PREFIXED_FAMILIES = ("delta.logStore.", "io.delta.storage.", "deltaguard.logstore.")
 _DYNAMODB_KEY_PREFIXES = ("io.delta.storage.S3DynamoDBLogStore.",)
@@ -188,4 +196,99 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
                 findings.append(
                     Finding("missing-jar", entry.line, entry.key, f"{local} does not exist")
                 )
+    findings += _line_findings(value, stores)
     return sorted(findings, key=lambda f: (f.line, f.code))
+
+
+def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) -> list[Finding]:
+    """``line-mismatch`` findings: the coordinates and plugin jar must be one line's."""
+    packages = value("jars.packages")
+    jars = value("jars")
+    versions: dict[str, str] = {}
+    if packages:
+        for coordinate in packages.value.split(","):
+            parts = coordinate.strip().split(":")
+            if len(parts) >= 3:
+                versions[f"{parts[0]}:{parts[1]}"] = parts[-1]
+    delta_spark = next(
+        ((k.split(":")[1], v) for k, v in versions.items() if k.startswith("io.delta:delta-spark")),
+        None,
+    )
+    storage = versions.get("io.delta:delta-storage")
+    hadoop_aws = versions.get("org.apache.hadoop:hadoop-aws")
+    bundle = next(
+        (
+            f"{k}:{v}"
+            for k, v in versions.items()
+            if k in ("com.amazonaws:aws-java-sdk-bundle", "software.amazon.awssdk:bundle")
+        ),
+        None,
+    )
+    plugin_sdk = None
+    if jars:
+        for sdk, name in JAR_NAMES.items():
+            if any(Path(j.strip()).name == name for j in jars.value.split(",")):
+                plugin_sdk = sdk
+    problems: list[tuple[Entry, str]] = []
+    if packages and delta_spark:
+        artifact, delta = delta_spark
+        same_delta = lines_of_delta(delta)
+        lines = [line for line in same_delta if artifact.endswith("_" + line.scala)]
+        supported = ", ".join(dict.fromkeys(f"{ln.delta} (Spark {ln.spark})" for ln in LINES))
+        if not same_delta:
+            problems.append(
+                (packages, f"Delta {delta} is not a supported line; supported: {supported}")
+            )
+        elif not lines:
+            problems.append(
+                (
+                    packages,
+                    f"{artifact}:{delta} is built for another Scala than Spark "
+                    f"{same_delta[0].spark} (Scala {same_delta[0].scala})",
+                )
+            )
+        if storage and storage != delta:
+            problems.append(
+                (packages, f"delta-storage {storage} with {artifact} {delta}: they must match")
+            )
+        if lines and hadoop_aws and not [line for line in lines if line.hadoop == hadoop_aws]:
+            allowed = " or ".join(line.hadoop for line in lines)
+            problems.append(
+                (
+                    packages,
+                    f"hadoop-aws {hadoop_aws} with Delta {delta}: Spark {lines[0].spark} runs "
+                    f"hadoop-aws {allowed} (hadoop-aws must match the Hadoop of the Spark line)",
+                )
+            )
+    if packages and hadoop_aws:
+        matching = [line for line in LINES if line.hadoop == hadoop_aws]
+        if bundle and matching and bundle not in {line.sdk_bundle for line in matching}:
+            problems.append(
+                (
+                    packages,
+                    f"{bundle} with hadoop-aws {hadoop_aws}, which is built with "
+                    f"{matching[0].sdk_bundle}: a second AWS SDK breaks S3A",
+                )
+            )
+        if jars and plugin_sdk and plugin_sdk != sdk_of_hadoop(hadoop_aws).value:
+            right = JAR_NAMES[sdk_of_hadoop(hadoop_aws).value]
+            problems.append(
+                (
+                    jars,
+                    f"{JAR_NAMES[plugin_sdk]} is built for AWS SDK {plugin_sdk[-1]}, but "
+                    f"hadoop-aws {hadoop_aws} runs SDK {sdk_of_hadoop(hadoop_aws).value[-1]}: "
+                    f"use {right} (deltaguard jar --spark-version ...)",
+                )
+            )
+    if jars and plugin_sdk == "sdk1":
+        for store in stores:
+            if "DynamoDB" in store.value and store.value.startswith("io.deltaguard."):
+                problems.append(
+                    (
+                        store,
+                        f"{store.value} is not in {JAR_NAMES['sdk1']} (AWS SDK v1 lines have "
+                        "no deltaguard DynamoDB LogStore); use s3-conditional",
+                    )
+                )
+                break
+    return [Finding("line-mismatch", e.line, e.key, message) for e, message in problems]

@@ -7,10 +7,14 @@ Presets (:class:`PresetName`):
 - ``s3-dynamodb``: deltaguard's DynamoDB LogStore (Delta's S3DynamoDBLogStore protocol and
   item schema, SDK v2, endpoint override). For stores without working conditional writes, or
   teams already on Delta's DynamoDB store. Needs a DynamoDB table
-  (``deltaguard dynamodb create-table``).
+  (``deltaguard dynamodb create-table``) and an AWS SDK v2 line (not Spark 3.5 on hadoop-aws
+  3.3.x: rendering it there is refused).
 - ``s3-single-driver``: Delta's ``S3SingleDriverLogStore``. Only safe when ONE driver writes a
   table at a time; rendering it needs ``acknowledge_single_driver``.
 - ``local``: Delta on the local filesystem.
+
+Jar settings follow the Spark line (:mod:`deltaguard.spark_conf.spark_lines`):
+``PresetOptions.spark_version`` / ``hadoop_version``, by default the installed pyspark's.
 
 :func:`render` returns the settings as a dict; :func:`apply` puts them on a
 ``SparkSession.Builder``; :func:`to_properties`, :func:`to_json` and :func:`to_env` format
@@ -33,9 +37,9 @@ from typing import Any
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.spark_conf.jvm_deps import maven_coordinates
 from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
+from deltaguard.spark_conf.spark_lines import SparkLine, installed_line, line_for
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
@@ -67,6 +71,18 @@ class PresetOptions:
     #: ``none``: no jar settings (the cluster provides them).
     jars: str = "packages"
     plugin_jar_path: str | None = None
+    #: The Spark line (``3.5``, ``4.0``, ``4.2``; default: the installed pyspark's, else the
+    #: newest) and the cluster's Hadoop (default: the one pyspark ships for that Spark).
+    spark_version: str | None = None
+    hadoop_version: str | None = None
+
+    def line(self) -> SparkLine:
+        """The Spark line these options select (UnknownSparkLineError, a ValueError, if none)."""
+        if self.spark_version is None:
+            if self.hadoop_version is not None:
+                return line_for(installed_line().spark, self.hadoop_version)
+            return installed_line()
+        return line_for(self.spark_version, self.hadoop_version)
 
 
 def _storage(options: PresetOptions) -> S3Storage:
@@ -83,9 +99,10 @@ def _jars(options: PresetOptions, with_plugin: bool) -> dict[str, str]:
         return {}
     if options.jars != "packages":
         raise PresetError(f"jars must be 'packages' or 'none', got {options.jars!r}")
-    conf = {"spark.jars.packages": ",".join(maven_coordinates())}
+    line = options.line()
+    conf = {"spark.jars.packages": ",".join(line.coordinates)}
     if with_plugin:
-        conf["spark.jars"] = options.plugin_jar_path or str(plugin_jar())
+        conf["spark.jars"] = options.plugin_jar_path or str(plugin_jar(line.sdk))
     return conf
 
 
@@ -116,6 +133,14 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             **_jars(options, False),
         }
     if preset is PresetName.S3_DYNAMODB:
+        line = options.line()
+        if not line.has_dynamodb_store:
+            raise PresetError(
+                f"s3-dynamodb is not available on Spark line {line.name} (hadoop-aws "
+                f"{line.hadoop}, AWS SDK v1): deltaguard's DynamoDB LogStore runs on the AWS SDK "
+                "v2, which hadoop-aws 3.4+ brings. Use s3-conditional on this line, or a Spark "
+                "3.5 built on Hadoop 3.4 (--hadoop-version 3.4.1)."
+            )
         if options.ttl_seconds < MIN_SAFE_TTL_SECONDS:
             raise PresetError(
                 f"ttl_seconds={options.ttl_seconds} is below the safe floor of "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.spark_lines import installed_line
 from deltaguard.spark_conf.storage import Storage
 
 if TYPE_CHECKING:
@@ -96,10 +97,10 @@ def delta_spark_conf(
     jars: list[Path] | None = None,
     dynamodb: DynamoDBCommitTableSpec | None = None,
 ) -> dict[str, str]:
-    """:func:`delta_conf` plus the locally cached jars on the class path (default: the runtime
-    jars plus deltaguard's plugin jar)."""
+    """:func:`delta_conf` plus the locally cached jars on the class path (default: the installed
+    pyspark line's runtime jars plus its deltaguard plugin jar)."""
     if jars is None:
-        jars = [*runtime_jars(), plugin_jar()]
+        jars = [*runtime_jars(), plugin_jar(installed_line().sdk)]
     return {**delta_conf(storage, logstore, dynamodb), **local_classpath_conf(jars)}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
-from deltaguard.logstore.jars import JAR_NAME
+from deltaguard.logstore.jars import JAR_NAMES
 from deltaguard.spark_conf.jvm_deps import cache_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_carries_jar_and_namespace(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert f"deltaguard/logstore/jars/{JAR_NAME}" in names
-    assert "deltaguard/spark_conf/jvm/pom.xml" in names
+    for jar in JAR_NAMES.values():
+        assert f"deltaguard/logstore/jars/{jar}" in names
     assert "deltaguard/localstack/install.sh" in names
     assert "deltaguard/tools/deltalog/snapshot.py" in names
     top_level = {n.split("/")[0] for n in names if not n.startswith("deltaguard-")}

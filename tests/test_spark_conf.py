@@ -13,35 +13,47 @@ from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf import jvm_deps
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, delta_spark_conf
+from deltaguard.spark_conf.spark_lines import LINES, installed_line
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 REPO = Path(__file__).resolve().parents[1]
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
-def test_runtime_coordinates_come_from_the_pom():
+def test_runtime_coordinates_are_the_installed_lines():
     assert jvm_deps.maven_coordinates() == [
         "io.delta:delta-spark_4.2_2.13:4.4.0",
         "io.delta:delta-storage:4.4.0",
         "org.apache.hadoop:hadoop-aws:3.5.0",
+        "software.amazon.awssdk:bundle:2.35.4",
     ]
 
 
-def test_plugin_compiles_against_the_versions_spark_runs():
-    props = ET.parse(REPO / "logstore" / "pom.xml").getroot().find("m:properties", NS)
-    runtime = dict(c.rsplit(":", 1) for c in jvm_deps.maven_coordinates())
-    assert props.findtext("m:delta.version", namespaces=NS) == runtime["io.delta:delta-storage"]
-    assert (
-        props.findtext("m:hadoop.version", namespaces=NS) == runtime["org.apache.hadoop:hadoop-aws"]
-    )
+def test_installed_line_runs_the_hadoop_and_sdk_it_resolves():
+    line = installed_line()
     hadoop_api = next((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
-    assert (
-        hadoop_api.name
-        == f"hadoop-client-api-{props.findtext('m:hadoop.version', namespaces=NS)}.jar"
-    )
-    # the SDK the plugin compiles against is the bundle hadoop-aws ships with
+    assert hadoop_api.name == f"hadoop-client-api-{line.hadoop}.jar"
+    # the SDK on the classpath is the bundle hadoop-aws ships with, once
     bundle = [j.name for j in jvm_deps.runtime_jars() if j.name.startswith("bundle-")]
-    assert bundle == [f"bundle-{props.findtext('m:awssdk.version', namespaces=NS)}.jar"]
+    assert bundle == [f"bundle-{line.sdk_bundle.rsplit(':', 1)[1]}.jar"]
+
+
+def test_each_plugin_jar_compiles_against_the_oldest_line_of_its_sdk():
+    root = ET.parse(REPO / "logstore" / "pom.xml").getroot()
+    props = root.find("m:properties", NS)
+    assert props.findtext("m:delta.version", namespaces=NS) == min(
+        (line.delta for line in LINES), key=lambda v: tuple(map(int, v.split(".")))
+    )
+    for profile in root.iterfind("m:profiles/m:profile", NS):
+        sdk = profile.findtext("m:id", namespaces=NS)
+        own = [line for line in LINES if line.sdk.value == sdk]
+        oldest = min(own, key=lambda line: tuple(map(int, line.hadoop.split("."))))
+        pprops = profile.find("m:properties", NS)
+        assert pprops.findtext("m:hadoop.version", namespaces=NS) == oldest.hadoop, sdk
+        assert (
+            pprops.findtext("m:awssdk.version", namespaces=NS)
+            == oldest.sdk_bundle.rsplit(":", 1)[1]
+        ), sdk
 
 
 def test_resolved_jars_never_duplicate_what_pyspark_ships():

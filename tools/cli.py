@@ -16,7 +16,6 @@ import click
 
 from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
 from deltaguard.spark_conf.conf_check import check, parse_properties
-from deltaguard.spark_conf.jvm_deps import maven_coordinates
 from deltaguard.spark_conf.presets import (
     PresetError,
     PresetName,
@@ -26,6 +25,7 @@ from deltaguard.spark_conf.presets import (
     to_json,
     to_properties,
 )
+from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,19 +36,41 @@ def main() -> None:
     """Safe concurrent Delta Lake commits on S3."""
 
 
-@main.command("jar")
-def jar_command() -> None:
-    """Print the path of deltaguard's LogStore jar (for spark-submit --jars)."""
+def _line_options(f: F) -> F:
+    """--spark-version / --hadoop-version: which Spark line's jars (spark_lines.LINES)."""
+    f = click.option(
+        "--hadoop-version",
+        help="the cluster's Hadoop (3.3.4 or 3.4.1 for Spark 3.5; default: what pyspark ships)",
+    )(f)
+    return click.option(
+        "--spark-version",
+        type=click.Choice(SPARK_VERSIONS),
+        help="the Spark line (default: the installed pyspark's, else the newest)",
+    )(f)
+
+
+def _line(spark_version: str | None, hadoop_version: str | None) -> SparkLine:
     try:
-        click.echo(str(plugin_jar()))
+        return PresetOptions(spark_version=spark_version, hadoop_version=hadoop_version).line()
+    except UnknownSparkLineError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command("jar")
+@_line_options
+def jar_command(spark_version: str | None, hadoop_version: str | None) -> None:
+    """Print the path of deltaguard's LogStore jar for a Spark line (for spark-submit --jars)."""
+    try:
+        click.echo(str(plugin_jar(_line(spark_version, hadoop_version).sdk)))
     except PluginJarMissingError as exc:
         raise click.ClickException(str(exc)) from None
 
 
 @main.command("packages")
-def packages_command() -> None:
-    """Print the Maven coordinates Spark needs besides pyspark (for --packages)."""
-    click.echo(",".join(maven_coordinates()))
+@_line_options
+def packages_command(spark_version: str | None, hadoop_version: str | None) -> None:
+    """Print the Maven coordinates a Spark line needs besides pyspark (for --packages)."""
+    click.echo(",".join(_line(spark_version, hadoop_version).coordinates))
 
 
 @main.group("conf")
@@ -97,6 +119,7 @@ def conf_group() -> None:
     default="properties",
     show_default=True,
 )
+@_line_options
 def conf_render(preset: str, fmt: str, **options: Any) -> None:
     """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-single-driver, local)."""
     try:

@@ -14,7 +14,8 @@ does not exist creates it, a write with columns the table lacks must evolve it (
 
 Classic (py4j) PySpark only: importing :mod:`delta.exceptions` installs delta-spark's converter,
 which turns a JVM ``io.delta.exceptions.ConcurrentAppendException`` (etc.) into the Python class
-of the same name (a subclass of the classes in ``delta.exceptions.base``, caught here).
+of the same name (on delta-spark 4 a subclass of the classes in ``delta.exceptions.base``,
+caught here).
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-import delta.exceptions  # noqa: F401  (installs the JVM -> Python conversion of Delta conflicts)
 import orjson
-from delta.exceptions.base import (
+
+# Importing delta.exceptions installs the JVM -> Python conversion of Delta conflicts. Its names
+# are the base classes on delta-spark 4 (``delta.exceptions.base``) and the classes themselves
+# on delta-spark 3.3 (a module, no ``base``): this import works on both Spark lines.
+from delta.exceptions import (
     ConcurrentAppendException,
     MetadataChangedException,
     ProtocolChangedException,

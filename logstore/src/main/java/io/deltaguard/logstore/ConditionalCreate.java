@@ -7,12 +7,6 @@ import java.util.Optional;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * Create-if-absent of one S3 object with {@code PutObject} + {@code If-None-Match: *}, made safe
@@ -39,11 +33,11 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 final class ConditionalCreate {
     private static final Logger LOG = LoggerFactory.getLogger(ConditionalCreate.class);
 
-    private final S3Client s3;
+    private final S3Calls s3;
     private final int maxAttempts;
     private final Backoff backoff;
 
-    ConditionalCreate(S3Client s3, int maxAttempts, Backoff backoff) {
+    ConditionalCreate(S3Calls s3, int maxAttempts, Backoff backoff) {
         this.s3 = s3;
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
@@ -66,19 +60,11 @@ final class ConditionalCreate {
             }
             S3Failure.Kind kind;
             try {
-                s3.putObject(
-                    PutObjectRequest.builder()
-                        .bucket(bucket)
-                        .key(key)
-                        .ifNoneMatch("*")
-                        .contentType("application/json")
-                        .contentLength((long) body.length)
-                        .build(),
-                    RequestBody.fromBytes(body));
+                s3.putIfAbsent(bucket, key, body, "application/json");
                 return;
-            } catch (SdkException e) {
-                kind = S3Failure.classify(e);
-                lastError = S3Failure.describe(e);
+            } catch (S3Failure e) {
+                kind = e.kind();
+                lastError = e.describe();
                 if (kind == S3Failure.Kind.FATAL) {
                     throw new IOException(
                         "Conditional create of " + where + " failed and cannot be retried: "
@@ -120,14 +106,10 @@ final class ConditionalCreate {
                 backoff.sleepBefore(attempt - 1);
             }
             try {
-                return Optional.of(s3.getObjectAsBytes(
-                    GetObjectRequest.builder().bucket(bucket).key(key).build()).asByteArray());
-            } catch (NoSuchKeyException e) {
-                return Optional.empty();
-            } catch (SdkException e) {
-                S3Failure.Kind kind = S3Failure.classify(e);
-                lastError = S3Failure.describe(e);
-                if (kind == S3Failure.Kind.FATAL) {
+                return s3.get(bucket, key);
+            } catch (S3Failure e) {
+                lastError = e.describe();
+                if (e.kind() == S3Failure.Kind.FATAL) {
                     break;
                 }
             }

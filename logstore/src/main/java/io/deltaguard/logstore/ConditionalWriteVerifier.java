@@ -3,17 +3,12 @@ package io.deltaguard.logstore;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
-import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * Fail-closed check that an endpoint really honours {@code If-None-Match: *}, once per JVM and
@@ -43,7 +38,7 @@ final class ConditionalWriteVerifier {
      * @throws ConditionalWritesNotHonouredException if the store overwrote the probe
      * @throws IOException if the probe could not be carried out
      */
-    static void ensureVerified(S3Client s3, String endpoint, String bucket, String logDirKey,
+    static void ensureVerified(S3Calls s3, String endpoint, String bucket, String logDirKey,
                                ConditionalCreate create) throws IOException {
         String cacheKey = endpoint + "|" + bucket;
         if (VERIFIED.containsKey(cacheKey)) {
@@ -65,7 +60,7 @@ final class ConditionalWriteVerifier {
         VERIFIED.clear();
     }
 
-    private static void verify(S3Client s3, String endpoint, String bucket, String key,
+    private static void verify(S3Calls s3, String endpoint, String bucket, String key,
                                ConditionalCreate create) throws IOException {
         byte[] first = ("deltaguard probe 1 " + UUID.randomUUID()).getBytes(StandardCharsets.UTF_8);
         String where = "s3://" + bucket + "/" + key;
@@ -74,28 +69,31 @@ final class ConditionalWriteVerifier {
             // transient errors are settled exactly as for a commit.
             create.create(bucket, key, first);
             boolean overwritten = secondPutOverwrote(s3, endpoint, bucket, key, where, create);
-            byte[] stored = s3.getObjectAsBytes(
-                GetObjectRequest.builder().bucket(bucket).key(key).build()).asByteArray();
-            if (overwritten || !Arrays.equals(stored, first)) {
+            Optional<byte[]> stored = s3.get(bucket, key);
+            if (!stored.isPresent()) {
+                throw new IOException("Could not verify conditional writes on endpoint " + endpoint
+                    + ": the probe object " + where + " vanished after it was written");
+            }
+            if (overwritten || !Arrays.equals(stored.get(), first)) {
                 throw new ConditionalWritesNotHonouredException(endpoint, bucket, where);
             }
         } catch (java.nio.file.FileAlreadyExistsException e) {
             throw new IOException("Could not verify conditional writes on endpoint " + endpoint
                 + ": the fresh probe key " + where + " already held other bytes", e);
-        } catch (SdkException e) {
+        } catch (S3Failure e) {
             throw new IOException("Could not verify conditional writes on endpoint " + endpoint
-                + ": reading back " + where + " failed: " + S3Failure.describe(e), e);
+                + ": reading back " + where + " failed: " + e.describe(), e);
         } finally {
             try {
-                s3.deleteObject(DeleteObjectRequest.builder().bucket(bucket).key(key).build());
-            } catch (SdkException e) {
-                LOG.warn("Could not delete probe object {}: {}", where, S3Failure.describe(e));
+                s3.delete(bucket, key);
+            } catch (S3Failure e) {
+                LOG.warn("Could not delete probe object {}: {}", where, e.describe());
             }
         }
     }
 
     /** True if a second create-only PUT of an existing key succeeded; retries transient errors. */
-    private static boolean secondPutOverwrote(S3Client s3, String endpoint, String bucket,
+    private static boolean secondPutOverwrote(S3Calls s3, String endpoint, String bucket,
                                               String key, String where, ConditionalCreate create)
             throws IOException {
         String lastError = null;
@@ -104,16 +102,15 @@ final class ConditionalWriteVerifier {
                 create.backoff().sleepBefore(attempt - 1);
             }
             try {
-                put(s3, bucket, key, ("deltaguard probe 2 " + UUID.randomUUID())
-                    .getBytes(StandardCharsets.UTF_8));
+                s3.putIfAbsent(bucket, key, ("deltaguard probe 2 " + UUID.randomUUID())
+                    .getBytes(StandardCharsets.UTF_8), "text/plain");
                 return true;
-            } catch (SdkException e) {
-                S3Failure.Kind kind = S3Failure.classify(e);
-                if (kind == S3Failure.Kind.PRECONDITION_FAILED) {
+            } catch (S3Failure e) {
+                if (e.kind() == S3Failure.Kind.PRECONDITION_FAILED) {
                     return false;
                 }
-                lastError = S3Failure.describe(e);
-                if (kind == S3Failure.Kind.FATAL) {
+                lastError = e.describe();
+                if (e.kind() == S3Failure.Kind.FATAL) {
                     break;
                 }
             }
@@ -121,12 +118,5 @@ final class ConditionalWriteVerifier {
         throw new IOException("Could not verify conditional writes on endpoint " + endpoint
             + ": the second probe PUT of " + where + " failed with " + lastError
             + " instead of 412 PreconditionFailed");
-    }
-
-    private static void put(S3Client s3, String bucket, String key, byte[] body) {
-        s3.putObject(
-            PutObjectRequest.builder().bucket(bucket).key(key).ifNoneMatch("*")
-                .contentLength((long) body.length).build(),
-            RequestBody.fromBytes(body));
     }
 }

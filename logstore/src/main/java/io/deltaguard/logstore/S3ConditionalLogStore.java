@@ -55,7 +55,9 @@ import org.apache.hadoop.fs.Path;
  * manifests) are plain S3A writes: last writer wins, as Delta intends for them.
  *
  * <p>Settings: S3 is configured once, through S3A ({@code fs.s3a.endpoint}, credentials,
- * {@code fs.s3a.path.style.access}, region); this class reuses S3A's own client. Its own keys
+ * {@code fs.s3a.path.style.access}, region); this class reuses S3A's own client, on the AWS SDK
+ * v1 (hadoop-aws 3.3.x, the {@code -sdk1} jar) or v2 (hadoop-aws 3.4+), through
+ * {@link S3Calls}: the protocol above is the same code in both jars. Its own keys
  * are in {@link LogStoreSettings}. Every writer of a table must use conditional creates (this
  * class, delta-rs, Trino with conditional writes); a writer using S3SingleDriverLogStore or the
  * DynamoDB LogStore on the same table breaks mutual exclusion.
@@ -78,10 +80,10 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             }
             return;
         }
-        ConditionalCreate create = new ConditionalCreate(target.client(), settings.maxAttempts(),
+        ConditionalCreate create = new ConditionalCreate(target.calls(), settings.maxAttempts(),
             new Backoff(settings.baseDelayMs(), settings.maxDelayMs()));
         if (settings.verifyConditionalWrites()) {
-            ConditionalWriteVerifier.ensureVerified(target.client(), target.endpoint(),
+            ConditionalWriteVerifier.ensureVerified(target.calls(), target.endpoint(),
                 target.bucket(), target.parentKey(), create);
         }
         ByteArrayOutputStream body = new ByteArrayOutputStream();

@@ -1,11 +1,8 @@
 package io.deltaguard.logstore;
 
-import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.services.s3.model.S3Exception;
-
 /**
- * What a failed S3 request means for a conditional create.
+ * A failed S3 request, classified by what it means for a conditional create. The one
+ * classification of HTTP answers ({@link #of}) serves both SDK generations.
  *
  * <ul>
  *   <li>{@link Kind#PRECONDITION_FAILED}: 412, the key exists. Caller reads it back.</li>
@@ -18,40 +15,58 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  *   <li>{@link Kind#FATAL}: anything else (403, 404 bucket, 400): retrying cannot help.</li>
  * </ul>
  */
-final class S3Failure {
+final class S3Failure extends Exception {
+    private static final long serialVersionUID = 1L;
+
     enum Kind { PRECONDITION_FAILED, CONDITIONAL_CONFLICT, RETRYABLE, UNKNOWN_OUTCOME, FATAL }
 
-    private S3Failure() {}
+    private final Kind kind;
 
-    static Kind classify(SdkException e) {
-        if (e instanceof S3Exception s3) {
-            String code = s3.awsErrorDetails() == null ? null : s3.awsErrorDetails().errorCode();
-            int status = s3.statusCode();
-            // aws-sdk-java-v2#6023: a precondition failure can surface with status 200; trust the code.
-            if (status == 412 || "PreconditionFailed".equals(code)) {
-                return Kind.PRECONDITION_FAILED;
-            }
-            if (status == 409 || "ConditionalRequestConflict".equals(code)) {
-                return Kind.CONDITIONAL_CONFLICT;
-            }
-            if (status >= 500 || status == 429 || status == 408 || "SlowDown".equals(code)
-                    || "RequestTimeout".equals(code)) {
-                return Kind.RETRYABLE;
-            }
-            return Kind.FATAL;
+    private S3Failure(Kind kind, String description, Throwable cause) {
+        super(description, cause);
+        this.kind = kind;
+    }
+
+    /** An HTTP error answer: {@code status}, S3 error {@code code} (may be null), message. */
+    static S3Failure of(int status, String code, String message, Throwable cause) {
+        return new S3Failure(classify(status, code),
+            "HTTP " + status + " " + (code == null ? "?" : code) + ": " + message, cause);
+    }
+
+    static S3Failure of(int status, String code, String message) {
+        return of(status, code, message, null);
+    }
+
+    /** No HTTP answer (reset, timeout, response lost): the request may have been applied. */
+    static S3Failure noAnswer(String description, Throwable cause) {
+        return new S3Failure(Kind.UNKNOWN_OUTCOME, description, cause);
+    }
+
+    static S3Failure noAnswer(String description) {
+        return noAnswer(description, null);
+    }
+
+    static Kind classify(int status, String code) {
+        // aws-sdk-java-v2#6023: a precondition failure can surface with status 200; trust the code.
+        if (status == 412 || "PreconditionFailed".equals(code)) {
+            return Kind.PRECONDITION_FAILED;
         }
-        if (e instanceof SdkClientException) {
-            return Kind.UNKNOWN_OUTCOME;
+        if (status == 409 || "ConditionalRequestConflict".equals(code)) {
+            return Kind.CONDITIONAL_CONFLICT;
+        }
+        if (status >= 500 || status == 429 || status == 408 || "SlowDown".equals(code)
+                || "RequestTimeout".equals(code)) {
+            return Kind.RETRYABLE;
         }
         return Kind.FATAL;
     }
 
+    Kind kind() {
+        return kind;
+    }
+
     /** A short description for error messages: status, error code and message. */
-    static String describe(SdkException e) {
-        if (e instanceof S3Exception s3) {
-            String code = s3.awsErrorDetails() == null ? "?" : s3.awsErrorDetails().errorCode();
-            return "HTTP " + s3.statusCode() + " " + code + ": " + s3.getMessage();
-        }
-        return e.getClass().getSimpleName() + ": " + e.getMessage();
+    String describe() {
+        return getMessage();
     }
 }

@@ -7,17 +7,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Iterator;
-import java.util.List;
 import java.util.NoSuchElementException;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
-import software.amazon.awssdk.core.exception.SdkException;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.CommonPrefix;
-import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
-import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
-import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
  * {@code LogStore.listFrom} on S3 with ListObjectsV2 {@code start-after}: lists only the names
@@ -37,7 +30,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * snapshot management expects for a table that does not exist.
  */
 final class S3ListFrom implements Iterator<FileStatus> {
-    private final S3Client client;
+    private final S3Calls client;
     private final String bucket;
     private final String key;
     private final long blockSize;
@@ -47,7 +40,7 @@ final class S3ListFrom implements Iterator<FileStatus> {
     private String continuationToken;
     private boolean exhausted;
 
-    private S3ListFrom(S3Client client, String bucket, String key, Path qualified,
+    private S3ListFrom(S3Calls client, String bucket, String key, Path qualified,
                        long blockSize) {
         this.client = client;
         this.bucket = bucket;
@@ -60,7 +53,7 @@ final class S3ListFrom implements Iterator<FileStatus> {
 
     static Iterator<FileStatus> listFrom(S3Target target) throws IOException {
         Path parent = target.qualified().getParent();
-        return listFrom(target.client(), target.bucket(), target.key(), target.qualified(),
+        return listFrom(target.calls(), target.bucket(), target.key(), target.qualified(),
             target.fs().getDefaultBlockSize(parent));
     }
 
@@ -68,7 +61,7 @@ final class S3ListFrom implements Iterator<FileStatus> {
      * The entries of {@code qualified}'s directory whose keys sort at or after {@code key}
      * ({@code qualified}'s object key in {@code bucket}); files get {@code blockSize}.
      */
-    static Iterator<FileStatus> listFrom(S3Client client, String bucket, String key,
+    static Iterator<FileStatus> listFrom(S3Calls client, String bucket, String key,
                                          Path qualified, long blockSize) throws IOException {
         S3ListFrom it = new S3ListFrom(client, bucket, key, qualified, blockSize);
         try {
@@ -76,8 +69,8 @@ final class S3ListFrom implements Iterator<FileStatus> {
             if (it.page.isEmpty() && it.exhausted && !it.directoryExists()) {
                 throw new FileNotFoundException("No such file or directory: " + it.parent);
             }
-        } catch (SdkException e) {
-            throw new IOException("Listing " + it.parent + " failed: " + S3Failure.describe(e), e);
+        } catch (S3Failure e) {
+            throw new IOException("Listing " + it.parent + " failed: " + e.describe(), e);
         }
         return it;
     }
@@ -95,40 +88,29 @@ final class S3ListFrom implements Iterator<FileStatus> {
         return new String(bytes, 0, bytes.length - 1, StandardCharsets.UTF_8);
     }
 
-    private boolean directoryExists() {
-        ListObjectsV2Response r = client.listObjectsV2(ListObjectsV2Request.builder()
-            .bucket(bucket).prefix(prefix).maxKeys(1).build());
-        return r.keyCount() != null && r.keyCount() > 0;
+    private boolean directoryExists() throws S3Failure {
+        return !client.list(bucket, prefix, null, null, null, 1).isEmpty();
     }
 
-    private void fetchPage() {
-        ListObjectsV2Request.Builder request = ListObjectsV2Request.builder()
-            .bucket(bucket)
-            .prefix(prefix)
-            .delimiter("/");
-        if (continuationToken == null) {
-            request.startAfter(keyBefore(key));
-        } else {
-            request.continuationToken(continuationToken);
-        }
-        ListObjectsV2Response response = client.listObjectsV2(request.build());
-        List<S3Object> files = response.contents();
-        List<CommonPrefix> dirs = response.commonPrefixes();
+    private void fetchPage() throws S3Failure {
+        S3ListPage response = continuationToken == null
+            ? client.list(bucket, prefix, "/", keyBefore(key), null, 0)
+            : client.list(bucket, prefix, "/", null, continuationToken, 0);
         int f = 0;
         int d = 0;
-        while (f < files.size() || d < dirs.size()) {
-            boolean takeFile = d == dirs.size()
-                || (f < files.size() && files.get(f).key().compareTo(dirs.get(d).prefix()) < 0);
+        while (f < response.files.size() || d < response.prefixes.size()) {
+            boolean takeFile = d == response.prefixes.size()
+                || (f < response.files.size()
+                    && response.files.get(f).key.compareTo(response.prefixes.get(d)) < 0);
             if (takeFile) {
-                S3Object o = files.get(f++);
-                if (o.key().equals(prefix) || o.key().compareTo(key) < 0) {
+                S3ListPage.Entry o = response.files.get(f++);
+                if (o.key.equals(prefix) || o.key.compareTo(key) < 0) {
                     continue; // directory marker, or keyBefore's byte trick let a smaller key in
                 }
-                page.add(new FileStatus(o.size(), false, 1, blockSize,
-                    o.lastModified().toEpochMilli(),
-                    new Path(parent, o.key().substring(prefix.length()))));
+                page.add(new FileStatus(o.size, false, 1, blockSize, o.lastModifiedMs,
+                    new Path(parent, o.key.substring(prefix.length()))));
             } else {
-                String dirKey = dirs.get(d++).prefix();
+                String dirKey = response.prefixes.get(d++);
                 String name = dirKey.substring(prefix.length(), dirKey.length() - 1);
                 if (name.isEmpty() || dirKey.substring(0, dirKey.length() - 1)
                         .compareTo(key) < 0) {
@@ -137,8 +119,8 @@ final class S3ListFrom implements Iterator<FileStatus> {
                 page.add(new FileStatus(0, true, 1, 0, 0, new Path(parent, name)));
             }
         }
-        if (Boolean.TRUE.equals(response.isTruncated())) {
-            continuationToken = response.nextContinuationToken();
+        if (response.nextToken != null) {
+            continuationToken = response.nextToken;
         } else {
             exhausted = true;
         }
@@ -149,9 +131,9 @@ final class S3ListFrom implements Iterator<FileStatus> {
         while (page.isEmpty() && !exhausted) {
             try {
                 fetchPage();
-            } catch (SdkException e) {
+            } catch (S3Failure e) {
                 throw new UncheckedIOException(new IOException(
-                    "Listing " + parent + " failed: " + S3Failure.describe(e), e));
+                    "Listing " + parent + " failed: " + e.describe(), e));
             }
         }
         return !page.isEmpty();

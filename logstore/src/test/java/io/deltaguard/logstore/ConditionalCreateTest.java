@@ -16,13 +16,13 @@ class ConditionalCreateTest {
     private static final byte[] OURS = "{\"commitInfo\":{\"txnId\":\"a\"}}\n".getBytes(StandardCharsets.UTF_8);
     private static final byte[] THEIRS = "{\"commitInfo\":{\"txnId\":\"b\"}}\n".getBytes(StandardCharsets.UTF_8);
 
-    private static ConditionalCreate create(ScriptedS3Client s3, int attempts) {
-        return new ConditionalCreate(s3, attempts, new Backoff(1, 2));
+    private static ConditionalCreate create(FakeS3 s3, int attempts) {
+        return new ConditionalCreate(s3.calls(), attempts, new Backoff(1, 2));
     }
 
     @Test
     void createsAbsentKey() throws IOException {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        FakeS3 s3 = new FakeS3(true);
         create(s3, 3).create("b", KEY, OURS);
         assertArrayEquals(OURS, s3.objects.get(KEY));
         assertEquals(1, s3.puts);
@@ -31,7 +31,7 @@ class ConditionalCreateTest {
 
     @Test
     void otherWritersObjectIsFileAlreadyExistsAndUntouched() {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        FakeS3 s3 = new FakeS3(true);
         s3.objects.put(KEY, THEIRS);
         assertThrows(FileAlreadyExistsException.class, () -> create(s3, 3).create("b", KEY, OURS));
         assertArrayEquals(THEIRS, s3.objects.get(KEY));
@@ -40,8 +40,8 @@ class ConditionalCreateTest {
 
     @Test
     void lostResponseIsSuccessNotDuplicate() throws IOException {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
-        s3.script.add(ScriptedS3Client.Fault.DROP_RESPONSE);
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.DROP_RESPONSE);
         create(s3, 3).create("b", KEY, OURS);
         assertArrayEquals(OURS, s3.objects.get(KEY));
         assertEquals(1, s3.puts, "the read-back settles it: no second PUT");
@@ -49,10 +49,10 @@ class ConditionalCreateTest {
 
     @Test
     void conflictAndThrottlingAreRetriedConditionally() throws IOException {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
-        s3.script.add(ScriptedS3Client.Fault.ERROR_409);
-        s3.script.add(ScriptedS3Client.Fault.ERROR_503);
-        s3.script.add(ScriptedS3Client.Fault.RESET_BEFORE);
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.ERROR_409);
+        s3.script.add(FakeS3.Fault.ERROR_503);
+        s3.script.add(FakeS3.Fault.RESET_BEFORE);
         create(s3, 5).create("b", KEY, OURS);
         assertArrayEquals(OURS, s3.objects.get(KEY));
         assertEquals(4, s3.puts);
@@ -60,27 +60,22 @@ class ConditionalCreateTest {
 
     @Test
     void conflictThenOtherWriterWinsIsFileAlreadyExists() {
-        ScriptedS3Client s3 = new ScriptedS3Client(true) {
-            @Override
-            public synchronized software.amazon.awssdk.services.s3.model.PutObjectResponse putObject(
-                    software.amazon.awssdk.services.s3.model.PutObjectRequest r,
-                    software.amazon.awssdk.core.sync.RequestBody b) {
-                if (puts == 0) {
-                    objects.put(r.key(), THEIRS); // the concurrent writer that caused the 409
-                }
-                return super.putObject(r, b);
+        FakeS3 s3 = new FakeS3(true);
+        s3.beforePut = () -> {
+            if (s3.puts == 0) {
+                s3.objects.put(KEY, THEIRS); // the concurrent writer that caused the 409
             }
         };
-        s3.script.add(ScriptedS3Client.Fault.ERROR_409);
+        s3.script.add(FakeS3.Fault.ERROR_409);
         assertThrows(FileAlreadyExistsException.class, () -> create(s3, 5).create("b", KEY, OURS));
         assertArrayEquals(THEIRS, s3.objects.get(KEY));
     }
 
     @Test
     void attemptBudgetEndsInIOExceptionNamingKey() {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
+        FakeS3 s3 = new FakeS3(true);
         for (int i = 0; i < 3; i++) {
-            s3.script.add(ScriptedS3Client.Fault.ERROR_503);
+            s3.script.add(FakeS3.Fault.ERROR_503);
         }
         IOException e = assertThrows(IOException.class, () -> create(s3, 3).create("b", KEY, OURS));
         assertTrue(e.getMessage().contains("s3://b/" + KEY), e.getMessage());
@@ -90,8 +85,8 @@ class ConditionalCreateTest {
 
     @Test
     void accessDeniedIsNotRetried() {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
-        s3.script.add(ScriptedS3Client.Fault.ERROR_403);
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.ERROR_403);
         IOException e = assertThrows(IOException.class, () -> create(s3, 5).create("b", KEY, OURS));
         assertTrue(e.getMessage().contains("AccessDenied"), e.getMessage());
         assertEquals(1, s3.puts);

@@ -15,8 +15,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** {@link S3ListFrom}: start-after, paging, and directories (what VACUUM's listing needs). */
 class S3ListFromTest {
-    private static ScriptedS3Client table(int pageSize) {
-        ScriptedS3Client s3 = new ScriptedS3Client(true);
+    private static FakeS3 table(int pageSize) {
+        FakeS3 s3 = new FakeS3(true);
         s3.pageSize = pageSize;
         for (String key : List.of(
                 "t/_delta_log/00000000000000000000.json",
@@ -34,8 +34,8 @@ class S3ListFromTest {
         return s3;
     }
 
-    private static List<String> list(ScriptedS3Client s3, String key) throws Exception {
-        Iterator<FileStatus> it = S3ListFrom.listFrom(s3, "b", key, new Path("s3a://b/" + key), 64);
+    private static List<String> list(FakeS3 s3, String key) throws Exception {
+        Iterator<FileStatus> it = S3ListFrom.listFrom(s3.calls(), "b", key, new Path("s3a://b/" + key), 64);
         List<String> out = new ArrayList<>();
         while (it.hasNext()) {
             FileStatus st = it.next();
@@ -54,7 +54,7 @@ class S3ListFromTest {
     @ParameterizedTest
     @ValueSource(ints = {1, 2, 1000})
     void startIsInclusiveForFilesAndDirectories(int pageSize) throws Exception {
-        ScriptedS3Client s3 = table(pageSize);
+        FakeS3 s3 = table(pageSize);
         assertEquals(List.of("00000000000000000001.json:3", "00000000000000000002.json:3",
             "_sidecars/"), list(s3, "t/_delta_log/00000000000000000001.json"));
         assertEquals(List.of("p=1/", "root.parquet:3"), list(s3, "t/p=1"));

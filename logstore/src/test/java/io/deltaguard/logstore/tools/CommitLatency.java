@@ -8,18 +8,14 @@ import java.util.List;
 import java.util.UUID;
 
 import io.delta.storage.LogStore;
+import io.deltaguard.logstore.PlainPut;
 import io.deltaguard.logstore.S3ConditionalLogStore;
-import io.deltaguard.logstore.S3DynamoDBLogStore;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.s3a.S3AFileSystem;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * Measures, in one JVM against one endpoint, the latency of committing {@code N.json} through
- * {@link S3ConditionalLogStore}, through {@link S3DynamoDBLogStore} (when a DynamoDB table is
+ * {@link S3ConditionalLogStore}, through {@code S3DynamoDBLogStore} (when a DynamoDB table is
  * configured) and of a plain PutObject of the same bytes with the same S3A client, interleaved
  * so all see the same server state. Prints one JSON object with the per-call latencies in
  * microseconds ({@code dynamodb_us} is empty without a DynamoDB table). Used by
@@ -52,18 +48,15 @@ public final class CommitLatency {
         }
         S3ConditionalLogStore store = new S3ConditionalLogStore(conf);
         boolean withDynamoDB = conf.get("io.delta.storage.S3DynamoDBLogStore.ddb.tableName") != null;
-        LogStore dynamo = withDynamoDB ? new S3DynamoDBLogStore(conf) : null;
+        LogStore dynamo = withDynamoDB ? dynamoDBStore(conf) : null;
         Path ddbTable = new Path(table.toString() + "-ddb");
-        S3AFileSystem fs = (S3AFileSystem) table.getFileSystem(conf);
-        S3Client client = fs.getS3AInternals().getAmazonS3Client("deltaguard benchmark");
-        String bucket = fs.getBucket();
-        String plainPrefix = fs.pathToKey(fs.makeQualified(new Path(table, "_plain_put")));
+        Path plainPrefix = new Path(table, "_plain_put");
 
         // Warm up connections, class loading, JIT and the one-off conditional-write probe, on
         // versions 0..WARMUP-1: the DynamoDB store (like Delta's) requires N-1 before N.
         for (int i = 0; i < WARMUP; i++) {
             store.write(commitPath(table, i), lines(size).iterator(), false, conf);
-            plainPut(client, bucket, plainPrefix + "/warm-" + i, body(lines(size)));
+            PlainPut.put(new Path(plainPrefix, "warm-" + i), body(lines(size)), conf);
             if (dynamo != null) {
                 dynamo.write(commitPath(ddbTable, i), lines(size).iterator(), false, conf);
             }
@@ -78,7 +71,7 @@ public final class CommitLatency {
             long t0 = System.nanoTime();
             store.write(commitPath(table, WARMUP + i), actions.iterator(), false, conf);
             long t1 = System.nanoTime();
-            plainPut(client, bucket, plainPrefix + "/" + i, bytes);
+            PlainPut.put(new Path(plainPrefix, Integer.toString(i)), bytes, conf);
             long t2 = System.nanoTime();
             logstore[i] = (t1 - t0) / 1_000;
             plain[i] = (t2 - t1) / 1_000;
@@ -90,7 +83,18 @@ public final class CommitLatency {
         System.out.println("{\"logstore_us\": " + Arrays.toString(logstore)
             + ", \"plain_put_us\": " + Arrays.toString(plain)
             + ", \"dynamodb_us\": " + Arrays.toString(dynamodb) + "}");
-        fs.close();
+        table.getFileSystem(conf).close();
+    }
+
+    /** The DynamoDB store, which only the SDK v2 jar carries. */
+    private static LogStore dynamoDBStore(Configuration conf) {
+        try {
+            return (LogStore) Class.forName("io.deltaguard.logstore.S3DynamoDBLogStore")
+                .getConstructor(Configuration.class).newInstance(conf);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("a DynamoDB table is configured, but this jar has no "
+                + "S3DynamoDBLogStore (it needs the AWS SDK v2 jar): " + e, e);
+        }
     }
 
     private static Path commitPath(Path table, long version) {
@@ -115,11 +119,5 @@ public final class CommitLatency {
             b.append(a).append('\n');
         }
         return b.toString().getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static void plainPut(S3Client client, String bucket, String key, byte[] bytes) {
-        client.putObject(PutObjectRequest.builder().bucket(bucket).key(key)
-            .contentType("application/json").contentLength((long) bytes.length).build(),
-            RequestBody.fromBytes(bytes));
     }
 }

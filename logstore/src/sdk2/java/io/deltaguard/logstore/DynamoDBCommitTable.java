@@ -2,6 +2,7 @@ package io.deltaguard.logstore;
 
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -81,7 +82,7 @@ final class DynamoDBCommitTable {
             List<Map<String, AttributeValue>> items = client.query(QueryRequest.builder()
                 .tableName(tableName)
                 .keyConditionExpression("tablePath = :tp")
-                .expressionAttributeValues(Map.of(":tp", AttributeValue.fromS(tablePath)))
+                .expressionAttributeValues(Collections.singletonMap(":tp", AttributeValue.fromS(tablePath)))
                 .scanIndexForward(false)
                 .limit(1)
                 .consistentRead(true)

@@ -139,7 +139,7 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
             table.put(entry, false);
         } catch (FileAlreadyExistsException e) {
             Optional<CommitEntry> stored = table.get(tablePath, fileName);
-            if (stored.isEmpty() || !stored.get().tempPath().equals(entry.tempPath())) {
+            if (!stored.isPresent() || !stored.get().tempPath().equals(entry.tempPath())) {
                 throw e;
             }
             LOG.info("DynamoDB entry for {} is ours: an earlier PutItem landed, its response was lost",
@@ -187,7 +187,10 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
 
     private static void copy(FileSystem fs, Path src, Path dst) throws IOException {
         try (InputStream in = fs.open(src); OutputStream out = fs.create(dst, false)) {
-            in.transferTo(out);
+            byte[] buffer = new byte[8192];
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                out.write(buffer, 0, n);
+            }
         } catch (org.apache.hadoop.fs.FileAlreadyExistsException e) {
             throw new FileAlreadyExistsException(dst.toString());
         }

@@ -1,0 +1,137 @@
+package io.deltaguard.logstore;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * An in-memory object store with a script of faults for the next PUTs, SDK-free. It implements
+ * If-None-Match the way S3 does (atomically, 412), or ignores it when {@code honourIfNoneMatch}
+ * is false. Each SDK generation's fake client ({@code ScriptedSdk} in src/test-sdk1 and
+ * src/test-sdk2) turns its requests into calls here and its failures into that SDK's exceptions,
+ * so the protocol tests run through the real adapter ({@code SdkS3Calls}) of each jar. The same
+ * scenarios run end to end against LocalStack through the fault proxy in tests/.
+ */
+class FakeS3 {
+    /** What to do with one PUT: throw before storing, store then throw (lost response), or pass. */
+    enum Fault { NONE, ERROR_409, ERROR_503, ERROR_403, RESET_BEFORE, DROP_RESPONSE }
+
+    /** An HTTP error answer. */
+    static final class HttpError extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final int status;
+        final String code;
+
+        HttpError(int status, String code) {
+            super(code);
+            this.status = status;
+            this.code = code;
+        }
+    }
+
+    /** No answer: the connection broke before or after the server acted. */
+    static final class NoAnswer extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NoAnswer(String message) {
+            super(message);
+        }
+    }
+
+    /** One ListObjectsV2 answer. */
+    record Listing(List<String> keys, List<Long> sizes, List<String> prefixes, boolean truncated,
+                   String nextToken) {}
+
+    final Map<String, byte[]> objects = new ConcurrentHashMap<>();
+    final Deque<Fault> script = new ArrayDeque<>();
+    final boolean honourIfNoneMatch;
+    /** Runs before each PUT is applied (e.g. a concurrent writer). */
+    Runnable beforePut = () -> { };
+    int puts;
+    int gets;
+    int pageSize = 1000;
+
+    FakeS3(boolean honourIfNoneMatch) {
+        this.honourIfNoneMatch = honourIfNoneMatch;
+    }
+
+    /** The protocol's view of this store, through the SDK adapter of the jar under test. */
+    S3Calls calls() {
+        return ScriptedSdk.calls(this);
+    }
+
+    synchronized void put(String key, boolean ifNoneMatch, byte[] body) {
+        beforePut.run();
+        puts++;
+        Fault fault = script.isEmpty() ? Fault.NONE : script.poll();
+        switch (fault) {
+            case ERROR_409: throw new HttpError(409, "ConditionalRequestConflict");
+            case ERROR_503: throw new HttpError(503, "SlowDown");
+            case ERROR_403: throw new HttpError(403, "AccessDenied");
+            case RESET_BEFORE: throw new NoAnswer("Connection reset");
+            default: break;
+        }
+        if (ifNoneMatch && honourIfNoneMatch && objects.containsKey(key)) {
+            throw new HttpError(412, "PreconditionFailed");
+        }
+        objects.put(key, body);
+        if (fault == Fault.DROP_RESPONSE) {
+            throw new NoAnswer("Unexpected end of stream (response lost)");
+        }
+    }
+
+    /** The stored bytes, or null (the SDK fake answers 404 NoSuchKey). */
+    synchronized byte[] get(String key) {
+        gets++;
+        return objects.get(key);
+    }
+
+    synchronized void delete(String key) {
+        objects.remove(key);
+    }
+
+    /**
+     * ListObjectsV2 as S3 answers it: keys in byte order after {@code start-after}, rolled up
+     * into common prefixes at the delimiter, at most {@link #pageSize} entries a page (contents
+     * and prefixes together), continued by a token.
+     */
+    synchronized Listing list(String prefix, String delimiter, String startAfter, String token,
+                              Integer maxKeys) {
+        prefix = prefix == null ? "" : prefix;
+        String after = token != null ? token : startAfter == null ? "" : startAfter;
+        int limit = maxKeys == null || maxKeys <= 0 ? pageSize : Math.min(pageSize, maxKeys);
+        List<String> keys = new ArrayList<>();
+        List<Long> sizes = new ArrayList<>();
+        List<String> prefixes = new ArrayList<>();
+        String last = null;
+        boolean truncated = false;
+        for (String key : new TreeMap<>(objects).tailMap(after, false).keySet()) {
+            if (!key.startsWith(prefix)) {
+                continue;
+            }
+            int cut = delimiter == null ? -1 : key.indexOf(delimiter, prefix.length());
+            String entry = cut < 0 ? key : key.substring(0, cut + 1);
+            if (last != null && last.endsWith("/") && key.startsWith(last)) {
+                continue;
+            }
+            if (keys.size() + prefixes.size() == limit) {
+                truncated = true;
+                break;
+            }
+            if (cut < 0) {
+                keys.add(key);
+                sizes.add((long) objects.get(key).length);
+            } else {
+                prefixes.add(entry);
+            }
+            last = entry;
+        }
+        // A token resumes after the last entry, past a prefix's whole subtree.
+        String next = last != null && last.endsWith("/") ? last + "\uffff" : last;
+        return new Listing(keys, sizes, prefixes, truncated, truncated ? next : null);
+    }
+}

@@ -1,0 +1,177 @@
+"""The Spark lines deltaguard supports: the one table of which Delta, hadoop-aws, AWS SDK and
+plugin jar belong together (presets, ``deltaguard packages``, ``conf check``, the runtime-jar
+cache and the per-line test bed all read it).
+
+A line is a Spark minor version plus the Hadoop its S3A comes from: the Hadoop decides the AWS
+SDK generation (hadoop-aws 3.3.x is SDK v1, 3.4+ is SDK v2), and that decides the plugin jar.
+Spark 3.5 has two: pyspark's own Hadoop 3.3.4, and Hadoop 3.4.1 builds (e.g. vendor Spark 3.5
+distributions on Hadoop 3.4).
+
+:func:`line_for` picks a line from a Spark version (``"3.5"``, ``"3.5.4"``) and optionally a
+Hadoop version; :func:`installed_line` is the line of the pyspark this interpreter imports, or
+the newest line when there is none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import metadata
+
+
+class SdkGeneration(StrEnum):
+    """The AWS SDK generation of S3A, and so of deltaguard's plugin jar."""
+
+    V1 = "sdk1"
+    V2 = "sdk2"
+
+
+class UnknownSparkLineError(ValueError):
+    """No supported line matches the asked Spark/Hadoop versions; the message lists them."""
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """One supported combination. Versions are Maven (JVM) versions unless named ``pip``."""
+
+    #: The line's name: the Spark minor version, plus ``-hadoop3.4`` for the second 3.5 line.
+    name: str
+    spark: str
+    scala: str
+    #: pip requirements of the line's test bed (pyspark and Delta's Python package).
+    pip: tuple[str, ...]
+    delta: str
+    delta_artifact: str
+    #: The Hadoop S3A must match (hadoop-aws == the cluster's hadoop-client version).
+    hadoop: str
+    sdk: SdkGeneration
+    #: The AWS SDK bundle hadoop-aws depends on (``group:artifact:version``).
+    sdk_bundle: str
+    #: True when pyspark's own jars carry this Hadoop (so the line runs from a pip install).
+    pip_hadoop: bool = True
+
+    @property
+    def coordinates(self) -> list[str]:
+        """Maven coordinates Spark needs besides its own jars (``spark.jars.packages``)."""
+        return [
+            f"io.delta:{self.delta_artifact}:{self.delta}",
+            f"io.delta:delta-storage:{self.delta}",
+            f"org.apache.hadoop:hadoop-aws:{self.hadoop}",
+            self.sdk_bundle,
+        ]
+
+    @property
+    def has_dynamodb_store(self) -> bool:
+        """deltaguard's DynamoDB LogStore needs the SDK v2 DynamoDB client."""
+        return self.sdk is SdkGeneration.V2
+
+
+LINES: tuple[SparkLine, ...] = (
+    SparkLine(
+        name="3.5",
+        spark="3.5",
+        scala="2.12",
+        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.2"),
+        delta="3.3.2",
+        delta_artifact="delta-spark_2.12",
+        hadoop="3.3.4",
+        sdk=SdkGeneration.V1,
+        sdk_bundle="com.amazonaws:aws-java-sdk-bundle:1.12.262",
+    ),
+    SparkLine(
+        name="3.5-hadoop3.4",
+        spark="3.5",
+        scala="2.12",
+        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.2"),
+        delta="3.3.2",
+        delta_artifact="delta-spark_2.12",
+        hadoop="3.4.1",
+        sdk=SdkGeneration.V2,
+        sdk_bundle="software.amazon.awssdk:bundle:2.24.6",
+        pip_hadoop=False,
+    ),
+    SparkLine(
+        name="4.0",
+        spark="4.0",
+        scala="2.13",
+        pip=("pyspark>=4.0.1,<4.1", "delta-spark==4.0.0"),
+        delta="4.0.0",
+        delta_artifact="delta-spark_2.13",
+        hadoop="3.4.1",
+        sdk=SdkGeneration.V2,
+        sdk_bundle="software.amazon.awssdk:bundle:2.24.6",
+    ),
+    SparkLine(
+        name="4.2",
+        spark="4.2",
+        scala="2.13",
+        # Delta's JVM artifacts are 4.4.0: 4.4.1 exists on PyPI only.
+        pip=("pyspark==4.2.0", "delta-spark==4.4.1"),
+        delta="4.4.0",
+        delta_artifact="delta-spark_4.2_2.13",
+        hadoop="3.5.0",
+        sdk=SdkGeneration.V2,
+        sdk_bundle="software.amazon.awssdk:bundle:2.35.4",
+    ),
+)
+
+SPARK_VERSIONS: tuple[str, ...] = tuple(dict.fromkeys(line.spark for line in LINES))
+NEWEST: SparkLine = LINES[-1]
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def by_name(name: str) -> SparkLine:
+    for line in LINES:
+        if line.name == name:
+            return line
+    raise UnknownSparkLineError(
+        f"unknown Spark line {name!r}; supported: {', '.join(line.name for line in LINES)}"
+    )
+
+
+def line_for(spark_version: str, hadoop_version: str | None = None) -> SparkLine:
+    """The line for Spark ``spark_version`` (any patch level) on Hadoop ``hadoop_version``
+    (default: the Hadoop pyspark ships for that Spark). Raises UnknownSparkLineError."""
+    spark = _minor(spark_version)
+    candidates = [line for line in LINES if line.spark == spark]
+    if not candidates:
+        raise UnknownSparkLineError(
+            f"Spark {spark_version} is not a supported line; supported: {', '.join(SPARK_VERSIONS)}"
+        )
+    if hadoop_version is None:
+        return next(line for line in candidates if line.pip_hadoop)
+    for line in candidates:
+        if _minor(line.hadoop) == _minor(hadoop_version):
+            return line
+    raise UnknownSparkLineError(
+        f"Spark {spark} with Hadoop {hadoop_version} is not a supported line; Spark {spark} "
+        f"runs with hadoop-aws {' or '.join(line.hadoop for line in candidates)}"
+    )
+
+
+def installed_pyspark() -> str | None:
+    """The version of the pyspark this interpreter would import, or None."""
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def installed_line() -> SparkLine:
+    """The line of the installed pyspark (with the Hadoop it ships), else the newest line."""
+    version = installed_pyspark()
+    return line_for(version) if version else NEWEST
+
+
+def lines_of_delta(delta_version: str) -> list[SparkLine]:
+    """The lines whose Delta has the same minor version as ``delta_version``."""
+    return [line for line in LINES if _minor(line.delta) == _minor(delta_version)]
+
+
+def sdk_of_hadoop(hadoop_version: str) -> SdkGeneration:
+    """hadoop-aws 3.3.x and older are SDK v1; 3.4.0 and later SDK v2 (HADOOP-18820)."""
+    major, minor = (int(p) for p in hadoop_version.split(".")[:2])
+    return SdkGeneration.V1 if (major, minor) < (3, 4) else SdkGeneration.V2

@@ -1,0 +1,191 @@
+"""Every Spark line end to end on LocalStack: real driver JVMs of Spark 3.5 (Delta 3.3.2,
+hadoop-aws 3.3.4, the SDK v1 jar) and Spark 4.0 (Delta 4.0.0, hadoop-aws 3.4.1, the SDK v2 jar)
+started from their own cached virtualenvs (spark_line_venvs), next to the project's Spark 4.2.
+
+Per line, at reduced size (the larger runs are in ``make bench``): the staged race through the
+conditional store (3 drivers x 5 appends: nothing lost or duplicated) and through Delta's
+default store (loses a commit: the race can fail), the fail-closed check, and lost responses /
+409 / 503 on commit PUTs. And one table written by a Spark 3.5 and a Spark 4.2 driver at once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_spark_commits import ROWS, _assert_nothing_lost
+
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.spark_lines import by_name
+from deltaguard.localstack import fanout_run
+from deltaguard.localstack.fault_proxy import FaultRule
+from deltaguard.localstack.multi_driver import DriverFailedError, MultiDriverResult, run_multi_driver
+from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
+from deltaguard.localstack.spark_line_venvs import LineVenvError, ensure
+
+pytestmark = pytest.mark.spark
+OTHER_LINES = ["3.5", "4.0"]
+
+
+@pytest.fixture(scope="session")
+def line_python():
+    """``line_python(name)``: that line's interpreter, installed on first use (never skipped:
+    an install failure fails the test with the installer's output)."""
+    cache: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in cache:
+            try:
+                cache[name] = str(ensure(by_name(name)))
+            except LineVenvError as exc:
+                pytest.fail(f"Spark line {name} test bed: {exc}")
+        return cache[name]
+
+    return get
+
+
+def _run(
+    localstack, proxy, bucket, tmp_path: Path, logstore, pythons: list[str], appends: int
+) -> MultiDriverResult:
+    return run_multi_driver(
+        f"s3a://{bucket}/events",
+        writer_endpoint_url=proxy.endpoint.url,
+        reader_endpoint_url=localstack.endpoint.url,
+        logstore=logstore,
+        writers=len(pythons),
+        appends=appends,
+        rows=ROWS,
+        workdir=tmp_path,
+        pythons=pythons,
+        verify_python=pythons[0],
+    )
+
+
+@pytest.mark.parametrize("line", OTHER_LINES)
+def test_staged_race_conditional_store_loses_nothing(
+    line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
+):
+    python = line_python(line)
+    ls_proxy.set_rules([hold_one_commit_put()])
+    result = _run(
+        localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python] * 3, 5
+    )
+    assert ls_proxy.fired() == [1], "the race was staged"
+    _assert_nothing_lost(result, 15)
+
+
+@pytest.mark.parametrize("line", OTHER_LINES)
+def test_staged_race_delta_default_store_loses_a_commit(
+    line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
+):
+    python = line_python(line)
+    ls_proxy.set_rules([hold_one_commit_put()])
+    result = _run(
+        localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_SINGLE_DRIVER, [python] * 3, 5
+    )
+    summary = result.summary()
+    assert ls_proxy.fired() == [1], "the race was staged"
+    assert result.failed_appends == [], "every writer believes every append succeeded"
+    assert len(result.claimed_tags) == 15
+    assert len(result.lost_tags) >= 1, summary
+    assert result.found_rows == (15 - len(result.lost_tags)) * ROWS, summary
+
+
+@pytest.mark.parametrize("line", OTHER_LINES)
+def test_store_ignoring_if_none_match_is_refused(
+    line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
+):
+    python = line_python(line)
+    ls_proxy.set_rules([FaultRule("strip_header", method="PUT", header="If-None-Match")])
+    with pytest.raises(DriverFailedError) as err:
+        _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python], 1)
+    message = str(err.value)
+    assert "does not honour If-None-Match" in message
+    assert ls_proxy.endpoint.url in message
+    keys = [
+        o["Key"]
+        for o in localstack.endpoint.s3_client()
+        .list_objects_v2(Bucket=ls_bucket)
+        .get("Contents", [])
+    ]
+    assert not [k for k in keys if "_delta_log/" in k and k.endswith(".json")], (
+        f"no commit written: {keys}"
+    )
+
+
+@pytest.mark.parametrize("line", OTHER_LINES)
+def test_lost_responses_and_conflicts_duplicate_nothing(
+    line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
+):
+    """Commit PUTs that land while their response is dropped, then a 409 and a 503: the
+    read-back settles each; exact rows, nothing twice."""
+    python = line_python(line)
+    conditional = {
+        "method": "PUT",
+        "path_regex": DATA_COMMIT_FILE_REGEX,
+        "header_present": "If-None-Match",
+    }
+    ls_proxy.set_rules(
+        [
+            FaultRule("drop_response", times=2, **conditional),
+            FaultRule(
+                "error", status=409, code="ConditionalRequestConflict", times=1, **conditional
+            ),
+            FaultRule("error", status=503, code="SlowDown", times=1, **conditional),
+        ]
+    )
+    result = _run(
+        localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python], 4
+    )
+    assert ls_proxy.fired() == [2, 1, 1], "every fault happened"
+    _assert_nothing_lost(result, 4)
+
+
+def test_mixed_lines_on_one_table_lose_nothing(
+    line_python, localstack, ls_proxy, ls_bucket, tmp_path
+):
+    """A Spark 3.5 driver (SDK v1 jar) and a Spark 4.2 driver (SDK v2 jar) append to one table
+    at once, with the staged race. The 3.5 driver creates the table, so its protocol is one
+    both lines write; the 4.2 driver reads it back."""
+    import sys
+
+    ls_proxy.set_rules([hold_one_commit_put()])
+    result = run_multi_driver(
+        f"s3a://{ls_bucket}/events",
+        writer_endpoint_url=ls_proxy.endpoint.url,
+        reader_endpoint_url=localstack.endpoint.url,
+        logstore=PresetName.S3_CONDITIONAL,
+        writers=2,
+        appends=5,
+        rows=ROWS,
+        workdir=tmp_path,
+        pythons=[line_python("3.5"), sys.executable],
+    )
+    assert ls_proxy.fired() == [1], "the race was staged"
+    engines = sorted(r["engine"] for r in result.reports)
+    assert engines == ["spark", "spark"]
+    _assert_nothing_lost(result, 10)
+    first = (
+        localstack.endpoint.s3_client()
+        .get_object(Bucket=ls_bucket, Key=f"events/_delta_log/{0:020d}.json")["Body"]
+        .read()
+    )
+    protocol = next(json.loads(ln)["protocol"] for ln in first.splitlines() if b'"protocol"' in ln)
+    assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (1, 2), protocol
+
+
+def test_fanout_writer_on_spark_3_5(line_python, localstack, ls_bucket, tmp_path):
+    """deltaguard's fan-out writer (write_fanout) on Spark 3.5 / Delta 3.3: concurrent first
+    writes, schema evolution, two fan-outs racing to create one table, and a failing write, all
+    reported exactly, through the SDK v1 jar."""
+    report = fanout_run.run_trap(
+        localstack.endpoint, f"s3a://{ls_bucket}/trap", tmp_path, line_python("3.5")
+    )
+    for case in ("create", "evolve"):
+        fanout = report["fanout"][case]
+        assert fanout["rows_found"] == fanout["rows_written"] == fanout["rows_reported"], fanout
+        assert fanout["statuses"] == ["written"] * 4
+    two = report["two_jobs"]
+    assert two["rows_found"] == two["rows_written"] and two["statuses"] == ["written"] * 2, two
+    assert report["failure"]["raised"] == "FanoutError", report["failure"]
