@@ -12,9 +12,9 @@ from typing import Any
 
 import pyspark
 
-from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_line_venvs import ensure
+from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
 
 from .commit_latency import _jvm_run
 from .stats import summarize

@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 from test_spark_commits import ROWS, _assert_nothing_lost
 
-from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.spark_lines import by_name
 from deltaguard.localstack import fanout_run
 from deltaguard.localstack.fault_proxy import FaultRule
-from deltaguard.localstack.multi_driver import DriverFailedError, MultiDriverResult, run_multi_driver
+from deltaguard.localstack.multi_driver import (
+    DriverFailedError,
+    MultiDriverResult,
+    run_multi_driver,
+)
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
 from deltaguard.localstack.spark_line_venvs import LineVenvError, ensure
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.spark_lines import by_name
 
 pytestmark = pytest.mark.spark
 OTHER_LINES = ["3.5", "4.0"]
@@ -135,9 +139,7 @@ def test_lost_responses_and_conflicts_duplicate_nothing(
             FaultRule("error", status=503, code="SlowDown", times=1, **conditional),
         ]
     )
-    result = _run(
-        localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python], 4
-    )
+    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python], 4)
     assert ls_proxy.fired() == [2, 1, 1], "every fault happened"
     _assert_nothing_lost(result, 4)
 
