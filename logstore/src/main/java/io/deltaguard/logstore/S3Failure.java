@@ -12,7 +12,8 @@ package io.deltaguard.logstore;
  *       been applied; retry after reading back.</li>
  *   <li>{@link Kind#UNKNOWN_OUTCOME}: no HTTP answer at all (reset, timeout, lost response):
  *       the PUT may have landed; retry after reading back.</li>
- *   <li>{@link Kind#FATAL}: anything else (403, 404 bucket, 400): retrying cannot help.</li>
+ *   <li>{@link Kind#FATAL}: anything else (403, 404 bucket, 400, 501 NotImplemented): retrying
+ *       cannot help.</li>
  * </ul>
  */
 final class S3Failure extends Exception {
@@ -53,6 +54,11 @@ final class S3Failure extends Exception {
         }
         if (status == 409 || "ConditionalRequestConflict".equals(code)) {
             return Kind.CONDITIONAL_CONFLICT;
+        }
+        // 501 NotImplemented: the store cannot do a conditional PUT at all. Asking again gets the
+        // same answer, and nothing was written.
+        if (status == 501 || "NotImplemented".equals(code)) {
+            return Kind.FATAL;
         }
         if (status >= 500 || status == 429 || status == 408 || "SlowDown".equals(code)
                 || "RequestTimeout".equals(code)) {

@@ -50,4 +50,13 @@ class SdkS3CallsTest {
         }
         assertArrayEquals(A, s3.objects.get("k"), "the dropped response's PUT landed");
     }
+
+    @Test
+    void notImplementedIsFinalNotRetried() {
+        // A store that cannot do conditional PUTs answers 501: retrying gets the same answer.
+        assertEquals(S3Failure.Kind.FATAL, S3Failure.classify(501, "NotImplemented"));
+        assertEquals(S3Failure.Kind.FATAL, S3Failure.classify(400, "NotImplemented"));
+        assertEquals(S3Failure.Kind.RETRYABLE, S3Failure.classify(500, "InternalError"));
+        assertEquals(S3Failure.Kind.RETRYABLE, S3Failure.classify(503, "SlowDown"));
+    }
 }
