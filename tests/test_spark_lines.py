@@ -6,7 +6,6 @@ from __future__ import annotations
 import zipfile
 
 import pytest
-from test_cli import _run
 
 from deltaguard.logstore.jars import JAR_NAMES, plugin_jar
 from deltaguard.spark_conf.conf_check import check, parse_properties
@@ -40,25 +39,25 @@ EXPECTED_PACKAGES = {
 
 
 @pytest.mark.parametrize(("spark", "hadoop"), list(EXPECTED_PACKAGES))
-def test_packages_render_each_lines_coordinates(spark, hadoop):
+def test_packages_render_each_lines_coordinates(run_cli, spark, hadoop):
     args = ["packages", "--spark-version", spark] + (["--hadoop-version", hadoop] if hadoop else [])
-    out = _run(*args)
+    out = run_cli(*args)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == EXPECTED_PACKAGES[(spark, hadoop)]
 
 
-def test_default_line_is_the_installed_pyspark():
+def test_default_line_is_the_installed_pyspark(run_cli):
     import pyspark
 
     assert installed_line() == line_for(pyspark.__version__)
-    assert _run("packages").stdout.strip() == ",".join(installed_line().coordinates)
+    assert run_cli("packages").stdout.strip() == ",".join(installed_line().coordinates)
     assert NEWEST.spark == "4.2"
 
 
-def test_jar_follows_the_sdk_generation():
-    assert _run("jar", "--spark-version", "3.5").stdout.strip() == str(plugin_jar("sdk1"))
-    assert _run("jar", "--spark-version", "4.0").stdout.strip() == str(plugin_jar("sdk2"))
-    three_four = _run("jar", "--spark-version", "3.5", "--hadoop-version", "3.4.1")
+def test_jar_follows_the_sdk_generation(run_cli):
+    assert run_cli("jar", "--spark-version", "3.5").stdout.strip() == str(plugin_jar("sdk1"))
+    assert run_cli("jar", "--spark-version", "4.0").stdout.strip() == str(plugin_jar("sdk2"))
+    three_four = run_cli("jar", "--spark-version", "3.5", "--hadoop-version", "3.4.1")
     assert three_four.stdout.strip() == str(plugin_jar("sdk2"))
     for sdk, name in JAR_NAMES.items():
         with zipfile.ZipFile(plugin_jar(sdk)) as jar:
@@ -69,12 +68,12 @@ def test_jar_follows_the_sdk_generation():
         assert has_dynamodb == (sdk == "sdk2"), name
 
 
-def test_unknown_lines_are_clean_errors():
+def test_unknown_lines_are_clean_errors(run_cli):
     with pytest.raises(UnknownSparkLineError, match=r"supported: 3\.5, 4\.0, 4\.2"):
         line_for("4.1.1")
     with pytest.raises(UnknownSparkLineError, match=r"hadoop-aws 3\.5\.0"):
         line_for("4.2", "3.3.4")
-    out = _run("packages", "--spark-version", "4.0", "--hadoop-version", "3.3.4")
+    out = run_cli("packages", "--spark-version", "4.0", "--hadoop-version", "3.3.4")
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "Spark 4.0 with Hadoop 3.3.4 is not a supported line" in out.stderr
 
