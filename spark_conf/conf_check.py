@@ -186,6 +186,6 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
                 continue  # remote jars are the cluster's business
             if "*" not in local and not Path(local).exists():
                 findings.append(
-                    Finding("missing-jar", entry.line, entry.key, f"{local} does not exist")
+                    Finding("missing-jar", jar_entry.line, jar_entry.key, f"{local} does not exist")
                 )
     return sorted(findings, key=lambda f: (f.line, f.code))
