@@ -74,9 +74,14 @@ def _jvm_run(
         ],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         timeout=900,
     )
+    if out.returncode != 0:
+        raise RuntimeError(
+            f"CommitLatency on Spark line {line.name} failed ({out.returncode}):\n"
+            f"{out.stderr[-3000:]}"
+        )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     medians = {
         "plain_put_ms": statistics.median(result["plain_put_us"]) / 1000,
