@@ -54,9 +54,10 @@ jars: venv
 testbed:
 	bash localstack/install.sh
 
-# One cached virtualenv per older Spark line (3.5, 4.0) for the per-line tests and benchmarks.
+# One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0) for the per-line
+# tests and benchmarks.
 testbed-lines: venv jar
-	$(PY) -m deltaguard.testbed.spark_line_venvs 3.5 4.0 > /dev/null
+	$(PY) -m deltaguard.testbed.spark_line_venvs 3.5 3.5-hadoop3.4 4.0 > /dev/null
 
 setup: venv jar jars testbed testbed-lines
 
