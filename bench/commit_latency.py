@@ -44,11 +44,12 @@ def _jvm_run(
     """One CommitLatency run on ``line`` (default: the installed pyspark's), whose pyspark jars
     are ``spark_jars``; the DynamoDB store only when ``ddb_table`` is given."""
     line = line or installed_line()
+    # The line's jars first: a line's own Hadoop client goes ahead of pyspark's (3.5-hadoop3.4).
     classpath = ":".join(
         [
-            str((spark_jars or Path(pyspark.__file__).parent / "jars") / "*"),
             *(str(j) for j in runtime_jars(line)),
             str(plugin_jar(line.sdk)),
+            str((spark_jars or Path(pyspark.__file__).parent / "jars") / "*"),
         ]
     )
     hadoop = {

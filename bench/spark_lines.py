@@ -81,9 +81,8 @@ def run(
     race_drivers: int = 4,
     race_appends: int = 10,
 ) -> dict[str, Any]:
-    lines = [line for line in LINES if line.pip_hadoop]
     per_line = {}
-    for line in lines:
+    for line in LINES:
         jars = _spark_jars(line)
         medians = [_jvm_run(endpoint, bucket, commits, None, line, jars) for _ in range(runs)]
         per_line[line.name] = {
