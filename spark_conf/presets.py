@@ -220,9 +220,7 @@ def shipped_preset_text(name: PresetName) -> str:
         f"deltaguard conf render {name.value} --spark-version V [options]."
     )
     if name is PresetName.S3_DYNAMODB:
-        header += (
-            "\nNeeds an AWS SDK v2 line (hadoop-aws 3.4+): not Spark 3.5 on hadoop-aws 3.3.4."
-        )
+        header += "\nNeeds an AWS SDK v2 line (hadoop-aws 3.4+): not Spark 3.5 on hadoop-aws 3.3.4."
     if name is PresetName.S3_SINGLE_DRIVER:
         header += (
             "\nUNSAFE for more than one driver per table: concurrent commits overwrite each other."
