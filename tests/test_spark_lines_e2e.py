@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_spark_commits import ROWS, _assert_nothing_lost
+from test_spark_commits import ROWS, _assert_nothing_lost, assert_no_commit_written
 
 from deltaguard.spark_conf.session import LogStoreChoice
 from deltaguard.spark_conf.spark_lines import by_name
@@ -114,15 +114,7 @@ def test_store_ignoring_if_none_match_is_refused(
     message = str(err.value)
     assert "does not honour If-None-Match" in message
     assert ls_proxy.endpoint.url in message
-    keys = [
-        o["Key"]
-        for o in localstack.endpoint.s3_client()
-        .list_objects_v2(Bucket=ls_bucket)
-        .get("Contents", [])
-    ]
-    assert not [k for k in keys if "_delta_log/" in k and k.endswith(".json")], (
-        f"no commit written: {keys}"
-    )
+    assert_no_commit_written(localstack, ls_bucket)
 
 
 @pytest.mark.parametrize("line", OTHER_LINES)
