@@ -58,9 +58,10 @@ jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local
 	bash localstack/install.sh
 
-# One cached virtualenv per older Spark line (3.5, 4.0) for the per-line tests and benchmarks.
-spark-lines: venv jar  ## install the cached virtualenvs of Spark 3.5 and 4.0 (per-line tests)
-	$(PY) -m deltaguard.localstack.spark_line_venvs 3.5 4.0 > /dev/null
+# One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0) for the per-line
+# tests and benchmarks.
+spark-lines: venv jar  ## install the cached virtualenvs of the older Spark lines (per-line tests)
+	$(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0 > /dev/null
 
 setup: venv jar jars localstack spark-lines  ## everything above: venv, jars, localstack, spark-lines
 

@@ -188,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spark-appends", type=int, default=5)
     parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
     parser.add_argument("--spark-runs", type=int, default=3)
+    parser.add_argument(
+        "--line-race-appends",
+        type=int,
+        default=10,
+        help="appends per driver in each Spark line's staged race (4 drivers; 0: no race)",
+    )
 
     parser.add_argument(
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
@@ -220,7 +226,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.only in (None, "lines"):
             results["spark_lines"] = stamped(
-                spark_lines.run(endpoint, bucket, args.runs, args.commits), args.runs
+                spark_lines.run(
+                    endpoint,
+                    bucket,
+                    args.runs,
+                    args.commits,
+                    workdir,
+                    race_appends=args.line_race_appends,
+                ),
+                args.runs,
             )
         if args.only in (None, "throughput"):
             results["throughput"] = stamped(

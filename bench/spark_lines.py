@@ -1,19 +1,29 @@
-"""Commit latency per Spark line, in one run: for each line, CommitLatency (the JVM LogStore
-exactly as Spark loads it) on that line's own classpath (its pyspark jars, Delta, hadoop-aws
-and AWS SDK, and its plugin jar), conditional commit against a plain PutObject of the same
-bytes through the same S3A client, interleaved. Lines other than the installed one come from
-their cached virtualenvs (``deltaguard.localstack.spark_line_venvs``).
+"""Per Spark line, in one run:
+
+- commit latency: CommitLatency (the JVM LogStore exactly as Spark loads it) on that line's own
+  classpath (its pyspark jars, Delta, hadoop-aws and AWS SDK, and its plugin jar), conditional
+  commit against a plain PutObject of the same bytes through the same S3A client, interleaved;
+- the staged race at full size (the tests run it at 3 drivers x 5 appends): drivers of that line
+  through the conditional store and through Delta's default store, commits lost/duplicated.
+
+Lines other than the installed one come from their cached virtualenvs
+(``deltaguard.localstack.spark_line_venvs``).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pyspark
 
 from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.multi_driver import run_multi_driver
+from deltaguard.localstack.race import hold_one_commit_put
 from deltaguard.localstack.spark_line_venvs import ensure
+from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
 
 from .commit_latency import _jvm_run
@@ -27,10 +37,52 @@ def _spark_jars(line: SparkLine) -> Path:
     return next(python.parent.parent.glob("lib/python*/site-packages/pyspark/jars"))
 
 
-def run(endpoint: Endpoint, bucket: str, runs: int, commits: int) -> dict[str, Any]:
-    lines = [line for line in LINES if line.pip_hadoop]
+def _python(line: SparkLine) -> str:
+    return sys.executable if line == installed_line() else str(ensure(line))
+
+
+def _race(
+    endpoint: Endpoint,
+    bucket: str,
+    workdir: Path,
+    line: SparkLine,
+    store: PresetName,
+    drivers: int,
+    appends: int,
+) -> dict[str, Any]:
+    python = _python(line)
+    run_dir = workdir / f"race-{line.name}-{store.value}"
+    with FaultProxy(endpoint, run_dir, seed=7) as proxy:
+        proxy.set_rules([hold_one_commit_put()])
+        result = run_multi_driver(
+            f"s3a://{bucket}/race-{line.name}-{store.value}",
+            writer_endpoint_url=proxy.endpoint.url,
+            reader_endpoint_url=endpoint.url,
+            logstore=store,
+            writers=drivers,
+            appends=appends,
+            workdir=run_dir,
+            pythons=[python] * drivers,
+            verify_python=python,
+        )
+        return {
+            **result.summary(),
+            "commits_per_s": round(result.commits_per_second, 3),
+            "race_staged": proxy.fired() == [1],
+        }
+
+
+def run(
+    endpoint: Endpoint,
+    bucket: str,
+    runs: int,
+    commits: int,
+    workdir: Path,
+    race_drivers: int = 4,
+    race_appends: int = 10,
+) -> dict[str, Any]:
     per_line = {}
-    for line in lines:
+    for line in LINES:
         jars = _spark_jars(line)
         medians = [_jvm_run(endpoint, bucket, commits, None, line, jars) for _ in range(runs)]
         per_line[line.name] = {
@@ -38,9 +90,17 @@ def run(endpoint: Endpoint, bucket: str, runs: int, commits: int) -> dict[str, A
             "plugin": line.sdk.value,
             **summarize(medians, "plain_put_ms", "logstore_ms"),
         }
+        if race_appends > 0:
+            per_line[line.name]["race"] = {
+                store.value: _race(
+                    endpoint, bucket, workdir, line, store, race_drivers, race_appends
+                )
+                for store in (PresetName.S3_CONDITIONAL, PresetName.S3_SINGLE_DRIVER)
+            }
     return {
         "what": "median latency of one 1 KiB commit through the JVM conditional LogStore vs a "
-        f"plain PutObject, per Spark line; {commits} interleaved pairs per run",
+        f"plain PutObject, per Spark line; {commits} interleaved pairs per run; the staged "
+        f"race with {race_drivers} drivers x {race_appends} appends per line and store",
         "lines": per_line,
     }
 
@@ -56,4 +116,20 @@ def markdown(section: dict[str, Any]) -> list[str]:
             f"{s['logstore_ms_median']:.2f} ms | {s['ratio_median']:.2f} "
             f"({s['ratio_min']:.2f}-{s['ratio_max']:.2f}) |"
         )
+    races = {name: s["race"] for name, s in section["lines"].items() if "race" in s}
+    if races:
+        lines += [
+            "",
+            "| Spark line: staged race | store | data commits claimed | lost | duplicated | "
+            "contiguous | commits/s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, stores in races.items():
+            for store, r in stores.items():
+                lines.append(
+                    f"| {name} ({r['writers']} drivers x {r['appends_per_writer']}) | {store} | "
+                    f"{r['data_commits_claimed_by_writers']} | {r['commits_lost']} | "
+                    f"{r['commits_duplicated']} | {r['versions_contiguous']} | "
+                    f"{r.get('commits_per_s', 0):.2f} |"
+                )
     return [*lines, ""]

@@ -197,9 +197,14 @@ def append(args: argparse.Namespace) -> dict[str, object]:
             )
             df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
 
-        return _wait_and_append(
+        report = _wait_and_append(
             args, "spark", started, lambda: _log_exists(spark, args.table, 0), commit
         )
+        # What this driver really ran: its Spark and the Hadoop (S3A) on its classpath.
+        jvm = spark.sparkContext._jvm
+        report["spark_version"] = spark.version
+        report["hadoop_version"] = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+        return report
     finally:
         spark.stop()
 

@@ -1,7 +1,8 @@
 """One cached virtualenv per Spark line, so a test can start a driver on Spark 3.5 or 4.0 next to
-the project's own (newest) line.
+the project's own (newest) line. The ``3.5-hadoop3.4`` line is pyspark 3.5 with Hadoop 3.4.1's
+client jars ahead of its own 3.3.4 (as in a Spark 3.5 built on Hadoop 3.4).
 
-:func:`ensure` installs, on first use, ``$DELTAGUARD_CACHE/spark-lines/<line>-<hash>/``: the
+:func:`ensure` installs, on first use, ``$DELTAGUARD_CACHE/spark-lines/<line>-<hash>/`` (one per line and checkout): the
 line's pyspark and delta-spark (``SparkLine.pip``), this checkout of deltaguard (editable, with
 its own dependencies, so it also proves the package installs next to that pyspark), and the
 line's runtime jars (resolved by the venv's own interpreter, which knows its pyspark's jars).
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from deltaguard.spark_conf.jvm_deps import cache_dir
-from deltaguard.spark_conf.spark_lines import SparkLine, by_name
+from deltaguard.spark_conf.spark_lines import LINE_MARKER, SparkLine, by_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,7 +45,9 @@ def _inputs(line: SparkLine) -> str:
 
 
 def venv_dir(line: SparkLine) -> Path:
-    digest = hashlib.sha256(" ".join(line.pip).encode()).hexdigest()[:8]
+    """One per line and checkout: the venv holds this checkout as an editable install, and
+    several checkouts share the cache."""
+    digest = hashlib.sha256(f"{' '.join(line.pip)} {REPO}".encode()).hexdigest()[:8]
     return cache_dir() / "spark-lines" / f"{line.name}-{digest}"
 
 
@@ -60,11 +63,6 @@ def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
 def ensure(line: SparkLine) -> Path:
     """The Python interpreter of ``line``'s virtualenv, installed if needed. Raises
     LineVenvError (naming the failed command) if it cannot be installed."""
-    if not line.pip_hadoop:
-        raise LineVenvError(
-            f"Spark line {line.name} runs on a Hadoop pyspark does not ship "
-            f"({line.hadoop}): it has no pip test bed"
-        )
     venv = venv_dir(line)
     python = venv / "bin" / "python"
     stamp = venv / ".deltaguard-stamp"
@@ -79,6 +77,10 @@ def ensure(line: SparkLine) -> Path:
         shutil.rmtree(venv, ignore_errors=True)
         uv = _uv()
         _run([uv, "venv", "-q", "-p", "python3.11", str(venv)])
+        if not line.pip_hadoop:
+            # pyspark ships another Hadoop: the venv names its line, whose runtime jars put
+            # this line's Hadoop client ahead of pyspark's (a Spark built on that Hadoop).
+            (venv / LINE_MARKER).write_text(line.name)
         env = {**os.environ, "VIRTUAL_ENV": str(venv)}
         env.pop("PYTHONPATH", None)
         _run([uv, "pip", "install", "-q", "-e", f"{REPO}[test]", *line.pip], env=env)

@@ -49,7 +49,7 @@ def pom_text(line: SparkLine | None = None) -> str:
     """A Maven pom whose dependencies are the line's coordinates; Scala comes from pyspark."""
     line = line or installed_line()
     deps = []
-    for coordinate in line.coordinates:
+    for coordinate in [*line.coordinates, *line.hadoop_client]:
         group, artifact, version = coordinate.split(":")
         exclusions = ""
         if artifact.startswith("delta-spark"):
@@ -137,7 +137,8 @@ def resolve(mvn: str = "mvn") -> list[Path]:
         raise JarsNotResolvedError(
             f"Maven could not resolve Spark {line.name}'s jars ({pom}):\n{result.stdout[-4000:]}{result.stderr[-2000:]}"
         )
-    shipped = _spark_shipped_artifacts()
+    # The line's own Hadoop client goes ahead of a pyspark that ships another one.
+    shipped = _spark_shipped_artifacts() - {c.split(":")[1] for c in line.hadoop_client}
     kept = []
     for jar in sorted(staging.glob("*.jar")):
         match = _JAR_NAME.match(jar.name)

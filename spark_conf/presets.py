@@ -204,9 +204,12 @@ def shipped_preset_text(name: PresetName) -> str:
     )
     header = (
         f"deltaguard preset {name.value} with default options (AWS S3, us-east-1, default "
-        "credential chain).\nJars: add `--packages $(deltaguard packages) --jars $(deltaguard jar)`, "
-        f"or render it complete: deltaguard conf render {name.value} [options]."
+        "credential chain).\nJars: add `--packages $(deltaguard packages --spark-version V) --jars "
+        "$(deltaguard jar --spark-version V)` (V: 3.5, 4.0 or 4.2), or render it complete: "
+        f"deltaguard conf render {name.value} --spark-version V [options]."
     )
+    if name is PresetName.S3_DYNAMODB:
+        header += "\nNeeds an AWS SDK v2 line (hadoop-aws 3.4+): not Spark 3.5 on hadoop-aws 3.3.4."
     if name is PresetName.S3_SINGLE_DRIVER:
         header += (
             "\nUNSAFE for more than one driver per table: concurrent commits overwrite each other."

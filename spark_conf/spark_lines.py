@@ -14,9 +14,15 @@ the newest line when there is none.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import metadata
+from pathlib import Path
+
+#: A file in a virtualenv's root naming its line, for a pyspark run on another Hadoop than the
+#: one it ships (the test bed's ``3.5-hadoop3.4``: Hadoop 3.4.1 jars ahead of pyspark's).
+LINE_MARKER = "deltaguard-spark-line"
 
 
 class SdkGeneration(StrEnum):
@@ -58,6 +64,17 @@ class SparkLine:
             f"io.delta:delta-storage:{self.delta}",
             f"org.apache.hadoop:hadoop-aws:{self.hadoop}",
             self.sdk_bundle,
+        ]
+
+    @property
+    def hadoop_client(self) -> list[str]:
+        """The Hadoop client jars to put ahead of pyspark's when pyspark ships another Hadoop
+        (empty when it ships this line's)."""
+        if self.pip_hadoop:
+            return []
+        return [
+            f"org.apache.hadoop:hadoop-client-api:{self.hadoop}",
+            f"org.apache.hadoop:hadoop-client-runtime:{self.hadoop}",
         ]
 
     @property
@@ -161,7 +178,11 @@ def installed_pyspark() -> str | None:
 
 
 def installed_line() -> SparkLine:
-    """The line of the installed pyspark (with the Hadoop it ships), else the newest line."""
+    """The line this interpreter runs: the one its virtualenv names (:data:`LINE_MARKER`), else
+    the installed pyspark's (with the Hadoop it ships), else the newest line."""
+    marker = Path(sys.prefix) / LINE_MARKER
+    if marker.is_file():
+        return by_name(marker.read_text().strip())
     version = installed_pyspark()
     return line_for(version) if version else NEWEST
 

@@ -131,11 +131,13 @@ def test_store_ignoring_if_none_match_is_refused(localstack, ls_proxy, ls_bucket
     assert "does not honour If-None-Match" in message
     assert ls_proxy.endpoint.url in message
     assert "deltaguard.logstore.verifyConditionalWrites" in message
+    assert_no_commit_written(localstack, ls_bucket)
+
+
+def assert_no_commit_written(localstack, bucket: str) -> None:
     keys = [
         o["Key"]
-        for o in localstack.endpoint.s3_client()
-        .list_objects_v2(Bucket=ls_bucket)
-        .get("Contents", [])
+        for o in localstack.endpoint.s3_client().list_objects_v2(Bucket=bucket).get("Contents", [])
     ]
     assert not [k for k in keys if "_delta_log/" in k and k.endswith(".json")], (
         f"no commit written: {keys}"

@@ -5,7 +5,9 @@ started from their own cached virtualenvs (spark_line_venvs), next to the projec
 Per line, at reduced size (the larger runs are in ``make bench``): the staged race through the
 conditional store (3 drivers x 5 appends: nothing lost or duplicated) and through Delta's
 default store (loses a commit: the race can fail), the fail-closed check, and lost responses /
-409 / 503 on commit PUTs. And one table written by a Spark 3.5 and a Spark 4.2 driver at once.
+409 / 503 on commit PUTs. The staged race also on Spark 3.5 with Hadoop 3.4.1's client jars
+ahead of pyspark's (hadoop-aws 3.4.1, the SDK v2 jar). And one table written by a Spark 3.5 and
+a Spark 4.2 driver at once, and the fan-out writer on Spark 3.5.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_spark_commits import ROWS, _assert_nothing_lost
+from test_spark_commits import ROWS, _assert_nothing_lost, assert_no_commit_written
 
 from deltaguard.localstack import fanout_run
 from deltaguard.localstack.fault_proxy import FaultRule
@@ -66,7 +68,15 @@ def _run(
     )
 
 
-@pytest.mark.parametrize("line", OTHER_LINES)
+def _assert_ran_on(result: MultiDriverResult, *names: str) -> None:
+    """Each Spark writer ran the Spark and Hadoop of its line (in writer order)."""
+    ran = [(r["spark_version"], r["hadoop_version"]) for r in result.reports]
+    for (spark, hadoop), name in zip(ran, names, strict=True):
+        line = by_name(name)
+        assert spark.startswith(line.spark + ".") and hadoop == line.hadoop, (name, ran)
+
+
+@pytest.mark.parametrize("line", [*OTHER_LINES, "3.5-hadoop3.4"])
 def test_staged_race_conditional_store_loses_nothing(
     line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
 ):
@@ -76,6 +86,7 @@ def test_staged_race_conditional_store_loses_nothing(
         localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python] * 3, 5
     )
     assert ls_proxy.fired() == [1], "the race was staged"
+    _assert_ran_on(result, line, line, line)
     _assert_nothing_lost(result, 15)
 
 
@@ -107,15 +118,7 @@ def test_store_ignoring_if_none_match_is_refused(
     message = str(err.value)
     assert "does not honour If-None-Match" in message
     assert ls_proxy.endpoint.url in message
-    keys = [
-        o["Key"]
-        for o in localstack.endpoint.s3_client()
-        .list_objects_v2(Bucket=ls_bucket)
-        .get("Contents", [])
-    ]
-    assert not [k for k in keys if "_delta_log/" in k and k.endswith(".json")], (
-        f"no commit written: {keys}"
-    )
+    assert_no_commit_written(localstack, ls_bucket)
 
 
 @pytest.mark.parametrize("line", OTHER_LINES)
@@ -141,6 +144,7 @@ def test_lost_responses_and_conflicts_duplicate_nothing(
     )
     result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python], 4)
     assert ls_proxy.fired() == [2, 1, 1], "every fault happened"
+    _assert_ran_on(result, line)
     _assert_nothing_lost(result, 4)
 
 
@@ -165,8 +169,7 @@ def test_mixed_lines_on_one_table_lose_nothing(
         pythons=[line_python("3.5"), sys.executable],
     )
     assert ls_proxy.fired() == [1], "the race was staged"
-    engines = sorted(r["engine"] for r in result.reports)
-    assert engines == ["spark", "spark"]
+    _assert_ran_on(result, "3.5", "4.2")
     _assert_nothing_lost(result, 10)
     first = (
         localstack.endpoint.s3_client()
