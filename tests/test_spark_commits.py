@@ -63,14 +63,15 @@ def test_baseline_default_s3_store_loses_commits(localstack, ls_proxy, ls_bucket
     assert result.found_rows == (32 - len(result.lost_tags)) * ROWS, summary
 
 
-def test_conditional_store_4_drivers_x_25_appends_lose_nothing(
+def test_conditional_store_4_drivers_x_10_appends_lose_nothing(
     localstack, ls_proxy, ls_bucket, tmp_path
 ):
-    """The same staged race, through deltaguard's LogStore: exactly 100 data commits."""
+    """The same staged race, through deltaguard's LogStore: exactly 40 data commits. (``make
+    bench`` runs Spark drivers at larger sizes; the suite keeps the race and the contention.)"""
     ls_proxy.set_rules([hold_one_commit_put()])
-    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 4, 25)
+    result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 4, 10)
     assert ls_proxy.fired() == [1], "the race was staged"
-    _assert_nothing_lost(result, 100)
+    _assert_nothing_lost(result, 40)
 
 
 def test_spark_and_python_writers_together_lose_nothing(localstack, ls_proxy, ls_bucket, tmp_path):
