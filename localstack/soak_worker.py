@@ -24,6 +24,7 @@ Run by :mod:`deltaguard.localstack.soak`: ``python -m deltaguard.localstack.soak
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.localstack.soak_ledger import ROWS_PER_APPEND, Ledger, Outcome
 from deltaguard.spark_conf.preset_name import PresetName
 
@@ -224,6 +226,35 @@ def run_spark(writer: Writer, endpoint: Endpoint) -> None:
         spark.stop()
 
 
+def spark_read(tables: list[str], endpoint: Endpoint, local_dir: Path | None) -> dict[str, Any]:
+    """The Spark reader's account of each table (a driver that never wrote): versions in the
+    history, rows, and rows per ``append_id``."""
+    from delta.tables import DeltaTable
+
+    from deltaguard.localstack.spark_driver import build_test_session
+
+    spark = build_test_session(
+        endpoint.s3_storage(),
+        PresetName.S3_CONDITIONAL,
+        app_name="deltaguard-soak-reader",
+        local_dir=local_dir,
+    )
+    try:
+        report: dict[str, Any] = {}
+        for table in tables:
+            history = DeltaTable.forPath(spark, table).history().select("version").collect()
+            df = spark.read.format("delta").load(table)
+            per_append = df.groupBy("append_id").count().collect()
+            report[table] = {
+                "versions": sorted(int(r["version"]) for r in history),
+                "rows": df.count(),
+                "per_append": {r["append_id"]: int(r["count"]) for r in per_append},
+            }
+        return report
+    finally:
+        spark.stop()
+
+
 ENGINES: dict[str, Callable[[Writer, Endpoint], None]] = {
     "spark": run_spark,
     "python": run_python,
@@ -234,6 +265,7 @@ ENGINES: dict[str, Callable[[Writer, Endpoint], None]] = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.soak_worker")
     parser.add_argument("--engine", choices=sorted(ENGINES), required=True)
+    parser.add_argument("--read", action="store_true", help="read the tables (spark), write nothing")
     parser.add_argument("--writer", required=True, help="a name unique in the soak")
     parser.add_argument("--tables", required=True, help="comma-separated s3:// table URIs")
     parser.add_argument("--endpoint", required=True, help="S3 endpoint URL (the fault proxy)")
@@ -243,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=0.5, help="max seconds between ops")
     parser.add_argument("--local-dir", help="Spark scratch directory")
     args = parser.parse_args(argv)
+    if args.read:
+        local = Path(args.local_dir) if args.local_dir else None
+        result = spark_read(args.tables.split(","), Endpoint(url=args.endpoint), local)
+        sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
+        return 0
     ledger = Ledger(args.ledger, args.writer, args.engine)
     try:
         ENGINES[args.engine](Writer(args, ledger), Endpoint(url=args.endpoint))
