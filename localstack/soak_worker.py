@@ -102,7 +102,7 @@ def _record(
     writer: Writer,
     table: str,
     kind: str,
-    action: Callable[[str], None],
+    action: Callable[[str], object],
     target: str | None = None,
 ) -> tuple[str, bool]:
     """Records an intent, runs ``action(op_id)``, records its outcome; returns (op id, ok)."""
@@ -120,9 +120,11 @@ def _record(
 
 
 def _appends_until_stopped(writer: Writer, append: Callable[[str, str], None]) -> None:
+    def one_append(table: str) -> None:
+        _record(writer, table, "append", lambda op_id: append(table, op_id))
+
     while not writer.stopped():
-        table = writer.rng.choice(writer.tables)
-        _record(writer, table, "append", lambda op_id, t=table: append(t, op_id))
+        one_append(writer.rng.choice(writer.tables))
         time.sleep(writer.rng.uniform(0.0, writer.args.pause))
 
 
@@ -183,7 +185,10 @@ def run_spark(writer: Writer, endpoint: Endpoint) -> None:
 
     def append(table: str, op_id: str) -> None:
         df = spark.range(ROWS_PER_APPEND).selectExpr(
-            f"'{op_id}' AS append_id", f"'{name}' AS writer", "id AS seq", "CAST(0 AS INT) AS touched"
+            f"'{op_id}' AS append_id",
+            f"'{name}' AS writer",
+            "id AS seq",
+            "CAST(0 AS INT) AS touched",
         )
         df.write.format("delta").mode("append").option("userMetadata", op_id).save(table)
 
@@ -193,34 +198,27 @@ def run_spark(writer: Writer, endpoint: Endpoint) -> None:
             "ON t.append_id = s.append_id WHEN MATCHED THEN UPDATE SET touched = t.touched + 1"
         )
 
+    def one_operation(table: str) -> None:
+        mine = writer.appended[table]
+        roll = writer.rng.random()
+        if roll < 0.12 and mine:
+            target = writer.rng.choice(mine)
+            _record(writer, table, "merge", lambda _: merge(table, target), target)
+        elif roll < 0.22:
+            eid, ok = _record(writer, table, "ephemeral", lambda op_id: append(table, op_id))
+            if ok:
+                delete = f"DELETE FROM delta.`{table}` WHERE append_id = '{eid}'"
+                _record(writer, table, "delete", lambda _: spark.sql(delete), eid)
+        elif roll < 0.30:
+            _record(writer, table, "optimize", lambda _: spark.sql(f"OPTIMIZE delta.`{table}`"))
+        else:
+            op_id, ok = _record(writer, table, "append", lambda op_id: append(table, op_id))
+            if ok:
+                mine.append(op_id)
+
     try:
         while not writer.stopped():
-            table = writer.rng.choice(writer.tables)
-            mine = writer.appended[table]
-            roll = writer.rng.random()
-            if roll < 0.12 and mine:
-                target = writer.rng.choice(mine)
-                _record(writer, table, "merge", lambda _, t=table, g=target: merge(t, g), target)
-            elif roll < 0.22:
-                eid, ok = _record(writer, table, "ephemeral", lambda op_id, t=table: append(t, op_id))
-                if ok:
-                    _record(
-                        writer,
-                        table,
-                        "delete",
-                        lambda _, t=table, e=eid: spark.sql(
-                            f"DELETE FROM delta.`{t}` WHERE append_id = '{e}'"
-                        ),
-                        eid,
-                    )
-            elif roll < 0.30:
-                _record(
-                    writer, table, "optimize", lambda _, t=table: spark.sql(f"OPTIMIZE delta.`{t}`")
-                )
-            else:
-                op_id, ok = _record(writer, table, "append", lambda op_id, t=table: append(t, op_id))
-                if ok:
-                    mine.append(op_id)
+            one_operation(writer.rng.choice(writer.tables))
             time.sleep(writer.rng.uniform(0.0, writer.args.pause))
     finally:
         spark.stop()
@@ -265,7 +263,9 @@ ENGINES: dict[str, Callable[[Writer, Endpoint], None]] = {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m deltaguard.localstack.soak_worker")
     parser.add_argument("--engine", choices=sorted(ENGINES), required=True)
-    parser.add_argument("--read", action="store_true", help="read the tables (spark), write nothing")
+    parser.add_argument(
+        "--read", action="store_true", help="read the tables (spark), write nothing"
+    )
     parser.add_argument("--writer", required=True, help="a name unique in the soak")
     parser.add_argument("--tables", required=True, help="comma-separated s3:// table URIs")
     parser.add_argument("--endpoint", required=True, help="S3 endpoint URL (the fault proxy)")
