@@ -95,6 +95,9 @@ class SoakConfig:
     kill_every_s: float = 60.0
     orphans_every_s: float = 60.0
     fault_rate: float = 1.0
+    #: Most seconds a Python or delta-rs writer waits between operations (random up to this):
+    #: they commit in milliseconds and would otherwise crowd out the Spark drivers on 2 cores.
+    light_writer_pause_s: float = 2.0
 
 
 @dataclass
@@ -302,6 +305,8 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
                     str(stop_file),
                     "--seed",
                     str(config.seed),
+                    "--pause",
+                    str(0.2 if engine == "spark" else config.light_writer_pause_s),
                     "--local-dir",
                     str(workdir / f"spark-{engine}{n}"),
                 ],
