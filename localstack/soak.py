@@ -322,7 +322,9 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
         _say(f"{len(workers)} writers on {len(tables)} tables for {config.duration_s:.0f} s")
         started = time.monotonic()
         deadline = started + config.duration_s
-        next_kill = started + rng.expovariate(1 / config.kill_every_s)
+        # Exponential gaps (mean kill_every_s); the first kill is in the first half of the run,
+        # so every run, however short, kills at least one writer.
+        next_kill = started + min(rng.expovariate(1 / config.kill_every_s), config.duration_s / 2)
         next_orphans = started + config.orphans_every_s
         orphan_runs = 0
         while time.monotonic() < deadline:
