@@ -30,6 +30,7 @@ class Verdict:
 
     lost: int = 0
     duplicated: int = 0
+    present_but_told_failed: int = 0
     violations: list[str] = field(default_factory=list)
     outcomes: Counter[str] = field(default_factory=Counter)
 
@@ -86,9 +87,12 @@ def check(
         allowed = _allowed(op, deletes)
         if found in allowed:
             continue
-        if found > max(allowed):
+        if found > ROWS_PER_APPEND:
             verdict.duplicated += 1
             what = "duplicated"
+        elif found == ROWS_PER_APPEND:
+            verdict.present_but_told_failed += 1
+            what = "present although its writer was told it failed (or deleted it)"
         elif found == 0:
             verdict.lost += 1
             what = "lost"
