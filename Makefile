@@ -19,7 +19,7 @@ PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars localstack spark-lines demo test test-fast test-java lint typecheck wheel bench bench-classes clean
+.PHONY: help setup venv jar jars localstack spark-lines demo test test-fast test-java lint typecheck wheel bench bench-classes soak clean
 
 help:  ## list every target
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,8 +55,9 @@ jar: $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1)  ## build the plugin jars (SDK v2 and SDK 
 jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
 
-localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local
+localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, versitygw
 	bash localstack/install.sh
+	bash localstack/install_versitygw.sh
 
 # One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0) for the per-line
 # tests and benchmarks.
@@ -94,6 +95,12 @@ typecheck: venv  ## mypy (strict) on the deltaguard package, with boto3 stubs
 
 wheel: jar  ## build the wheel (plugin jar inside) into dist/
 	$(UV) build --wheel -q -o dist .
+
+# The soak (docs/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
+# line is its summary. Longer: make soak SOAK_DURATION=3600; more options: SOAK_ARGS (see --help).
+SOAK_DURATION ?= 900
+soak: setup  ## set everything up, run the soak on LocalStack (15 min; SOAK_DURATION=seconds)
+	$(PY) -m deltaguard.localstack.soak --duration $(SOAK_DURATION) $(SOAK_ARGS)
 
 # The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)

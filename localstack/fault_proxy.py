@@ -258,6 +258,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if k.lower() not in _HOP_BY_HOP and k.lower() not in drop
             }
             if body or self.command in ("PUT", "POST"):
+                # One Content-Length, whatever the client's case (reqwest sends it lower case;
+                # a duplicate makes strict servers such as versitygw answer 400).
+                headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
                 headers["Content-Length"] = str(len(body))
             conn.request(self.command, self.path, body=body, headers=headers)
             response = conn.getresponse()

@@ -24,11 +24,20 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.moto_server import MotoServer
+from deltaguard.localstack.versitygw_server import VersityGWServer
 from deltaguard.logstore.s3_conditional import forget_verifications
 
 #: Fixtures that start (or need) a test server / Spark drivers: their tests get the marker.
 SERVER_FIXTURES = frozenset(
-    {"localstack", "moto", "ls_bucket", "moto_bucket", "ls_proxy", "ls_commit_table"}
+    {
+        "localstack",
+        "moto",
+        "versitygw",
+        "ls_bucket",
+        "moto_bucket",
+        "ls_proxy",
+        "ls_commit_table",
+    }
 )
 SPARK_FIXTURES = frozenset({"spark_tables"})
 
@@ -82,6 +91,13 @@ def localstack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackS
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     with MotoServer(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def versitygw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VersityGWServer]:
+    """versitygw, the second real S3 server (S3 only); not installed = an error, not a skip."""
+    with VersityGWServer(tmp_path_factory.mktemp("versitygw")) as server:
         yield server
 
 
