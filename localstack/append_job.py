@@ -202,6 +202,7 @@ def append(args: argparse.Namespace) -> dict[str, object]:
         )
         # What this driver really ran: its Spark and the Hadoop (S3A) on its classpath.
         jvm = spark.sparkContext._jvm
+        assert jvm is not None, "a classic (py4j) Spark session has a JVM gateway"
         report["spark_version"] = spark.version
         report["hadoop_version"] = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
         return report
