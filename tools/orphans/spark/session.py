@@ -10,6 +10,7 @@ local disk, ``s3-conditional`` with the command's endpoint, region and path-styl
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -41,13 +42,14 @@ def engine_session(
         )
         preset = PresetName.S3_CONDITIONAL
     master = master or "local[*]"
-    # Executors of a local master run this interpreter (the one deltaguard is installed in).
-    extra = {"spark.pyspark.python": sys.executable} if master.startswith("local") else {}
+    if master.startswith("local"):
+        # Python workers of a local master run this interpreter (deltaguard is installed in
+        # it); pyspark reads the worker interpreter from the environment, not from the conf.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return build_spark_session(
         storage,
         preset,
         app_name="deltaguard-orphans",
         master=master,
         driver_memory=driver_memory,
-        extra_conf=extra,
     )
