@@ -158,7 +158,7 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
     assert not again.result.of(FileClass.ORPHAN)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     ops=st.lists(st.tuples(OPS, st.integers(0, 60)), min_size=3, max_size=15),
     retention_h=st.sampled_from([0, 24]),

@@ -46,10 +46,16 @@ def engine_session(
         # Python workers of a local master run this interpreter (deltaguard is installed in
         # it); pyspark reads the worker interpreter from the environment, not from the conf.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    cores = os.cpu_count() or 2
+    # A local session's joins and groupings: a few partitions per core, not Spark's 200.
+    extra = {"spark.sql.shuffle.partitions": str(2 * cores)} if master.startswith("local") else {}
+    # The command's own output is the report: no progress bars or INFO lines on stderr.
+    extra |= {"spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR"}
     return build_spark_session(
         storage,
         preset,
         app_name="deltaguard-orphans",
         master=master,
         driver_memory=driver_memory,
+        extra_conf=extra,
     )
