@@ -67,7 +67,7 @@ def json_report(
 
 def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     """Runs the command with the Spark engine; returns the exit code."""
-    from py4j.protocol import Py4JError
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
     out = Console()

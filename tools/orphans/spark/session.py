@@ -33,6 +33,8 @@ def engine_session(
     running = SparkSession.getActiveSession()
     if running is not None:
         return running
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit: its settings, untouched
+        return SparkSession.builder.getOrCreate()
     scheme = table.partition("://")[0] if "://" in table else ""
     storage: LocalStorage | S3Storage = LocalStorage()
     preset = PresetName.LOCAL
