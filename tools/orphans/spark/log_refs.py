@@ -89,7 +89,7 @@ class SparkLog:
         return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
 
 
-def _segment(listing: LogListing, uri: str) -> tuple[int, CheckpointRef | None, list[int]]:
+def segment(listing: LogListing, uri: str) -> tuple[int, CheckpointRef | None, list[int]]:
     """The latest version, the checkpoint the snapshot starts from, and the commits after it."""
     latest = listing.latest_version
     if latest is None:
@@ -213,9 +213,9 @@ def read_log(spark: SparkSession, spec: StoreSpec, listing: LogListing) -> Spark
     from pyspark.sql import functions as F
 
     store = spec.open()
-    latest, own, chain = _segment(listing, store.uri)
-    segment = set(chain)
-    names = {n: (v, v in segment) for v, n in listing.commits.items()}
+    latest, own, chain = segment(listing, store.uri)
+    in_chain = set(chain)
+    names = {n: (v, v in in_chain) for v, n in listing.commits.items()}
     names |= {c.name: (c.version, False) for c in listing.compactions}
     sources = [_json_lines(spark, [store.location(f"{LOG_DIR}/{n}") for n in names], names)]
     if own is not None:

@@ -20,6 +20,7 @@ import orjson
 from rich.console import Console
 
 from deltaguard.tools.deltalog.errors import DeltaLogError
+from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.cli_run import OrphansRequest
@@ -27,6 +28,7 @@ from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
+from deltaguard.tools.orphans.spark.log_refs import segment
 from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
 from deltaguard.tools.orphans.spark.session import engine_session
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -83,7 +85,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
-        spec.open()  # a missing table or a bad URI fails here, before a JVM starts
+        segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
         spark = engine_session(
             req.table, s3, master=options.master, driver_memory=options.driver_memory
         )
