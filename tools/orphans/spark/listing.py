@@ -78,19 +78,19 @@ def list_table_distributed(
     parallelism = max(1, spark.sparkContext.defaultParallelism)
     rounds: list[Any] = []
     hidden: list[str] = []
-    listed = 0
+    listed = 1  # the root
     while True:
         found = dirs.mapPartitions(lister).persist(StorageLevel.MEMORY_AND_DISK)
         rounds.append(found)
         next_dirs = found.filter(lambda r: r[0] == _DIR).map(lambda r: r[1])
         pending = next_dirs.count()
-        listed += dirs.count() if len(rounds) == 1 else 0
         hidden += found.filter(lambda r: r[0] == _HIDDEN_DIR).map(lambda r: r[1]).collect()
         if pending == 0:
             break
         listed += pending
-        tasks = max(1, min(-(-pending // dirs_per_task) * 1, pending))
-        dirs = next_dirs.repartition(max(min(tasks, 4 * parallelism), min(pending, parallelism)))
+        # about dirs_per_task directories a task, every core busy, at most 4 tasks a core
+        tasks = max(-(-pending // dirs_per_task), min(pending, parallelism))
+        dirs = next_dirs.repartition(min(tasks, 4 * parallelism))
     files_rdd = spark.sparkContext.union([r.filter(lambda r: r[0] == _FILE) for r in rounds])
     files = spark.createDataFrame(files_rdd.map(lambda r: (r[1], r[2], r[3])), FILES_SCHEMA)
     return DistributedListing(files, listed, sorted(hidden), rounds)
