@@ -17,6 +17,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ SERVER_FIXTURES = frozenset(
         "ls_commit_table",
     }
 )
-SPARK_FIXTURES = frozenset({"spark_tables"})
+SPARK_FIXTURES = frozenset({"spark_tables", "failed_jobs"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -158,3 +159,14 @@ def spark_tables(tmp_path_factory: pytest.TempPathFactory):
     if prebuilt:
         return load_tables(Path(prebuilt))
     return build_tables(tmp_path_factory.mktemp("spark-tables"))
+
+
+@pytest.fixture(scope="session")
+def failed_jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A Spark-written table with failed jobs and a killed driver, and what Spark's VACUUM
+    DRY RUN says about it (deltaguard.localstack.failed_job ``fixture``), once per session.
+    Read-only: copy it before cleaning it."""
+    from deltaguard.localstack.failed_job import build_fixture
+
+    out = tmp_path_factory.mktemp("failed-jobs")
+    return out / "events", build_fixture(out)

@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from deltaguard.localstack.failed_job import build_fixture, run_vacuum_dry_run
+from deltaguard.localstack.failed_job import run_vacuum_dry_run
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.orphans import FileClass, execute, scan
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="session")
-def failed_jobs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    out = tmp_path_factory.mktemp("failed-jobs")
-    return out / "events", build_fixture(out)
 
 
 def test_orphans_match_spark_vacuum_dry_run(failed_jobs, tmp_path: Path) -> None:

@@ -296,6 +296,16 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     default=None,
     help="directories listed at once  [default: 8 on S3, 2 on local disk]",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="local: one process; spark: a Spark job (listing and classification in executors, "
+    "docs/orphans.md)",
+)
+@click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
+@click.option("--spark-master", help="--engine spark without a running session: the master")
 def orphans_command(
     table: str,
     endpoint: str | None,
@@ -309,6 +319,9 @@ def orphans_command(
     as_json: bool,
     manifest_path: Path | None,
     workers: int | None,
+    engine: str,
+    report_table: str | None,
+    spark_master: str | None,
 ) -> None:
     """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
 
@@ -334,6 +347,10 @@ def orphans_command(
         manifest_path=manifest_path,
         workers=workers,
     )
+    if engine == "spark":
+        from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark
+
+        sys.exit(run_orphans_spark(request, SparkEngineOptions(report_table, spark_master)))
     sys.exit(run_orphans(request))
 
 

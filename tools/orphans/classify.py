@@ -100,7 +100,30 @@ class ScanResult:
 def _data_candidate(
     info: FileInfo, refs: References, cutoff_ms: int, ever_named: bool
 ) -> Candidate | None:
-    if info.path in refs.protected:
+    return data_candidate(
+        info,
+        cutoff_ms,
+        protected=info.path in refs.protected,
+        ever_named=ever_named,
+        tombstone=(info.path in refs.tombstone_ms, refs.tombstone_ms.get(info.path)),
+        change_data=info.path in refs.change_data,
+    )
+
+
+def data_candidate(
+    info: FileInfo,
+    cutoff_ms: int,
+    *,
+    protected: bool,
+    ever_named: bool,
+    tombstone: tuple[bool, int | None],
+    change_data: bool,
+) -> Candidate | None:
+    """The class of one listed data file, from what the log says about its path: protected by
+    the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
+    timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine calls it in
+    its executors, :mod:`deltaguard.tools.orphans.spark.classify`)."""
+    if protected:
         return None
     if info.mtime_ms >= cutoff_ms:
         reason = "modified after the cut-off: may belong to a writer still in flight"
@@ -112,10 +135,9 @@ def _data_candidate(
             else "no retained log entry references it (failed or aborted write)"
         )
         return Candidate(info.path, info.size, info.mtime_ms, FileClass.ORPHAN, reason)
-    if info.path in refs.tombstone_ms:
-        deleted = refs.tombstone_ms[info.path]
-        reason = f"removed at {deleted} ms, before the cut-off"
-    elif info.path in refs.change_data:
+    if tombstone[0]:
+        reason = f"removed at {tombstone[1]} ms, before the cut-off"
+    elif change_data:
         reason = "change data older than the retention"
     else:
         reason = "named only by removed entries or older versions of the log"

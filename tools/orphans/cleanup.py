@@ -87,17 +87,41 @@ def recheck(
     log_still = {c.path for c in log_candidates(store, listing, cutoff)}
     out = Recheck(snapshot.version, [])
     for c in planned:
-        if c.mtime_ms >= cutoff:
-            out.spared.append((c, "no longer older than the cut-off (retention changed)"))
-        elif c.file_class is FileClass.LOG_TEMP and c.path not in log_still:
-            out.spared.append((c, "no longer a log leftover"))
-        elif c.path in refs.protected:
-            out.spared.append((c, f"referenced by the snapshot at version {snapshot.version}"))
-        elif c.file_class is FileClass.ORPHAN and c.path in refs.ever:
-            out.spared.append((c, f"a log entry now names it (latest version {snapshot.version})"))
+        why = spared_because(
+            c,
+            cutoff,
+            snapshot.version,
+            log_leftover=c.path in log_still,
+            protected=c.path in refs.protected,
+            ever_named=c.path in refs.ever,
+        )
+        if why is not None:
+            out.spared.append((c, why))
         else:
             out.targets.append(c)
     return out
+
+
+def spared_because(
+    c: Candidate,
+    cutoff_ms: int,
+    version: int,
+    *,
+    log_leftover: bool,
+    protected: bool,
+    ever_named: bool,
+) -> str | None:
+    """Why the re-read of the log (at ``version``, cut-off ``cutoff_ms``) spares planned file
+    ``c``, or None if it may still be deleted. The one rule both engines apply."""
+    if c.mtime_ms >= cutoff_ms:
+        return "no longer older than the cut-off (retention changed)"
+    if c.file_class is FileClass.LOG_TEMP and not log_leftover:
+        return "no longer a log leftover"
+    if protected:
+        return f"referenced by the snapshot at version {version}"
+    if c.file_class is FileClass.ORPHAN and ever_named:
+        return f"a log entry now names it (latest version {version})"
+    return None
 
 
 def _now() -> str:

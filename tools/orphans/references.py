@@ -31,7 +31,7 @@ from deltaguard.tools.deltalog.actions import (
     RemoveFile,
     parse_json_actions,
 )
-from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing
@@ -120,6 +120,12 @@ def checkpoints_to_read(listing: LogListing, snapshot: Snapshot) -> list[int]:
     """Indexes into ``listing.checkpoints`` whose file actions must be read: the oldest, and
     any checkpoint the commits before it do not reach (a gap), except the snapshot's own
     checkpoint (the snapshot's adds and tombstones already contain all its entries)."""
+    return checkpoints_besides(listing, snapshot.segment.checkpoint)
+
+
+def checkpoints_besides(listing: LogListing, own: CheckpointRef | None) -> list[int]:
+    """:func:`checkpoints_to_read` for a snapshot built on checkpoint ``own`` (None: from
+    commit 0)."""
     picked: list[int] = []
     previous: int | None = None
     for i, ref in enumerate(listing.checkpoints):
@@ -131,7 +137,6 @@ def checkpoints_to_read(listing: LogListing, snapshot: Snapshot) -> list[int]:
         if gap:
             picked.append(i)
         previous = ref.version
-    own = snapshot.segment.checkpoint
     return [i for i in picked if listing.checkpoints[i] != own]
 
 

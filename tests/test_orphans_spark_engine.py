@@ -1,0 +1,207 @@
+"""``deltaguard orphans --engine spark`` against the local engine: the same classified files on
+the Spark-written failed-job table (DVs, CDC, an overwrite, a failed job, a killed driver), on
+local disk and on LocalStack over s3a; cleanup's safety (the re-read spares what a commit made
+since names, a re-run after a crash finishes the job); the property test's invariant on random
+histories. One local Spark session for the module (local[2])."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_orphans_property import HOUR, OPS, _retained_versions, _run_history
+
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.localstack.table_copies import upload_table
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.storage import LocalStorage
+from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog.storage import S3Options
+from deltaguard.tools.orphans import FileClass, scan
+from deltaguard.tools.orphans.spark.cleanup import execute_spark
+from deltaguard.tools.orphans.spark.scan import scan_spark
+from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # Executors open S3 with boto3's default chain: the test bed's static credentials.
+    creds = {
+        **Endpoint(url="http://127.0.0.1:1").credentials_env(),
+        "PYSPARK_PYTHON": sys.executable,  # the workers import deltaguard from this venv
+    }
+    saved = {k: os.environ.get(k) for k in creds}
+    os.environ.update(creds)
+    session = build_test_session(
+        LocalStorage(),
+        PresetName.LOCAL,
+        app_name="orphans-spark-engine",
+        master="local[2]",
+        local_dir=tmp_path_factory.mktemp("spark-engine"),
+    )
+    yield session
+    session.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _classified(candidates: list[Any]) -> set[tuple[str, FileClass, str]]:
+    return {(c.path, c.file_class, c.reason) for c in candidates}
+
+
+@pytest.mark.parametrize("retention_ms", [0, None])
+def test_spark_engine_classifies_like_the_local_engine(
+    failed_jobs, spark, tmp_path: Path, retention_ms: int | None
+) -> None:
+    table, expected = failed_jobs
+    ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=retention_ms)
+    local = scan(open_table(str(table)), retention_ms=retention_ms, now_ms=ours.result.now_ms)
+    assert ours.complete and _classified(ours.result.candidates) == _classified(local.candidates)
+    assert (ours.result.version, ours.result.listed_files, ours.result.referenced_files) == (
+        local.version,
+        local.listed_files,
+        local.referenced_files,
+    )
+    assert ours.result.hidden_dirs == local.hidden_dirs
+    if retention_ms == 0:
+        classes = {c.file_class for c in ours.result.candidates}
+        assert {FileClass.ORPHAN, FileClass.EXPIRED_TOMBSTONE} <= classes
+        vacuum = {p for p in expected["vacuum_dry_run"] if os.path.isfile(p)}
+        found = ours.result.candidates
+        assert {f"{table}/{c.path}" for c in found if c.file_class is not FileClass.RECENT} == (
+            vacuum
+        )
+    else:
+        assert {c.file_class for c in ours.result.candidates} == {FileClass.RECENT}
+
+
+def test_spark_engine_on_localstack_over_s3a(
+    failed_jobs, spark, localstack, ls_bucket: str, tmp_path: Path
+) -> None:
+    table, _expected = failed_jobs
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_table(table, client, ls_bucket, "lake/events")
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in endpoint.s3_storage().hadoop_conf().items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
+    uri = f"s3a://{ls_bucket}/lake/events"
+    spec = StoreSpec(uri, S3Options(endpoint.url, endpoint.region, path_style=True))
+    ours = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
+    local = scan(open_table(uri, client=client), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert len(ours.result.candidates) > 10
+
+
+def _commit_naming(table: Path, rel: str) -> int:
+    """Appends a commit whose add names ``rel`` (as a late writer would); returns its version."""
+    version = load_snapshot(open_table(str(table))).version + 1
+    add = {
+        "path": rel,
+        "partitionValues": {},
+        "size": (table / rel).stat().st_size,
+        "modificationTime": int(time.time() * 1000),
+        "dataChange": True,
+    }
+    (table / "_delta_log" / f"{version:020d}.json").write_bytes(orjson.dumps({"add": add}) + b"\n")
+    return version
+
+
+def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
+    failed_jobs, spark, tmp_path: Path
+) -> None:
+    source, _expected = failed_jobs
+    table = tmp_path / "events"
+    shutil.copytree(source, table)
+    spec = StoreSpec(str(table))
+    first = scan_spark(spark, spec, str(tmp_path / "r1"), retention_ms=0)
+    orphans = sorted(c.path for c in first.result.of(FileClass.ORPHAN))
+    assert len(orphans) >= 4
+    crashed, late = orphans[: len(orphans) // 2], orphans[-1]
+    for rel in crashed:  # the first run died after deleting these
+        (table / rel).unlink()
+    version = _commit_naming(table, late)  # a writer committed one of the planned files
+    doc = execute_spark(
+        spark,
+        spec,
+        first,
+        manifest_dir=tmp_path / "m",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    assert doc["status"] == "done" and doc["version_rechecked"] == version
+    assert (table / late).exists()
+    assert {s["path"] for s in doc["spared"]} == {late}
+    assert set(doc["missing"]) == set(crashed)
+    assert {d["path"] for d in doc["deleted"]} == set(orphans) - set(crashed) - {late}
+    assert doc["counts"]["failed"] == 0
+    outcome = spark.read.parquet(str(tmp_path / "m" / "outcome")).collect()
+    assert {r.path for r in outcome} == set(orphans) - {late}
+    snapshot = load_snapshot(open_table(str(table)))
+    assert all((table / p).exists() for p in snapshot.adds.paths())
+    again = scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
+    assert not again.result.of(FileClass.ORPHAN)
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    ops=st.lists(st.tuples(OPS, st.integers(0, 60)), min_size=3, max_size=15),
+    retention_h=st.sampled_from([0, 24]),
+    include_tombstones=st.booleans(),
+)
+def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
+    spark, tmp_path_factory, ops, retention_h, include_tombstones
+) -> None:
+    base = tmp_path_factory.mktemp("sprop")
+    root = base / "t"
+    now = int(time.time() * 1000)
+    _t, never = _run_history(root, ops, now)
+    outside = base / "outside.parquet"
+    outside.write_bytes(b"not the table's")
+    store = open_table(str(root))
+    versions = _retained_versions(store)
+    spec = StoreSpec(str(root))
+    ours = scan_spark(spark, spec, str(base / "r"), retention_ms=retention_h * HOUR, now_ms=now)
+    local = scan(store, retention_ms=retention_h * HOUR, now_ms=now)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    execute_spark(
+        spark,
+        spec,
+        ours,
+        manifest_dir=base / "m",
+        include_tombstones=include_tombstones,
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    assert outside.exists()
+    cutoff = ours.result.cutoff_ms
+    for version, (timestamp, files) in versions.items():
+        if (
+            include_tombstones
+            and timestamp is not None
+            and timestamp < cutoff
+            and version != max(versions)
+        ):
+            continue  # VACUUM's contract: versions older than the retention may lose files
+        missing = [f for f in files if not (root / f).exists()]
+        assert not missing, f"version {version} lost {missing}"
+    assert not [
+        p
+        for p in never
+        if (root / p).exists() and (root / p).stat().st_mtime_ns // 1_000_000 < cutoff
+    ]

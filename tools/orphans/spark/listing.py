@@ -1,0 +1,96 @@
+"""The table's files listed by Spark executors, one directory level per round.
+
+Round ``n`` is one Spark job over the directories found at depth ``n`` (an RDD, repartitioned
+so each task lists a slice of them): each task lists its directories with the store's
+one-directory listing (:meth:`TableStore.children`, the local engine's, so S3 pages and local
+``scandir`` behave the same) and emits files and sub-directories. Hidden directories
+(:func:`~deltaguard.tools.orphans.rules.hidden_name_rule`) are not entered, as VACUUM does.
+The driver only counts each round's directories and collects the hidden directory names; no
+task lists more than its directories, and no file path reaches the driver.
+
+Limit: one directory is listed by one task (a flat table with millions of files in its root
+is listed by a single S3 pagination, as in the local engine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deltaguard.tools.orphans.rules import hidden_name_rule
+from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+FILES_SCHEMA = "path string, size long, mtime_ms long"
+_FILE, _DIR, _HIDDEN_DIR = 0, 1, 2
+
+
+@dataclass
+class DistributedListing:
+    """``files``: every visible file (path relative to the root, size, mtime in epoch ms), a
+    DataFrame persisted until :meth:`release`; ``dirs``: directories listed;
+    ``hidden_dirs``: directories not entered."""
+
+    files: DataFrame
+    dirs: int
+    hidden_dirs: list[str]
+    _persisted: list[Any]
+
+    def release(self) -> None:
+        for rdd in self._persisted:
+            rdd.unpersist()
+
+
+def _lister(
+    spec: StoreSpec, partition_columns: Sequence[str], configuration: dict[str, str]
+) -> Any:
+    def run(dirs: Iterable[str]) -> Iterator[tuple[int, str, int, int]]:
+        store = spec.open()
+        is_hidden = hidden_name_rule(partition_columns, configuration)
+        for rel_dir in dirs:
+            files, subdirs, _ = store.children(rel_dir)
+            for f in files:
+                if not is_hidden(f.path.rpartition("/")[2]):
+                    yield _FILE, f.path, f.size, f.mtime_ms
+            for sub in subdirs:
+                yield (_HIDDEN_DIR if is_hidden(sub.rpartition("/")[2]) else _DIR), sub, 0, 0
+
+    return run
+
+
+def list_table_distributed(
+    spark: SparkSession,
+    spec: StoreSpec,
+    partition_columns: Sequence[str],
+    configuration: dict[str, str],
+    *,
+    dirs_per_task: int = 64,
+) -> DistributedListing:
+    """Lists every visible file below the root (see the module docstring). Listing errors in
+    a task fail the job (Spark's ``task.maxFailures`` retries it first)."""
+    from pyspark import StorageLevel
+
+    lister = _lister(spec, list(partition_columns), dict(configuration))
+    dirs = spark.sparkContext.parallelize([""], 1)
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    rounds: list[Any] = []
+    hidden: list[str] = []
+    listed = 1  # the root
+    while True:
+        found = dirs.mapPartitions(lister).persist(StorageLevel.MEMORY_AND_DISK)
+        rounds.append(found)
+        next_dirs = found.filter(lambda r: r[0] == _DIR).map(lambda r: r[1])
+        pending = next_dirs.count()
+        hidden += found.filter(lambda r: r[0] == _HIDDEN_DIR).map(lambda r: r[1]).collect()
+        if pending == 0:
+            break
+        listed += pending
+        # about dirs_per_task directories a task, every core busy, at most 4 tasks a core
+        tasks = max(-(-pending // dirs_per_task), min(pending, parallelism))
+        dirs = next_dirs.repartition(min(tasks, 4 * parallelism))
+    files_rdd = spark.sparkContext.union([r.filter(lambda r: r[0] == _FILE) for r in rounds])
+    files = spark.createDataFrame(files_rdd.map(lambda r: (r[1], r[2], r[3])), FILES_SCHEMA)
+    return DistributedListing(files, listed, sorted(hidden), rounds)

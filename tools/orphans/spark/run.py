@@ -1,0 +1,168 @@
+"""``deltaguard orphans --engine spark``: the command behind :mod:`deltaguard.tools.cli`.
+
+Same exit codes, same terminal report and same ``--json`` document
+(``deltaguard.orphans.report/1``) as the local engine (:mod:`..cli_run`), with two additions to
+the JSON: ``report_table`` (the parquet table holding every candidate) and, when there are more
+than ``--max-report-files`` candidates, an empty ``files`` list (the totals and partitions are
+complete; a note says where the files are). The manifest of ``--delete --yes`` is a directory:
+``manifest.json`` plus the parquet tables ``files`` (the plan) and ``outcome``
+(:mod:`.cleanup`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from rich.console import Console
+
+from deltaguard.tools.deltalog.errors import DeltaLogError
+from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.storage import S3Options, TableStore
+from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.orphans.cli_run import OrphansRequest
+from deltaguard.tools.orphans.deleter import OutsideTableError
+from deltaguard.tools.orphans.report import print_report, to_json
+from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
+from deltaguard.tools.orphans.spark.cleanup import execute_spark
+from deltaguard.tools.orphans.spark.log_refs import segment
+from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
+from deltaguard.tools.orphans.spark.session import engine_session
+from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.state_dir import default_manifest_path
+
+_ERROR = re.compile(r"deltaguard\.tools\.[\w.]+\.(\w+Error): (.+)")
+
+
+@dataclass(frozen=True)
+class SparkEngineOptions:
+    """Where the report table goes (default: next to the default manifests, under the state
+    directory), the master for a session the command builds itself, how many candidates the
+    report may carry."""
+
+    report_table: str | None = None
+    master: str | None = None
+    driver_memory: str | None = None
+    max_report_files: int = DEFAULT_MAX_REPORT_FILES
+
+
+def spark_failure(exc: Exception) -> str | None:
+    """The deltaguard error a Spark job failed with (``CorruptLogError: file:line: ...``), or
+    None if the failure is not one of ours."""
+    match = _ERROR.search(str(exc))
+    return f"{match.group(1)}: {match.group(2)}" if match else None
+
+
+def json_report(
+    scan: SparkScan, store: TableStore, cleanup: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The local engine's JSON report with the Spark-computed totals and partitions and the
+    ``report_table`` pointer."""
+    doc = to_json(scan.result, store, cleanup)
+    doc["totals"], doc["partitions"] = scan.totals, scan.partitions
+    doc["report_table"] = scan.report_path
+    return doc
+
+
+def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
+    """Runs the command with the Spark engine; returns the exit code."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    out = Console()
+    err = Console(stderr=True, soft_wrap=True)
+    retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
+    s3 = S3Options(req.endpoint, req.region, req.path_style)
+    stamp = datetime.now(UTC)
+    spec = StoreSpec(req.table, s3)
+    report = options.report_table or str(
+        default_manifest_path(req.table, stamp).with_suffix(".report.parquet")
+    )
+    cleanup: dict[str, Any] | None = None
+    try:
+        if retention_ms is not None and req.delete:
+            check_retention(retention_ms, req.unsafe_retention)
+        segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
+        spark = engine_session(
+            req.table, s3, master=options.master, driver_memory=options.driver_memory
+        )
+        if not req.as_json:
+            err.print(f"scanning {req.table} with Spark ({spark.sparkContext.master})")
+        scan = scan_spark(
+            spark,
+            spec,
+            report,
+            retention_ms=retention_ms,
+            max_report_files=options.max_report_files,
+        )
+        if req.delete:
+            check_retention(scan.result.retention_ms, req.unsafe_retention)
+        planned = sum(scan.totals[c]["files"] for c in _classes(req))
+        if req.delete and req.yes and planned:
+            manifest = req.manifest_path or default_manifest_path(req.table, stamp).with_suffix("")
+            cleanup = execute_spark(
+                spark,
+                spec,
+                scan,
+                manifest_dir=manifest,
+                include_tombstones=req.include_tombstones,
+                unsafe_retention=req.unsafe_retention,
+                given_retention=retention_ms is not None,
+            )
+            cleanup["manifest_path"] = str(manifest / "manifest.json")
+    except (RetentionTooShortError, ValueError) as exc:
+        err.print(f"deltaguard orphans: {exc}", highlight=False)
+        return ExitCode.UNREADABLE
+    except DeltaLogError as exc:
+        err.print(f"deltaguard orphans: cannot read {req.table}: {exc}", highlight=False)
+        return ExitCode.UNREADABLE
+    except (PySparkException, Py4JError) as exc:
+        ours = spark_failure(exc)
+        what = ours or str(exc).strip().splitlines()[0]
+        verb = "nothing deleted" if req.delete and req.yes else "scan failed"
+        err.print(f"deltaguard orphans: {verb}: {what}", highlight=False)
+        return ExitCode.UNREADABLE
+    except (OutsideTableError, OSError) as exc:
+        err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
+        return ExitCode.UNREADABLE
+    code = ExitCode.FOUND if planned else ExitCode.CLEAN
+    if cleanup is not None:
+        code = ExitCode.DELETE_FAILED if cleanup["counts"]["failed"] else ExitCode.CLEAN
+    if req.as_json:
+        doc = json_report(scan, spec.open(), cleanup)
+        out.file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return code
+    if scan.complete:
+        print_report(scan.result, out)
+    else:
+        out.print(
+            f"{scan.result.table} version {scan.result.version}: {scan.result.listed_files} files listed"
+        )
+        for cls, tot in scan.totals.items():
+            out.print(f"{cls}: {tot['files']} files, {tot['bytes']} bytes")
+        for note in scan.result.notes:
+            out.print(f"note: {note}")
+    out.print(f"report table: {scan.report_path}")
+    if not planned:
+        out.print("nothing to clean up")
+    elif cleanup is None:
+        hint = " (add --yes to delete)" if req.delete else " (--delete --yes to delete)"
+        total = sum(scan.totals[c]["bytes"] for c in _classes(req))
+        out.print(f"dry run: would delete {planned} files, {total} bytes{hint}")
+    else:
+        n = cleanup["counts"]
+        out.print(
+            f"deleted {n['deleted']} files ({n['missing']} already gone, {n['spared']} spared "
+            f"by the re-read of the log, {n['failed']} failed); manifest: "
+            f"{cleanup['manifest_path']}"
+        )
+    return code
+
+
+def _classes(req: OrphansRequest) -> list[str]:
+    from deltaguard.tools.orphans.cleanup import cleanup_classes
+
+    return [c.value for c in cleanup_classes(req.include_tombstones)]
