@@ -122,7 +122,7 @@ def data_candidate(
     """The class of one listed data file, from what the log says about its path: protected by
     the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
     timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine calls it in
-    its executors, :mod:`deltaguard.tools.orphans.spark.classify`)."""
+    its executors, :mod:`deltaguard.tools.orphans.spark.scan`)."""
     if protected:
         return None
     if info.mtime_ms >= cutoff_ms:
