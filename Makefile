@@ -32,7 +32,9 @@ $(UV):
 # laid out as the import paths, so static tools (mypy, IDEs) follow it. A new module needs a
 # re-link: the install depends on the list of package files.
 PACKAGE_FILES := $(shell find logstore/python spark_conf tools localstack -name '*.py' -o -name py.typed 2>/dev/null | sort)
-$(VENV)/.installed: pyproject.toml VERSION $(PACKAGE_FILES) $(UV)
+# It links package data too, as it finds it when it is made: the plugin jars are built first
+# (and a rebuilt jar re-links), or the installed package would carry none.
+$(VENV)/.installed: pyproject.toml VERSION $(PACKAGE_FILES) $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1) $(UV)
 	$(UV) venv -q --allow-existing -p python3.11 $(VENV)
 	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[spark,test,dev]' --config-settings editable_mode=strict
 	touch $@
