@@ -124,7 +124,8 @@ def spared_because(
     return None
 
 
-def _now() -> str:
+def now_iso() -> str:
+    """The manifests' timestamp: UTC, ISO 8601, to the second (both engines)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -154,7 +155,7 @@ def execute(
         "retention_ms": result.retention_ms,
         "cutoff_ms": result.cutoff_ms,
         "classes": [c.value for c in classes],
-        "started_at": _now(),
+        "started_at": now_iso(),
         "finished_at": None,
         "planned": len(planned),
         "deleted": [],
@@ -174,7 +175,7 @@ def execute(
     by_path = {c.path: c for c in checked.targets}
     doc.update(
         status="done",
-        finished_at=_now(),
+        finished_at=now_iso(),
         deleted=[_entry(by_path[p]) for p in sorted(outcome.deleted)],
         missing=sorted(outcome.missing),
         failed=[{"path": p, "error": e} for p, e in sorted(outcome.failed)],

@@ -28,13 +28,12 @@ made since names, so the re-run finishes the job and deletes nothing that became
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.orphans.classify import log_candidates
-from deltaguard.tools.orphans.cleanup import cleanup_classes, spared_because
+from deltaguard.tools.orphans.cleanup import cleanup_classes, now_iso, spared_because
 from deltaguard.tools.orphans.deleter import OutsideTableError, check_contained, delete_files
 from deltaguard.tools.orphans.manifest import write_manifest
 from deltaguard.tools.orphans.rules import check_retention
@@ -96,10 +95,6 @@ def _deleter(spec: StoreSpec) -> Any:
     return run
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def execute_spark(
     spark: SparkSession,
     spec: StoreSpec,
@@ -130,7 +125,7 @@ def execute_spark(
         "retention_ms": result.retention_ms,
         "cutoff_ms": result.cutoff_ms,
         "classes": [c.value for c in classes],
-        "started_at": _now(),
+        "started_at": now_iso(),
         "finished_at": None,
         "planned": planned.count(),
         "manifest_table": str(manifest_dir),
@@ -176,7 +171,7 @@ def execute_spark(
     rows = outcome.orderBy("path").limit(MAX_LISTED).collect()
     doc.update(
         status="done",
-        finished_at=_now(),
+        finished_at=now_iso(),
         deleted=[
             {"path": r.path, "class": r["class"], "size": r.size, "mtime_ms": r.mtime_ms}
             for r in rows
