@@ -110,6 +110,14 @@ def test_cleanup_never_deletes_a_referenced_file(
         unsafe_retention=True,
         given_retention=True,
     )
+    assert_retained_versions_intact(root, versions, cutoff, include_tombstones)
+
+
+def assert_retained_versions_intact(
+    root, versions: dict, cutoff: int, include_tombstones: bool
+) -> None:
+    """Every file of every version a reader may still ask for exists under ``root``.
+    ``versions``: version -> (commit timestamp or None, its files)."""
     for version, (timestamp, files) in versions.items():
         if (
             include_tombstones

@@ -18,7 +18,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_orphans_property import HOUR, OPS, _retained_versions, _run_history
+from test_orphans_property import (
+    HOUR,
+    OPS,
+    _retained_versions,
+    _run_history,
+    assert_retained_versions_intact,
+)
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
@@ -190,16 +196,7 @@ def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
     )
     assert outside.exists()
     cutoff = ours.result.cutoff_ms
-    for version, (timestamp, files) in versions.items():
-        if (
-            include_tombstones
-            and timestamp is not None
-            and timestamp < cutoff
-            and version != max(versions)
-        ):
-            continue  # VACUUM's contract: versions older than the retention may lose files
-        missing = [f for f in files if not (root / f).exists()]
-        assert not missing, f"version {version} lost {missing}"
+    assert_retained_versions_intact(root, versions, cutoff, include_tombstones)
     assert not [
         p
         for p in never

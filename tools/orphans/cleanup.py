@@ -124,6 +124,25 @@ def spared_because(
     return None
 
 
+def manifest_start(
+    result: ScanResult, classes: tuple[FileClass, ...], planned: int
+) -> dict[str, Any]:
+    """The fields of a manifest's first write (``status: deleting``) that both engines record,
+    in their order: what was scanned, the cut-off, the classes and how many files are planned."""
+    return {
+        "status": "deleting",
+        "table": result.table,
+        "version_scanned": result.version,
+        "version_rechecked": None,
+        "retention_ms": result.retention_ms,
+        "cutoff_ms": result.cutoff_ms,
+        "classes": [c.value for c in classes],
+        "started_at": now_iso(),
+        "finished_at": None,
+        "planned": planned,
+    }
+
+
 def now_iso() -> str:
     """The manifests' timestamp: UTC, ISO 8601, to the second (both engines)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -148,16 +167,7 @@ def execute(
     classes = cleanup_classes(include_tombstones)
     planned = targets(result, include_tombstones)
     doc: dict[str, Any] = {
-        "status": "deleting",
-        "table": result.table,
-        "version_scanned": result.version,
-        "version_rechecked": None,
-        "retention_ms": result.retention_ms,
-        "cutoff_ms": result.cutoff_ms,
-        "classes": [c.value for c in classes],
-        "started_at": now_iso(),
-        "finished_at": None,
-        "planned": len(planned),
+        **manifest_start(result, classes, len(planned)),
         "deleted": [],
         "missing": [],
         "spared": [],

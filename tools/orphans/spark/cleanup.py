@@ -33,7 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.orphans.classify import log_candidates
-from deltaguard.tools.orphans.cleanup import cleanup_classes, now_iso, spared_because
+from deltaguard.tools.orphans.cleanup import (
+    cleanup_classes,
+    manifest_start,
+    now_iso,
+    spared_because,
+)
 from deltaguard.tools.orphans.deleter import OutsideTableError, check_contained, delete_files
 from deltaguard.tools.orphans.manifest import write_manifest
 from deltaguard.tools.orphans.rules import check_retention
@@ -118,16 +123,7 @@ def execute_spark(
     store = spec.open()
     planned = report_frame(spark, scan).where(F.col("class").isin(*[c.value for c in classes]))
     doc: dict[str, Any] = {
-        "status": "deleting",
-        "table": result.table,
-        "version_scanned": result.version,
-        "version_rechecked": None,
-        "retention_ms": result.retention_ms,
-        "cutoff_ms": result.cutoff_ms,
-        "classes": [c.value for c in classes],
-        "started_at": now_iso(),
-        "finished_at": None,
-        "planned": planned.count(),
+        **manifest_start(result, classes, planned.count()),
         "manifest_table": str(manifest_dir),
     }
     listing = list_log(store)
