@@ -81,7 +81,7 @@ FEWER_REQUESTS: tuple[FewerRequestsSetting, ...] = (
         default="true",
         why=(
             "no N.crc after each commit: Delta writes it through Spark's CheckpointFileManager "
-            "as a temp file plus rename, about 23 S3 requests (HEAD/LIST probes, PUT, COPY, "
+            "as a temp file plus rename, about 22 S3 requests (HEAD/LIST probes, PUT, COPY, "
             "DELETE) per append, most of the total. It is not part of the commit: the protocol "
             "makes version checksums optional, readers (Delta, delta-rs, deltaguard audit) fall "
             "back to the log when one is missing, and with several writers it is already "
