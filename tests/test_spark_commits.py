@@ -68,10 +68,36 @@ def test_conditional_store_4_drivers_x_10_appends_lose_nothing(
 ):
     """The same staged race, through deltaguard's LogStore: exactly 40 data commits. (``make
     bench`` runs Spark drivers at larger sizes; the suite keeps the race and the contention.)"""
-    ls_proxy.set_rules([hold_one_commit_put()])
+    ls_proxy.set_rules([hold_one_commit_put(), *count_log_reads()])
     result = _run(localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 4, 10)
-    assert ls_proxy.fired() == [1], "the race was staged"
+    assert ls_proxy.fired() == [1, 0, 0], "the race was staged"
     _assert_nothing_lost(result, 40)
+    assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=41, drivers=4)
+
+
+def count_log_reads() -> list[FaultRule]:
+    """Rules that never fire and only count (``matched``) the GETs and HEADs of files in
+    ``_delta_log/``: the reads of peers' commits, which grow with the number of drivers."""
+    log_file = r"/_delta_log/[^/]+$"
+    return [FaultRule("delay", method=m, path_regex=log_file, rate=0.0) for m in ("GET", "HEAD")]
+
+
+def assert_requests_per_append(localstack, proxy, bucket: str, commits: int, drivers: int):
+    """The request budget of the s3-conditional preset (docs/logstore.md, "Requests per
+    append"): besides reading log files, at most 15 S3 requests per commit (one driver's steady
+    append costs 5 of them; before the tuning, 29); no temp file renamed (COPY) and no DELETE
+    but the verifier's probe, once per driver; no N.crc written."""
+    stats = proxy.stats()
+    by_kind, log_reads = stats["by_kind"], sum(r["matched"] for r in stats["rules"][1:])
+    own = sum(by_kind.values()) - log_reads
+    assert own <= 15 * commits, (own / commits, log_reads / commits, by_kind)
+    assert by_kind.get("s3 CopyObject", 0) == 0, by_kind
+    assert by_kind.get("s3 DeleteObject", 0) <= drivers, by_kind
+    keys = [
+        o["Key"]
+        for o in localstack.endpoint.s3_client().list_objects_v2(Bucket=bucket).get("Contents", [])
+    ]
+    assert not [k for k in keys if k.endswith(".crc")], keys
 
 
 def test_spark_and_python_writers_together_lose_nothing(localstack, ls_proxy, ls_bucket, tmp_path):
