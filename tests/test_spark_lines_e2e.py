@@ -16,7 +16,13 @@ import json
 from pathlib import Path
 
 import pytest
-from test_spark_commits import ROWS, _assert_nothing_lost, assert_no_commit_written
+from test_spark_commits import (
+    ROWS,
+    _assert_nothing_lost,
+    assert_no_commit_written,
+    assert_requests_per_append,
+    count_log_reads,
+)
 
 from deltaguard.localstack import fanout_run
 from deltaguard.localstack.fault_proxy import FaultRule
@@ -81,13 +87,15 @@ def test_staged_race_conditional_store_loses_nothing(
     line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
 ):
     python = line_python(line)
-    ls_proxy.set_rules([hold_one_commit_put()])
+    ls_proxy.set_rules([hold_one_commit_put(), *count_log_reads()])
     result = _run(
         localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, [python] * 3, 5
     )
-    assert ls_proxy.fired() == [1], "the race was staged"
+    assert ls_proxy.fired() == [1, 0, 0], "the race was staged"
     _assert_ran_on(result, line, line, line)
     _assert_nothing_lost(result, 15)
+    # The line's own request-saving settings were in effect (spark_conf.request_tuning).
+    assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=16, drivers=3)
 
 
 @pytest.mark.parametrize("line", OTHER_LINES)
