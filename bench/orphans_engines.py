@@ -269,6 +269,8 @@ def markdown(section: dict[str, Any]) -> list[str]:
         "executor JVM RSS (largest) | files found |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    if section.get("note"):
+        lines[1:1] = ["", f"Note: {section['note']}"]
     for files, entry in section["sizes"].items():
         for engine in ENGINES:
             if engine not in entry:
