@@ -220,17 +220,15 @@ def test_spark_engine_classifies_the_synthetic_table_like_local(
     spark, localstack, ls_bucket: str, tmp_path: Path
 ) -> None:
     """test_orphans.py's table (DVs, old and recent tombstones, orphans, a cdc orphan, a log
-    temp file, hidden files and directories), on local disk at both retentions and on
-    LocalStack next to sibling prefixes the listing must not enter."""
+    temp file, hidden files and directories), on local disk and on LocalStack next to sibling
+    prefixes the listing must not enter."""
     root = tmp_path / "t"
     synthetic = orphans_table(root)
-    for retention_ms in (None, 0):
-        ours = scan_spark(
-            spark, StoreSpec(str(root)), str(tmp_path / "r"), retention_ms=retention_ms
-        )
-        local = scan(open_table(str(root)), retention_ms=retention_ms, now_ms=ours.result.now_ms)
-        assert _classified(ours.result.candidates) == _classified(local.candidates)
-        assert ours.result.hidden_dirs == local.hidden_dirs
+    # the table's own retention (7 days: recent and expired classes); retention 0 on S3
+    ours = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "r"))
+    local = scan(open_table(str(root)), now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert ours.result.hidden_dirs == local.hidden_dirs
     for i in range(20):
         synthetic.write_file(f"p=z/part-{i:05d}-orphan.parquet", int(time.time() * 1000))
     endpoint = localstack.endpoint
@@ -330,10 +328,10 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
     spark_tables, spark, tmp_path: Path
 ) -> None:
     """``audit --engine spark``'s file check: the same findings, summary and exit code as the
-    local one on healthy tables (hive-style paths with special characters, DVs and CDC, V2
-    checkpoints with sidecars) and on a table with a deleted data file, a deleted DV file, a
+    local one on healthy tables (hive-style paths with special characters, DVs and CDC) and
+    on a table with a deleted data file, a deleted DV file, a
     stray file in the log, an orphan and live files outside the root."""
-    for name in ("partitioned", "dv_cdc", "v2"):
+    for name in ("partitioned", "dv_cdc"):
         local, ours, local_code, our_code = _audits(spark_tables.path(name), spark)
         assert (ours, our_code) == (local, local_code) and our_code == 0, name
     table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
