@@ -16,7 +16,7 @@ from typing import Any
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.logstore.dynamodb_table import create_table
 
-from . import commit_latency, orphans, replay, spark_lines, throughput
+from . import commit_latency, orphans, orphans_engines, replay, spark_lines, throughput
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -158,6 +158,9 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans"):
         lines += [f"Orphan scan, {_when(results['orphans'])}:", ""]
         lines += _orphans_lines(results["orphans"])
+    if results.get("orphans_engines"):
+        lines += [f"Orphan scan engines, {_when(results['orphans_engines'])}:", ""]
+        lines += orphans_engines.markdown(results["orphans_engines"])
     rep = results.get("replay")
     if rep:
         lines += [
@@ -180,6 +183,10 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
@@ -199,7 +206,27 @@ def main(argv: list[str] | None = None) -> int:
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
     )
     parser.add_argument("--replay-runs", type=int, default=3)
-    parser.add_argument("--only", choices=["latency", "lines", "throughput", "replay", "orphans"])
+    parser.add_argument(
+        "--engine-sizes",
+        default="200000,1000000",
+        help="orphans_engines: table sizes every engine scans (comma-separated)",
+    )
+    parser.add_argument(
+        "--engine-spark-only-sizes",
+        default="4000000",
+        help="orphans_engines: table sizes only the Spark engine scans",
+    )
+    parser.add_argument("--engine-runs", type=int, default=3)
+    parser.add_argument(
+        "--engine-spark-only-runs",
+        type=int,
+        default=1,
+        help="orphans_engines: runs at the Spark-only sizes (one 4M-file run takes minutes)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["latency", "lines", "throughput", "replay", "orphans", "orphans_engines"],
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     previous = RESULTS / "latest.json"
@@ -270,6 +297,18 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 args.runs,
                 spark_runs=args.spark_runs,
+            )
+        if args.only in (None, "orphans_engines"):
+            results["orphans_engines"] = stamped(
+                orphans_engines.run(
+                    workdir,
+                    _sizes(args.engine_sizes),
+                    _sizes(args.engine_spark_only_sizes),
+                    args.engine_runs,
+                    args.engine_spark_only_runs,
+                ),
+                args.engine_runs,
+                spark_only_runs=args.engine_spark_only_runs,
             )
         if args.only in (None, "replay"):
             from importlib.metadata import version

@@ -1,12 +1,18 @@
-"""Driver peak RSS and wall time of ``deltaguard orphans`` local engine vs Spark engine.
+"""``make bench`` section ``orphans_engines``: the local engine, the Spark engine and Spark's
+``VACUUM ... RETAIN 0 HOURS DRY RUN`` per table size: wall time and the driver's peak RSS.
 
-``python -m bench.orphans_engines FILES [FILES ...]`` synthesizes the orphans bench table
-(:func:`deltaguard.localstack.synthetic_table.build_wide_table`: 200 partitions, 2.5% orphans,
-ten days old) per size and scans it once per engine, each in a fresh process (``engine`` mode
-of this module). Reported per run: wall seconds (Spark: session start included), the Python
-driver's peak RSS, and for the Spark engine the peak RSS of its local JVM (driver *and*
-executors in local mode, so an upper bound for a cluster driver). One JSON line per run.
-Not yet part of ``make bench`` (issue 16: to add with VACUUM DRY RUN at 1M files).
+Tables: the orphans bench layout (:func:`deltaguard.localstack.synthetic_table.build_wide_table`:
+empty files in 200 partitions, one commit and a checkpoint naming the live ones, 2.5%
+uncommitted, ten days old), written by :func:`build_table` as a stream (the 4M-file table's
+actions never sit in one list). Every run is a fresh process (``engine`` mode of this module):
+wall seconds of the whole process (a Spark session's start included) and of the scan alone.
+
+Driver memory: the Spark runs use a ``local-cluster[2,1,1024]`` master, so the executors are
+two separate JVMs (children of the driver JVM) and the driver JVM's peak RSS (``VmHWM`` of the
+Python driver's ``java`` child) is the driver's alone; the standalone master and worker of
+``local-cluster`` run inside the driver JVM (a few MiB of threads). Reported per run: the
+Python driver's peak RSS, the driver JVM's, and the largest executor JVM's. The local engine
+is one Python process (its peak RSS is all of it).
 """
 
 from __future__ import annotations
@@ -15,88 +21,282 @@ import glob
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
-import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 DAY_MS = 86_400_000
+PARTITIONS = 200
+MASTER = "local-cluster[2,1,1024]"
+DRIVER_MEMORY = "1g"
+ENGINES = ("local", "spark", "vacuum")
+LABELS = {
+    "local": "deltaguard orphans (local engine)",
+    "spark": "deltaguard orphans --engine spark",
+    "vacuum": "Spark VACUUM RETAIN 0 HOURS DRY RUN",
+}
 
 
-def _jvm_peak_mib() -> int | None:
-    """VmHWM of the JVM child of this process (pyspark's gateway), in MiB."""
+def build_table(root: Path, files: int, mtime_ms: int) -> int:
+    """The bench table with ``files`` files (2.5% of them orphans), streamed to disk: the
+    same names, commit and checkpoint as ``build_wide_table``. Returns the orphan count."""
+    import orjson
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deltaguard.localstack.synthetic_table import CHECKPOINT_SCHEMA, SyntheticTable
+
+    orphans = files // 40
+    live = files - orphans
+    table = SyntheticTable(root)
+    table.create(mtime_ms)
+    stamp = (mtime_ms * 1_000_000, mtime_ms * 1_000_000)
+    for p in range(PARTITIONS):
+        (root / f"p={p}").mkdir(parents=True, exist_ok=True)
+    log = root / "_delta_log"
+    head = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": {**table._metadata(), "configuration": []}},
+    ]
+    writer = pq.ParquetWriter(log / f"{1:020d}.checkpoint.parquet", CHECKPOINT_SCHEMA)
+    batch: list[dict[str, Any]] = list(head)
+    with (log / f"{1:020d}.json").open("wb") as commit:
+        commit.write(orjson.dumps({"commitInfo": {"timestamp": mtime_ms, "operation": "WRITE"}}))
+        commit.write(b"\n")
+        for i in range(live):
+            rel = f"p={i % PARTITIONS}/part-{i:06d}-{uuid.UUID(int=i)}.c000.snappy.parquet"
+            _touch(root / rel, stamp)
+            add = SyntheticTable.add_action(rel, mtime_ms)
+            commit.write(orjson.dumps({"add": add}) + b"\n")
+            batch.append({"add": {**add, "partitionValues": list(add["partitionValues"].items())}})
+            if len(batch) >= 100_000:
+                writer.write_table(pa.Table.from_pylist(batch, schema=CHECKPOINT_SCHEMA))
+                batch = []
+    if batch:
+        writer.write_table(pa.Table.from_pylist(batch, schema=CHECKPOINT_SCHEMA))
+    writer.close()
+    for name in (f"{1:020d}.json", f"{1:020d}.checkpoint.parquet"):
+        os.utime(log / name, ns=stamp)
+    (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": live + 2}))
+    for i in range(orphans):
+        _touch(root / f"p={i % PARTITIONS}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", stamp)
+    return orphans
+
+
+def _touch(path: Path, stamp: tuple[int, int]) -> None:
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+    os.utime(path, ns=stamp)
+
+
+def _status(pid: int) -> dict[str, str]:
+    text = Path(f"/proc/{pid}/status").read_text()
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
+def _children(ppid: int, name: str) -> list[int]:
+    out = []
     for status in glob.glob("/proc/[0-9]*/status"):
         try:
-            text = Path(status).read_text()
-        except OSError:
+            fields = _status(int(status.split("/")[2]))
+        except (OSError, ValueError):
             continue
-        fields = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
-        if fields.get("PPid", "").strip() == str(os.getpid()) and fields["Name"] == "java":
-            return int(fields["VmHWM"].split()[0]) // 1024
-    return None
+        if fields.get("PPid", "").strip() == str(ppid) and fields.get("Name") == name:
+            out.append(int(status.split("/")[2]))
+    return out
+
+
+def _peak_mib(pid: int) -> int:
+    return int(_status(pid)["VmHWM"].split()[0]) // 1024
+
+
+def _session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from deltaguard.localstack.spark_driver import build_test_session
+    from deltaguard.spark_conf.preset_name import PresetName
+    from deltaguard.spark_conf.storage import LocalStorage
+
+    return build_test_session(
+        LocalStorage(),
+        PresetName.LOCAL,
+        app_name="bench-orphans-engines",
+        master=MASTER,
+        driver_memory=DRIVER_MEMORY,
+        extra_conf={
+            "spark.sql.shuffle.partitions": "8",
+            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+        },
+    )
 
 
 def engine_run(engine: str, table: str) -> dict[str, Any]:
-    """One scan at retention 0 in this process."""
-    started = time.monotonic()
-    jvm = None
+    """One scan at retention 0 in this process (see the module docstring)."""
+    jvm: int | None = None
+    executors: int | None = None
+    spark = None
     if engine == "local":
         from deltaguard.tools.deltalog import open_table
         from deltaguard.tools.orphans import scan
 
+        started = time.monotonic()
         result = scan(open_table(table), retention_ms=0)
-        listed, found = result.listed_files, len(result.candidates)
+        found = len(result.candidates)
     else:
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        from deltaguard.localstack.spark_driver import build_test_session
-        from deltaguard.spark_conf.preset_name import PresetName
-        from deltaguard.spark_conf.storage import LocalStorage
-        from deltaguard.tools.orphans.spark.scan import scan_spark
-        from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+        spark = _session()
+        started = time.monotonic()
+        if engine == "spark":
+            from deltaguard.tools.orphans.spark.scan import scan_spark
+            from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
-        spark = build_test_session(
-            LocalStorage(),
-            PresetName.LOCAL,
-            master="local[2]",
-            driver_memory="2g",
-            extra_conf={"spark.sql.shuffle.partitions": "8"},
-        )
-        done = scan_spark(
-            spark, StoreSpec(table), f"{table}-report", retention_ms=0, max_report_files=0
-        )
-        listed, found = done.result.listed_files, done.candidate_count
-        jvm = _jvm_peak_mib()
+            done = scan_spark(
+                spark, StoreSpec(table), f"{table}-report", retention_ms=0, max_report_files=0
+            )
+            found = done.candidate_count
+        else:
+            found = spark.sql(f"VACUUM delta.`{table}` RETAIN 0 HOURS DRY RUN").count()
+    work = time.monotonic() - started
+    if spark is not None:
+        (driver,) = _children(os.getpid(), "java")
+        jvm = _peak_mib(driver)
+        executors = max(_peak_mib(pid) for pid in _children(driver, "java"))
+        spark.stop()
     return {
         "engine": engine,
-        "listed": listed,
-        "candidates": found,
-        "wall_s": round(time.monotonic() - started, 1),
+        "found": found,
+        "work_s": round(work, 1),
         "python_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-        "jvm_peak_rss_mib": jvm,
+        "driver_jvm_peak_rss_mib": jvm,
+        "executor_jvm_peak_rss_mib": executors,
     }
+
+
+def _one(engine: str, table: Path, log: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    with log.open("a") as err:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.orphans_engines", "engine", engine, str(table)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            check=False,
+            cwd=Path(__file__).parent.parent,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{engine} on {table} failed (exit {proc.returncode}); see {log}")
+    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    row["wall_s"] = round(time.monotonic() - started, 1)
+    print(f"[orphans_engines] {table.name}: {row}", file=sys.stderr, flush=True)
+    return row
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def med(key: str) -> float | None:
+        values = [r[key] for r in rows if r[key] is not None]
+        return round(statistics.median(values), 1) if values else None
+
+    return {
+        "runs": len(rows),
+        "wall_s_median": med("wall_s"),
+        "work_s_median": med("work_s"),
+        "python_peak_rss_mib_median": med("python_peak_rss_mib"),
+        "driver_jvm_peak_rss_mib_median": med("driver_jvm_peak_rss_mib"),
+        "executor_jvm_peak_rss_mib_median": med("executor_jvm_peak_rss_mib"),
+        "found": sorted({r["found"] for r in rows}),
+        "per_run": rows,
+    }
+
+
+def run(
+    workdir: Path,
+    sizes: tuple[int, ...] = (200_000, 1_000_000),
+    spark_only_sizes: tuple[int, ...] = (4_000_000,),
+    runs: int = 3,
+    spark_only_runs: int = 1,
+    progress: Path | None = None,
+) -> dict[str, Any]:
+    """Every engine on each of ``sizes`` (``runs`` runs each; the Spark engine first), the
+    Spark engine alone on each of ``spark_only_sizes`` (``spark_only_runs`` runs); each table
+    is built, measured and deleted before the next. With ``progress`` the section so far is
+    written there (JSON) after every run, so a run cut short keeps what it measured."""
+    import shutil
+
+    out: dict[str, Any] = {
+        "what": f"retention-0 scan of a table of N files in {PARTITIONS} partitions (2.5% "
+        f"orphans) on local disk, one process per run; Spark: {MASTER} (2 executor JVMs of "
+        f"1 GiB), driver memory {DRIVER_MEMORY}",
+        "master": MASTER,
+        "sizes": {},
+    }
+    log = workdir / "orphans-engines.log"
+    for files, engines, n in [
+        *((f, ("spark", "local", "vacuum"), runs) for f in sizes),
+        *((f, ("spark",), spark_only_runs) for f in spark_only_sizes),
+    ]:
+        root = workdir / f"engines-{files}"
+        started = time.monotonic()
+        orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
+        entry: dict[str, Any] = {"build_s": round(time.monotonic() - started, 1)}
+        entry["orphans"] = orphans
+        out["sizes"][str(files)] = entry
+        for engine in engines:
+            rows: list[dict[str, Any]] = []
+            for _ in range(n):
+                rows.append(_one(engine, root, log))
+                entry[engine] = _summary(rows)
+                if progress is not None:
+                    progress.write_text(json.dumps(out, indent=2) + "\n")
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(f"{root}-report", ignore_errors=True)
+    return out
+
+
+def _cell(value: float | None, unit: str) -> str:
+    return (
+        "-" if value is None else f"{value:.0f} {unit}" if unit == "MiB" else f"{value:.1f} {unit}"
+    )
+
+
+def markdown(section: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Orphan scan engines: {section['what']}. Wall: the whole process (session start "
+        "included), medians; RSS: peak, medians.",
+        "",
+        "| files | engine | runs | wall | scan alone | Python driver RSS | driver JVM RSS | "
+        "executor JVM RSS (largest) | files found |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    if section.get("note"):
+        lines[1:1] = ["", f"Note: {section['note']}"]
+    for files, entry in section["sizes"].items():
+        for engine in ENGINES:
+            if engine not in entry:
+                continue
+            s = entry[engine]
+            lines.append(
+                f"| {int(files):,} | {LABELS[engine]} | {s['runs']} | "
+                f"{_cell(s['wall_s_median'], 's')} | {_cell(s['work_s_median'], 's')} | "
+                f"{_cell(s['python_peak_rss_mib_median'], 'MiB')} | "
+                f"{_cell(s['driver_jvm_peak_rss_mib_median'], 'MiB')} | "
+                f"{_cell(s['executor_jvm_peak_rss_mib_median'], 'MiB')} | "
+                f"{', '.join(str(f) for f in s['found'])} |"
+            )
+    return [*lines, ""]
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["engine"]:
         print(json.dumps(engine_run(argv[1], argv[2])))
         return 0
-    from deltaguard.localstack.synthetic_table import build_wide_table
+    import tempfile
 
+    sizes = tuple(int(a) for a in argv) or (200_000,)
     with tempfile.TemporaryDirectory(prefix="orphans-engines-") as tmp:
-        for files in (int(a) for a in argv):
-            table = Path(tmp) / f"t{files}"
-            now = int(time.time() * 1000)
-            build_wide_table(table, files, 200, now - 10 * DAY_MS, files // 40)
-            for engine in ("local", "spark"):
-                out = subprocess.run(
-                    [sys.executable, "-m", "bench.orphans_engines", "engine", engine, str(table)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                print(out.stdout.strip().splitlines()[-1], flush=True)
+        result = run(Path(tmp), sizes, (), runs=1)
+    print("\n".join(markdown(result)))
     return 0
 
 

@@ -2,7 +2,9 @@
 the Spark-written failed-job table (DVs, CDC, an overwrite, a failed job, a killed driver), on
 local disk and on LocalStack over s3a; cleanup's safety (the re-read spares what a commit made
 since names, a re-run after a crash finishes the job); the property test's invariant on random
-histories. One local Spark session for the module (local[2])."""
+histories; the fallback past a damaged checkpoint (and the refusal when none is left); the
+audit's file check (``audit --engine spark``) against the local one. One local Spark session
+for the module (local[2])."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_orphans import _table as orphans_table
 from test_orphans_property import (
     HOUR,
     OPS,
@@ -28,12 +32,16 @@ from test_orphans_property import (
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.localstack.table_copies import upload_table
+from deltaguard.localstack.table_copies import copy_table, upload_table
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
+from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import FileClass, scan
+from deltaguard.tools.orphans.spark.audit_files import spark_file_check
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -103,9 +111,7 @@ def test_spark_engine_on_localstack_over_s3a(
     endpoint = localstack.endpoint
     client = endpoint.s3_client()
     upload_table(table, client, ls_bucket, "lake/events")
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in endpoint.s3_storage().hadoop_conf().items():
-        hadoop.set(key.removeprefix("spark.hadoop."), value)
+    _s3a_session(spark, endpoint)
     uri = f"s3a://{ls_bucket}/lake/events"
     spec = StoreSpec(uri, S3Options(endpoint.url, endpoint.region, path_style=True))
     ours = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
@@ -202,3 +208,154 @@ def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
         for p in never
         if (root / p).exists() and (root / p).stat().st_mtime_ns // 1_000_000 < cutoff
     ]
+
+
+def _s3a_session(spark: Any, endpoint: Endpoint) -> None:
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in endpoint.s3_storage().hadoop_conf().items():
+        hadoop.set(key.removeprefix("spark.hadoop."), value)
+
+
+def test_spark_engine_classifies_the_synthetic_table_like_local(
+    spark, localstack, ls_bucket: str, tmp_path: Path
+) -> None:
+    """test_orphans.py's table (DVs, old and recent tombstones, orphans, a cdc orphan, a log
+    temp file, hidden files and directories), on local disk and on LocalStack next to sibling
+    prefixes the listing must not enter."""
+    root = tmp_path / "t"
+    synthetic = orphans_table(root)
+    # the table's own retention (7 days: recent and expired classes); retention 0 on S3
+    ours = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "r"))
+    local = scan(open_table(str(root)), now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert ours.result.hidden_dirs == local.hidden_dirs
+    for i in range(20):
+        synthetic.write_file(f"p=z/part-{i:05d}-orphan.parquet", int(time.time() * 1000))
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_table(root, client, ls_bucket, "lake/tbl")
+    client.put_object(Bucket=ls_bucket, Key="lake/tbl2/part-sibling.parquet", Body=b"x")
+    client.put_object(Bucket=ls_bucket, Key="lake/part-above.parquet", Body=b"x")
+    _s3a_session(spark, endpoint)
+    uri = f"s3a://{ls_bucket}/lake/tbl"
+    spec = StoreSpec(uri, S3Options(endpoint.url, endpoint.region, path_style=True))
+    ours = scan_spark(spark, spec, str(tmp_path / "r3"), retention_ms=0)
+    local = scan(open_table(uri, client=client), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert sum(c.file_class is FileClass.ORPHAN for c in ours.result.candidates) == 20 + 3
+    assert not [c for c in ours.result.candidates if "sibling" in c.path or "above" in c.path]
+
+
+def _skipped(notes: list[str]) -> list[str]:
+    return [n.split(":")[0] for n in notes if n.startswith("skipped checkpoint")]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing-sidecar"])
+def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
+    spark_tables, spark, tmp_path: Path, damage: str
+) -> None:
+    """The newest checkpoint is damaged (a truncated parquet; a V2 checkpoint's sidecar
+    gone): both engines skip it for the next older one, say so, and classify alike."""
+    name = "dv_cdc" if damage == "truncated" else "v2"
+    table = copy_table(spark_tables.path(name), tmp_path / name)
+    newest = sorted((table / "_delta_log").glob("*.checkpoint*.*"))[-1]
+    if damage == "truncated":
+        newest.write_bytes(newest.read_bytes()[:200])
+    else:
+        sidecars = sorted((table / "_delta_log" / "_sidecars").iterdir())
+        referenced = [s for s in sidecars if s.name.encode() in _checkpoint_bytes(newest)]
+        assert referenced, f"{newest.name} names none of {sidecars}"
+        referenced[0].unlink()
+    ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
+    local = scan(open_table(str(table)), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert ours.result.version == local.version
+    assert (
+        _skipped(ours.result.notes)
+        == _skipped(local.notes)
+        == [f"skipped checkpoint {newest.name}"]
+    )
+
+
+def _checkpoint_bytes(path: Path) -> bytes:
+    if path.suffix == ".json":
+        return path.read_bytes()
+    import pyarrow.parquet as pq
+
+    return str(pq.read_table(path).to_pylist()).encode()
+
+
+def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
+    spark_tables, spark, tmp_path: Path
+) -> None:
+    """Every checkpoint damaged and commit 0 cleaned up: both engines refuse with the same
+    error; a cleanup planned before the damage deletes nothing (its re-read of the log
+    fails)."""
+    table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
+    spec = StoreSpec(str(table))
+    planned = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
+    files = [c.path for c in planned.result.candidates]
+    assert files
+    for checkpoint in (table / "_delta_log").glob("*.checkpoint.parquet"):
+        checkpoint.write_bytes(checkpoint.read_bytes()[:200])
+    (table / "_delta_log" / f"{0:020d}.json").unlink()
+    with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as local:
+        scan(open_table(str(table)), retention_ms=0)
+    with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as ours:
+        scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
+    assert ours.value.path == local.value.path
+    with pytest.raises(CorruptLogError):
+        execute_spark(
+            spark,
+            spec,
+            planned,
+            manifest_dir=tmp_path / "m",
+            unsafe_retention=True,
+            given_retention=True,
+        )
+    assert all((table / p).exists() for p in files)
+
+
+def _audits(table: Path, spark: Any) -> tuple[dict[str, Any], dict[str, Any], int, int]:
+    local = audit_table(str(table))
+    ours = audit_table(
+        str(table), file_check=spark_file_check(lambda: spark, StoreSpec(str(table)))
+    )
+    return local.to_json(), ours.to_json(), local.exit_code, ours.exit_code
+
+
+def test_spark_audit_file_check_finds_what_the_local_one_finds(
+    spark_tables, spark, tmp_path: Path
+) -> None:
+    """``audit --engine spark``'s file check: the same findings, summary and exit code as the
+    local one on healthy tables (hive-style paths with special characters, DVs and CDC) and
+    on a table with a deleted data file, a deleted DV file, a
+    stray file in the log, an orphan and live files outside the root."""
+    for name in ("partitioned", "dv_cdc"):
+        local, ours, local_code, our_code = _audits(spark_tables.path(name), spark)
+        assert (ours, our_code) == (local, local_code) and our_code == 0, name
+    table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
+    snap = load_snapshot(str(table))
+    owner, dv = next(iter(snap.adds.deletion_vectors()))
+    (table / dv.file_path()).unlink()
+    plain = next(p for p in snap.adds.paths() if p != owner)
+    (table / plain).unlink()
+    (table / "_delta_log" / "notes.txt").write_text("stray")
+    (table / "part-orphan.parquet").write_bytes(b"x")
+    add = {"partitionValues": {}, "size": 1, "modificationTime": 1, "dataChange": True}
+    lines = [
+        {"commitInfo": {"operation": "X"}},
+        {"add": {**add, "path": "s3://elsewhere/shallow/part-0.parquet"}},
+        {"add": {**add, "path": f"file://{tmp_path}/outside-gone.parquet"}},
+    ]
+    (table / "_delta_log" / f"{snap.version + 1:020d}.json").write_bytes(
+        b"\n".join(orjson.dumps(x) for x in lines) + b"\n"
+    )
+    # through the CLI, in this process: --engine spark uses the running session
+    local_run = CliRunner().invoke(main, ["audit", str(table), "--json"])
+    our_run = CliRunner().invoke(main, ["audit", str(table), "--json", "--engine", "spark"])
+    local, ours = orjson.loads(local_run.stdout), orjson.loads(our_run.stdout)
+    assert (ours, our_run.exit_code) == (local, local_run.exit_code) and our_run.exit_code == 1
+    codes = {f["code"] for f in ours["findings"]}
+    assert {"missing-data-file", "missing-dv-file", "stray-log-file", "external-file"} <= codes
+    assert ours["summary"]["missing_data_files"] == 2 and ours["summary"]["missing_dv_files"] == 1

@@ -403,6 +403,15 @@ def _fail(command: str, exc: Exception) -> None:
     multiple=True,
     help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="the file check's engine: local (one process lists the table) or spark (executors "
+    "list it; the latest version only; docs/audit.md)",
+)
+@click.option("--spark-master", help="--engine spark without a running session: the master")
 @s3_options
 @dynamodb_options
 def audit_command(
@@ -412,6 +421,8 @@ def audit_command(
     as_json: bool,
     check_files: bool,
     table_paths: tuple[str, ...],
+    engine: str,
+    spark_master: str | None,
     endpoint: str | None,
     region: str | None,
     path_style: bool,
@@ -432,6 +443,8 @@ def audit_command(
 
     if version is not None and timestamp is not None:
         raise click.UsageError("give --version or --timestamp, not both")
+    if engine == "spark" and (version is not None or timestamp is not None):
+        raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
     timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
     dynamodb = None
     if dynamodb_table:
@@ -445,17 +458,34 @@ def audit_command(
             dynamodb_table,
             paths,
         )
+    s3 = S3Options(endpoint, region, path_style)
+    file_check = None
+    if engine == "spark":
+        from deltaguard.tools.orphans.spark.audit_files import spark_file_check
+        from deltaguard.tools.orphans.spark.session import engine_session
+        from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+
+        file_check = spark_file_check(
+            lambda: engine_session(table, s3, master=spark_master), StoreSpec(table, s3)
+        )
     try:
         report = audit_table(
             table,
             version,
             timestamp_ms,
-            s3=S3Options(endpoint, region, path_style),
+            s3=s3,
             dynamodb=dynamodb,
             check_files=check_files,
+            file_check=file_check,
         )
     except (DeltaLogError, OSError) as exc:
         _fail("audit", exc)
+    except Exception as exc:  # a Spark job's failure (pyspark/py4j are optional imports)
+        from deltaguard.tools.orphans.spark.run import spark_failure
+
+        if engine != "spark" or type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        _fail("audit", RuntimeError(spark_failure(exc) or str(exc).strip().splitlines()[0]))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

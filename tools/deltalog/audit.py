@@ -11,6 +11,7 @@ reads; it writes and deletes nothing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -358,33 +359,35 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
 
 
-def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str, int]:
-    """Every live file and deletion vector file must exist: those inside the root against one
-    listing, those outside it (absolute paths elsewhere: ``external-file``) one by one
-    (:mod:`.external`)."""
-    prefixes = root_prefixes(store)
-    present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
-    missing = missing_dv = 0
-    external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
-    for path in snap.adds.paths():
-        rel = relative_to_root(path, prefixes)
-        if rel is None:
-            external.append((path, None))
-        elif rel not in present:
-            missing += 1
-            out.add("missing-data-file", f"live file {rel} does not exist", rel)
-    for path, dv in snap.adds.deletion_vectors():
-        dv_path = dv.file_path()
-        if dv_path is None:
-            continue  # inline
-        rel = relative_to_root(dv_path, prefixes)
-        if rel is None:
-            external.append((dv_path, path))
-        elif rel not in present:
-            missing_dv += 1
-            out.add("missing-dv-file", f"deletion vector {rel} of {path} does not exist", rel)
-    results = check_external(store, [location for location, _ in external])
-    for (location, owner), (presence, why) in zip(external, results, strict=True):
+@dataclass
+class FileFindings:
+    """What a file check found, from either engine (local: :func:`_check_files`; Spark:
+    :mod:`deltaguard.tools.orphans.spark.audit_files`): the missing live files inside the
+    root (``missing_data``: the first :data:`MAX_FINDINGS_PER_CODE` by path, of
+    ``missing_data_total``), the missing deletion vector files as (DV file, its data file)
+    (``missing_dv``, sorted, of ``missing_dv_total``), and every file outside the root as
+    (location, the data file of a DV or None), sorted."""
+
+    missing_data: list[str]
+    missing_data_total: int
+    missing_dv: list[tuple[str, str]]
+    missing_dv_total: int
+    external: list[tuple[str, str | None]]
+
+
+def record_file_findings(store: TableStore, found: FileFindings, out: _Collector) -> dict[str, int]:
+    """Adds the findings of a file check (the files outside the root checked here, one by one:
+    :mod:`.external`) and returns the summary's counts. One definition of the file findings'
+    codes and messages for both engines."""
+    for rel in found.missing_data:
+        out.add("missing-data-file", f"live file {rel} does not exist", rel)
+    out.per_code["missing-data-file"] += found.missing_data_total - len(found.missing_data)
+    for rel, data_file in found.missing_dv:
+        out.add("missing-dv-file", f"deletion vector {rel} of {data_file} does not exist", rel)
+    out.per_code["missing-dv-file"] += found.missing_dv_total - len(found.missing_dv)
+    missing, missing_dv = found.missing_data_total, found.missing_dv_total
+    results = check_external(store, [location for location, _ in found.external])
+    for (location, owner), (presence, why) in zip(found.external, results, strict=True):
         what = f"deletion vector {location} of {owner}" if owner else f"live file {location}"
         if presence is Presence.MISSING:
             if owner:
@@ -399,9 +402,46 @@ def _check_files(store: TableStore, snap: Snapshot, out: _Collector) -> dict[str
     return {
         "missing_data_files": missing,
         "missing_dv_files": missing_dv,
-        "external_files": sum(1 for _, owner in external if owner is None),
-        "external_dv_files": sum(1 for _, owner in external if owner is not None),
+        "external_files": sum(1 for _, owner in found.external if owner is None),
+        "external_dv_files": sum(1 for _, owner in found.external if owner is not None),
     }
+
+
+#: A file check: the snapshot's live files and DV files against a listing of the table.
+FileCheck = Callable[[TableStore, Snapshot], FileFindings]
+
+
+def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
+    """Every live file and deletion vector file must exist: those inside the root against one
+    listing (held in this process), those outside it (absolute paths elsewhere:
+    ``external-file``) are returned for :func:`record_file_findings`."""
+    prefixes = root_prefixes(store)
+    present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
+    missing: list[str] = []
+    missing_dv: list[tuple[str, str]] = []
+    external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
+    for path in snap.adds.paths():
+        rel = relative_to_root(path, prefixes)
+        if rel is None:
+            external.append((path, None))
+        elif rel not in present:
+            missing.append(rel)
+    for path, dv in snap.adds.deletion_vectors():
+        dv_path = dv.file_path()
+        if dv_path is None:
+            continue  # inline
+        rel = relative_to_root(dv_path, prefixes)
+        if rel is None:
+            external.append((dv_path, path))
+        elif rel not in present:
+            missing_dv.append((rel, path))
+    return FileFindings(
+        sorted(missing)[:MAX_FINDINGS_PER_CODE],
+        len(missing),
+        sorted(missing_dv)[:MAX_FINDINGS_PER_CODE],
+        len(missing_dv),
+        sorted(external, key=lambda e: (e[0], e[1] or "")),
+    )
 
 
 def _check_dynamodb(
@@ -436,9 +476,12 @@ def audit_table(
     s3: S3Options | None = None,
     dynamodb: DynamoDBCheck | None = None,
     check_files: bool = True,
+    file_check: FileCheck | None = None,
 ) -> AuditReport:
     """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
-    See the module docstring for what raises."""
+    ``file_check`` lists the table and finds the missing files (default: this process lists
+    it; the Spark engine's: :func:`deltaguard.tools.orphans.spark.audit_files.spark_file_check`).
+    See the module docstring for what raises (a ``file_check`` raises its own errors)."""
     store = open_table(table, s3) if isinstance(table, str) else table
     listing = list_log(store)
     if listing.latest_version is None and not listing.files:
@@ -473,7 +516,11 @@ def audit_table(
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
-        file_counts = _check_files(store, snap, out) if check_files else {}
+        file_counts = (
+            record_file_findings(store, (file_check or _check_files)(store, snap), out)
+            if check_files
+            else {}
+        )
         report.summary = {
             "version": snap.version,
             "timestamp_ms": snap.timestamp_ms,

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.orphans.rules import hidden_name_rule
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
@@ -45,7 +46,10 @@ class DistributedListing:
 
 
 def _lister(
-    spec: StoreSpec, partition_columns: Sequence[str], configuration: dict[str, str]
+    spec: StoreSpec,
+    partition_columns: Sequence[str],
+    configuration: dict[str, str],
+    every_file: bool,
 ) -> Any:
     def run(dirs: Iterable[str]) -> Iterator[tuple[int, str, int, int]]:
         store = spec.open()
@@ -53,10 +57,11 @@ def _lister(
         for rel_dir in dirs:
             files, subdirs, _ = store.children(rel_dir)
             for f in files:
-                if not is_hidden(f.path.rpartition("/")[2]):
+                if every_file or not is_hidden(f.path.rpartition("/")[2]):
                     yield _FILE, f.path, f.size, f.mtime_ms
             for sub in subdirs:
-                yield (_HIDDEN_DIR if is_hidden(sub.rpartition("/")[2]) else _DIR), sub, 0, 0
+                hidden = sub == LOG_DIR if every_file else is_hidden(sub.rpartition("/")[2])
+                yield (_HIDDEN_DIR if hidden else _DIR), sub, 0, 0
 
     return run
 
@@ -68,12 +73,15 @@ def list_table_distributed(
     configuration: dict[str, str],
     *,
     dirs_per_task: int = 64,
+    every_file: bool = False,
 ) -> DistributedListing:
-    """Lists every visible file below the root (see the module docstring). Listing errors in
-    a task fail the job (Spark's ``task.maxFailures`` retries it first)."""
+    """Lists every visible file below the root (see the module docstring); with
+    ``every_file`` every file outside ``_delta_log``, hidden or not (what the audit checks
+    live files against). Listing errors in a task fail the job (Spark's ``task.maxFailures``
+    retries it first)."""
     from pyspark import StorageLevel
 
-    lister = _lister(spec, list(partition_columns), dict(configuration))
+    lister = _lister(spec, list(partition_columns), dict(configuration), every_file)
     dirs = spark.sparkContext.parallelize([""], 1)
     parallelism = max(1, spark.sparkContext.defaultParallelism)
     rounds: list[Any] = []

@@ -23,7 +23,7 @@ file and the error (a reference we cannot read is one we could miss).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -56,10 +56,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
-#: version (-1: outside the snapshot's segment), deletion timestamp.
+#: version (-1: outside the snapshot's segment), deletion timestamp, and whether the path /
+#: the DV file is outside the table root (then ``path`` / ``dv_path`` is the log's absolute
+#: location: the audit checks those files; the reference sets leave them out, as the local
+#: engine's do).
 ACTIONS_SCHEMA = (
     "key string, path string, dv_path string, kind string, version long, in_segment boolean, "
-    "deletion_ts long"
+    "deletion_ts long, outside boolean, dv_outside boolean"
 )
 #: The reference flags of one path (what :class:`~..references.References` holds as sets).
 REFS_SCHEMA = (
@@ -74,12 +77,13 @@ _SMALL = ("metaData", "protocol", "sidecar")
 class SparkLog:
     """The latest snapshot's ``version``, ``metadata`` and ``protocol``, and ``actions``: every
     file action of the retained log (:data:`ACTIONS_SCHEMA`), persisted until
-    :meth:`release`."""
+    :meth:`release`; ``notes``: the damaged checkpoints skipped (the local snapshot's notes)."""
 
     version: int
     metadata: Metadata
     protocol: Protocol
     actions: DataFrame
+    notes: list[str] = field(default_factory=list)
 
     def release(self) -> None:
         self.actions.unpersist()
@@ -89,20 +93,87 @@ class SparkLog:
         return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
 
 
+def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
+    return next((v for v in range(start, latest + 1) if v not in listing.commits), None)
+
+
 def segment(listing: LogListing, uri: str) -> tuple[int, CheckpointRef | None, list[int]]:
-    """The latest version, the checkpoint the snapshot starts from, and the commits after it."""
+    """The latest version, the newest checkpoint (the one the snapshot starts from unless it
+    is damaged: :func:`read_log`) and the commits after it. Raises
+    :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit after it is
+    missing (as the local engine's :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`)."""
     latest = listing.latest_version
     if latest is None:
         raise TableNotFoundError(f"{uri} is not a Delta table: no commits in {LOG_DIR}/")
     own = listing.checkpoints[-1] if listing.checkpoints else None
     start = own.version + 1 if own is not None else 0
-    missing = [v for v in range(start, latest + 1) if v not in listing.commits]
-    if missing:
+    missing = _first_missing(listing, start, latest)
+    if missing is not None:
         raise VersionNotFoundError(
             f"{uri}: cannot reconstruct version {latest}: commit "
-            f"{LOG_DIR}/{missing[0]:020d}.json is missing"
+            f"{LOG_DIR}/{missing:020d}.json is missing"
         )
     return latest, own, list(range(start, latest + 1))
+
+
+def _spark_error(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _own_checkpoint(
+    spark: SparkSession, spec: StoreSpec, listing: LogListing, uri: str
+) -> tuple[CheckpointRef | None, list[DataFrame], list[str]]:
+    """The checkpoint the snapshot starts from, its lines (persisted, read in full once), and
+    a note per newer checkpoint skipped because Spark could not read it. The local engine's
+    rule (:func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`): the newest checkpoint
+    whose commits after it are all retained and that reads in full (every part, every
+    sidecar); a damaged one is skipped for the next older one (or commit 0). Raises
+    :class:`VersionNotFoundError` if the commits after the one tried are not all retained, or
+    :class:`CorruptLogError` if every checkpoint that could serve is damaged."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    latest = listing.latest_version
+    if latest is None:
+        raise TableNotFoundError(f"{uri} is not a Delta table: no commits in {LOG_DIR}/")
+    skipped: list[tuple[CheckpointRef, str]] = []
+    for ref in [*reversed(listing.checkpoints), None]:
+        start = ref.version + 1 if ref is not None else 0
+        missing = _first_missing(listing, start, latest)
+        if missing is not None:
+            if ref is None and skipped:
+                raise CorruptLogError(
+                    f"{uri}: every usable checkpoint is damaged ({skipped[0][1]})",
+                    skipped[0][0].files[0],
+                )
+            raise VersionNotFoundError(
+                f"{uri}: cannot reconstruct version {latest}: commit "
+                f"{LOG_DIR}/{missing:020d}.json is missing"
+                + (
+                    f" after checkpoint {ref.version}"
+                    if ref is not None
+                    else " and no checkpoint covers it"
+                )
+            )
+        if ref is None:
+            return None, [], _skipped_notes(skipped)
+        parts: list[DataFrame] = []
+        try:
+            parts = _checkpoint_lines(spark, spec, ref, True)
+            for part in parts:
+                part.persist().count()  # every row decoded: a damaged page fails here
+        except (PySparkException, Py4JError, ValueError) as exc:
+            for part in parts:
+                part.unpersist()
+            skipped.append((ref, f"{ref.files[0]}: {_spark_error(exc)}"))
+            continue
+        return ref, parts, _skipped_notes(skipped)
+    raise AssertionError("unreachable: the loop ends with ref=None")
+
+
+def _skipped_notes(skipped: list[tuple[CheckpointRef, str]]) -> list[str]:
+    return [f"skipped checkpoint {ref.files[0]}: {why}" for ref, why in skipped]
 
 
 def _parser(spec: StoreSpec) -> Any:
@@ -118,20 +189,21 @@ def _parser(spec: StoreSpec) -> Any:
                 raise CorruptLogError(f"{source}: {exc}", source) from None
             if isinstance(action, Metadata | Protocol | Sidecar):
                 small = {Metadata: "metaData", Protocol: "protocol", Sidecar: "sidecar"}
-                yield line, None, None, small[type(action)], version, in_segment, None
+                yield line, None, None, small[type(action)], version, in_segment, None, False, False
                 continue
             if not isinstance(action, AddFile | RemoveFile | CdcFile):
                 continue
             rel = relative_to_root(action.path, store)
-            if rel is None:
-                continue
             dv = None if isinstance(action, CdcFile) else action.deletion_vector
             dv_file = dv.file_path() if dv is not None else None
             dv_rel = relative_to_root(dv_file, store) if dv_file is not None else None
             kind = {AddFile: "add", RemoveFile: "remove", CdcFile: "cdc"}[type(action)]
             ts = action.deletion_timestamp if isinstance(action, RemoveFile) else None
-            key = key_string(rel, dv.unique_id if dv is not None else None)
-            yield key, rel, dv_rel, kind, version, in_segment, ts
+            path = rel if rel is not None else action.path
+            key = key_string(path, dv.unique_id if dv is not None else None)
+            dv_path = dv_rel if dv_rel is not None else dv_file
+            outside, dv_outside = rel is None, dv_file is not None and dv_rel is None
+            yield key, path, dv_path, kind, version, in_segment, ts, outside, dv_outside
 
     return parse
 
@@ -205,22 +277,31 @@ def _checkpoint_lines(
     return parts
 
 
-def read_log(spark: SparkSession, spec: StoreSpec, listing: LogListing) -> SparkLog:
+def read_log(
+    spark: SparkSession, spec: StoreSpec, listing: LogListing, *, segment_only: bool = False
+) -> SparkLog:
     """Every file action of the retained log, parsed (see the module docstring), and the
-    latest snapshot's metadata and protocol. Raises
+    latest snapshot's metadata and protocol; with ``segment_only`` only the snapshot's own
+    checkpoint and commits (what the audit's file check needs: a damaged older commit is the
+    log checks' finding, not this read's failure). Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` naming the file at fault (a
     damaged line fails the Spark job with it)."""
     from pyspark.sql import functions as F
 
     store = spec.open()
-    latest, own, chain = segment(listing, store.uri)
-    in_chain = set(chain)
+    own, own_lines, notes = _own_checkpoint(spark, spec, listing, store.uri)
+    latest = listing.latest_version
+    assert latest is not None  # _own_checkpoint raised otherwise
+    in_chain = set(range(own.version + 1 if own is not None else 0, latest + 1))
     names = {n: (v, v in in_chain) for v, n in listing.commits.items()}
     names |= {c.name: (c.version, False) for c in listing.compactions}
-    sources = [_json_lines(spark, [store.location(f"{LOG_DIR}/{n}") for n in names], names)]
-    if own is not None:
-        sources += _checkpoint_lines(spark, spec, own, True)
-    for i in checkpoints_besides(listing, own):
+    if segment_only:
+        names = {n: (v, seg) for n, (v, seg) in names.items() if seg}
+    sources = own_lines[:]
+    if names:
+        locations = [store.location(f"{LOG_DIR}/{n}") for n in names]
+        sources.append(_json_lines(spark, locations, names))
+    for i in [] if segment_only else checkpoints_besides(listing, own):
         sources += _checkpoint_lines(spark, spec, listing.checkpoints[i], False)
     lines = sources[0]
     for more in sources[1:]:
@@ -238,7 +319,24 @@ def read_log(spark: SparkSession, spec: StoreSpec, listing: LogListing) -> Spark
     if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
         raise CorruptLogError(f"{store.uri}: version {latest} has no metaData or protocol action")
     check_readable(protocol, store.uri)
-    return SparkLog(latest, metadata, protocol, parsed)
+    for part in own_lines:
+        part.unpersist()
+    return SparkLog(latest, metadata, protocol, parsed, notes)
+
+
+def snapshot_files(parsed: DataFrame) -> DataFrame:
+    """The snapshot's file actions: per ``(path, DV id)`` the newest add or remove of the
+    snapshot's checkpoint and the commits after it (``kind`` says which)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest = Window.partitionBy("key").orderBy(F.col("version").desc())
+    return (
+        parsed.where(F.col("in_segment") & F.col("kind").isin("add", "remove"))
+        .withColumn("rank", F.row_number().over(newest))
+        .where("rank = 1")
+        .drop("rank")
+    )
 
 
 def reference_flags(
@@ -246,16 +344,13 @@ def reference_flags(
 ) -> tuple[DataFrame, int]:
     """One row per referenced path (:data:`REFS_SCHEMA`) for a deletion cut-off, persisted,
     and the number of live paths (data files and their DV files)."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    files = parsed.where(F.col("kind").isin(*_FILE_ACTIONS))
-    newest = Window.partitionBy("key").orderBy(F.col("version").desc())
-    snap = (
-        files.where(F.col("in_segment") & F.col("kind").isin("add", "remove"))
-        .withColumn("rank", F.row_number().over(newest))
-        .where("rank = 1")
+    inside = parsed.where(~F.col("outside")).withColumn(
+        "dv_path", F.when(~F.col("dv_outside"), F.col("dv_path"))
     )
+    files = inside.where(F.col("kind").isin(*_FILE_ACTIONS))
+    snap = snapshot_files(inside)
     adds = snap.where("kind = 'add'")
     removes = snap.where("kind = 'remove'")
     unexpired = removes.where((F.col("deletion_ts") >= cutoff_ms) | F.col("deletion_ts").isNull())

@@ -151,7 +151,7 @@ def scan_spark(
         {"partition": g.partition, "class": g["class"], "files": g.files, "bytes": g.bytes}
         for g in sorted(groups, key=lambda g: (g.partition, g["class"]))
     ]
-    notes = []
+    notes = list(log.notes)
     if count > max_report_files:
         notes.append(
             f"{count} candidates: the file list is in the report table {report_path} "
