@@ -300,12 +300,15 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.only in (None, "orphans_engines"):
             results["orphans_engines"] = stamped(
-                orphans_engines.run(
-                    workdir,
-                    _sizes(args.engine_sizes),
-                    _sizes(args.engine_spark_only_sizes),
-                    args.engine_runs,
-                    args.engine_spark_only_runs,
+                orphans_engines.merge_sizes(
+                    results.get("orphans_engines", {}),
+                    orphans_engines.run(
+                        workdir,
+                        _sizes(args.engine_sizes),
+                        _sizes(args.engine_spark_only_sizes),
+                        args.engine_runs,
+                        args.engine_spark_only_runs,
+                    ),
                 ),
                 args.engine_runs,
                 spark_only_runs=args.engine_spark_only_runs,

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +240,10 @@ def run(
         root = workdir / f"engines-{files}"
         started = time.monotonic()
         orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
-        entry: dict[str, Any] = {"build_s": round(time.monotonic() - started, 1)}
+        entry: dict[str, Any] = {
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "build_s": round(time.monotonic() - started, 1),
+        }
         entry["orphans"] = orphans
         out["sizes"][str(files)] = entry
         for engine in engines:
@@ -254,6 +258,19 @@ def run(
     return out
 
 
+def merge_sizes(earlier: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """``section`` with the sizes of ``earlier`` (a previous run's section) that it did not
+    measure: ``--only orphans_engines --engine-sizes ...`` re-measures some sizes and keeps the
+    rest. Each size keeps its own ``measured_at``."""
+    kept = {
+        k: {"measured_at": earlier.get("measured_at", "?"), "note": earlier.get("note"), **v}
+        for k, v in earlier.get("sizes", {}).items()
+        if k not in section["sizes"]
+    }
+    sizes = {**kept, **section["sizes"]}
+    return {**section, "sizes": dict(sorted(sizes.items(), key=lambda kv: int(kv[0])))}
+
+
 def _cell(value: float | None, unit: str) -> str:
     return (
         "-" if value is None else f"{value:.0f} {unit}" if unit == "MiB" else f"{value:.1f} {unit}"
@@ -265,7 +282,7 @@ def markdown(section: dict[str, Any]) -> list[str]:
         f"Orphan scan engines: {section['what']}. Wall: the whole process (session start "
         "included), medians; RSS: peak, medians.",
         "",
-        "| files | engine | runs | wall | scan alone | Python driver RSS | driver JVM RSS | "
+        "| files (measured) | engine | runs | wall | scan alone | Python driver RSS | driver JVM RSS | "
         "executor JVM RSS (largest) | files found |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -277,13 +294,16 @@ def markdown(section: dict[str, Any]) -> list[str]:
                 continue
             s = entry[engine]
             lines.append(
-                f"| {int(files):,} | {LABELS[engine]} | {s['runs']} | "
+                f"| {int(files):,} ({entry.get('measured_at', '?')[:16]}) | {LABELS[engine]} | {s['runs']} | "
                 f"{_cell(s['wall_s_median'], 's')} | {_cell(s['work_s_median'], 's')} | "
                 f"{_cell(s['python_peak_rss_mib_median'], 'MiB')} | "
                 f"{_cell(s['driver_jvm_peak_rss_mib_median'], 'MiB')} | "
                 f"{_cell(s['executor_jvm_peak_rss_mib_median'], 'MiB')} | "
                 f"{', '.join(str(f) for f in s['found'])} |"
             )
+    for files, entry in section["sizes"].items():
+        if entry.get("note"):
+            lines += ["", f"Note on {int(files):,} files: {entry['note']}"]
     return [*lines, ""]
 
 
