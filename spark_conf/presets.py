@@ -3,7 +3,9 @@
 Presets (:class:`PresetName`):
 
 - ``s3-conditional``: deltaguard's conditional-write LogStore. Safe for many drivers on any
-  store that honours ``If-None-Match`` (run ``deltaguard probe`` first).
+  store that honours ``If-None-Match`` (run ``deltaguard probe`` first). It also carries the
+  settings that cut S3 requests per append (:mod:`.request_tuning`, each commented with why it
+  is safe in rendered properties files).
 - ``s3-dynamodb``: deltaguard's DynamoDB LogStore (Delta's S3DynamoDBLogStore protocol and
   item schema, SDK v2, endpoint override). For stores without working conditional writes, or
   teams already on Delta's DynamoDB store. Needs a DynamoDB table
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from typing import Any
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
+from deltaguard.spark_conf.request_tuning import setting_notes
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
 from deltaguard.spark_conf.spark_lines import SparkLine, installed_line, line_for
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
@@ -159,7 +163,7 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
         }
     else:
         conf = {
-            **delta_conf(_storage(options), PresetName.S3_CONDITIONAL),
+            **delta_conf(_storage(options), PresetName.S3_CONDITIONAL, line=options.line()),
             **_jars(options, True),
         }
     if bucket:
@@ -176,9 +180,15 @@ def apply(builder: Any, name: PresetName | str, options: PresetOptions | None = 
 
 
 def to_properties(conf: dict[str, str], header: str = "") -> str:
-    """spark-submit ``--properties-file`` format, one ``key=value`` per line, sorted."""
+    """spark-submit ``--properties-file`` format, one ``key=value`` per line, sorted; a setting
+    that saves S3 requests is preceded by a comment saying why it is safe
+    (:func:`~deltaguard.spark_conf.request_tuning.setting_notes`)."""
+    notes = setting_notes()
     lines = [f"# {line}" for line in header.splitlines()] if header else []
-    lines += [f"{key}={value}" for key, value in sorted(conf.items())]
+    for key, value in sorted(conf.items()):
+        if key in notes:
+            lines += [f"# {line}" for line in textwrap.wrap(notes[key], 96)]
+        lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
 
 

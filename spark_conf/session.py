@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.spark_lines import installed_line
+from deltaguard.spark_conf.request_tuning import fewer_requests_conf
+from deltaguard.spark_conf.spark_lines import SparkLine, installed_line
 from deltaguard.spark_conf.storage import Storage
 
 if TYPE_CHECKING:
@@ -60,11 +61,16 @@ class DynamoDBCommitTableSpec:
 
 
 def delta_conf(
-    storage: Storage, logstore: PresetName, dynamodb: DynamoDBCommitTableSpec | None = None
+    storage: Storage,
+    logstore: PresetName,
+    dynamodb: DynamoDBCommitTableSpec | None = None,
+    line: SparkLine | None = None,
 ) -> dict[str, str]:
     """The portable part: Delta's SQL extension and catalog, how Hadoop reaches ``storage``, and
     which LogStore commits on s3:// and s3a:// paths (with its DynamoDB table for
-    ``S3_DYNAMODB``, which requires ``dynamodb``). No jars, nothing machine-specific."""
+    ``S3_DYNAMODB``, which requires ``dynamodb``). ``S3_CONDITIONAL`` adds the settings that
+    save S3 requests (:mod:`.request_tuning`) which ``line``'s Hadoop reads (default: the
+    installed line). No jars, nothing machine-specific."""
     if logstore is PresetName.S3_DYNAMODB and dynamodb is None:
         raise ValueError(
             "the s3-dynamodb LogStore needs a DynamoDB table (DynamoDBCommitTableSpec)"
@@ -80,6 +86,8 @@ def delta_conf(
             conf[f"spark.delta.logStore.{scheme}.impl"] = store_class
     if logstore is PresetName.S3_DYNAMODB and dynamodb is not None:
         conf.update(dynamodb.spark_conf())
+    if logstore is PresetName.S3_CONDITIONAL:
+        conf.update(fewer_requests_conf(line or installed_line()))
     return conf
 
 

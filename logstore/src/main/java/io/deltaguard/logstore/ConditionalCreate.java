@@ -74,7 +74,8 @@ final class ConditionalCreate {
                     where, attempt, maxAttempts, kind, lastError);
             }
             // 412, 409, 5xx or no answer: settle what is stored before deciding anything.
-            Optional<byte[]> stored = readBack(bucket, key, where);
+            Optional<byte[]> stored = read(bucket, key,
+                "read back " + where + " to settle a conditional create whose outcome is unknown");
             if (stored.isPresent()) {
                 if (Arrays.equals(stored.get(), body)) {
                     LOG.info("{} already holds our bytes: an earlier attempt landed, its response "
@@ -96,10 +97,13 @@ final class ConditionalCreate {
     }
 
     /**
-     * Reads the object back; empty if it does not exist. Transient read failures are retried
-     * with the same budget, since a wrong answer here could turn success into a duplicate.
+     * Reads the object; empty if it does not exist. Transient read failures are retried with
+     * the same budget, since a wrong answer in a read-back could turn success into a duplicate.
+     * The LogStores' plain reads of log files use it too ({@link S3LogFiles#read}).
+     *
+     * @param purpose what the read is for, completing "Could not ..." in the error message
      */
-    private Optional<byte[]> readBack(String bucket, String key, String where) throws IOException {
+    Optional<byte[]> read(String bucket, String key, String purpose) throws IOException {
         String lastError = null;
         for (int attempt = 1; attempt <= maxAttempts; attempt++) {
             if (attempt > 1) {
@@ -114,7 +118,6 @@ final class ConditionalCreate {
                 }
             }
         }
-        throw new IOException("Could not read back " + where + " to settle a conditional create "
-            + "whose outcome is unknown; last error: " + lastError);
+        throw new IOException("Could not " + purpose + "; last error: " + lastError);
     }
 }

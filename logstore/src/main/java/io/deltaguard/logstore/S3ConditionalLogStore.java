@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 
+import io.delta.storage.CloseableIterator;
 import io.delta.storage.HadoopFileSystemLogStore;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -39,6 +40,17 @@ import org.apache.hadoop.fs.Path;
  *       this class never falls back to unconditional writes.</li>
  *   <li><b>Atomic visibility.</b> An S3 PUT is all-or-nothing, so
  *       {@link #isPartialWriteVisible} is false and readers never see a partial commit.</li>
+ *   <li><b>One request per log file operation, no probes.</b> Nothing above needs a HEAD or a
+ *       LIST: the create is one conditional PUT (S3 itself decides existence, atomically),
+ *       {@link #read} is one GET (404 is {@link java.io.FileNotFoundException}, as Delta
+ *       expects), {@link #listFrom} is one ListObjectsV2 per 1,000 entries ({@link S3ListFrom}).
+ *       {@code overwrite = true} writes ({@code _last_checkpoint}, {@code _last_vacuum_info},
+ *       manifests) are one unconditional PUT, not S3A's create (HEAD + LIST probes, then PUT)
+ *       nor a temp file plus rename (COPY + DELETE): S3 stores a PUT's whole body or nothing,
+ *       and a reader sees the old or the new object, never a mix, which is all that a
+ *       temp-and-rename would add on a filesystem. Delta wants last-writer-wins for these files,
+ *       which is what an unconditional PUT is; none of them decides a commit. Both are in
+ *       {@link S3LogFiles}.</li>
  * </ol>
  *
  * <h2>What happens on each failure</h2>
@@ -50,9 +62,6 @@ import org.apache.hadoop.fs.Path;
  *       then an IOException naming the key and the last error (Delta does not retry it).</li>
  *   <li>403, missing bucket, other 4xx: an IOException at once.</li>
  * </ul>
- *
- * <p>{@code overwrite = true} writes ({@code _last_checkpoint}, {@code _last_vacuum_info},
- * manifests) are plain S3A writes: last writer wins, as Delta intends for them.
  *
  * <p>Settings: S3 is configured once, through S3A ({@code fs.s3a.endpoint}, credentials,
  * {@code fs.s3a.path.style.access}, region); this class reuses S3A's own client, on the AWS SDK
@@ -74,21 +83,42 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
     public void write(Path path, Iterator<String> actions, Boolean overwrite,
                       Configuration hadoopConf) throws IOException {
         S3Target target = S3Target.resolve(path, hadoopConf);
-        if (overwrite) {
-            try (OutputStream out = target.fs().create(target.qualified(), true)) {
-                writeLines(actions, out);
-            }
-            return;
-        }
-        ConditionalCreate create = new ConditionalCreate(target.calls(), settings.maxAttempts(),
-            new Backoff(settings.baseDelayMs(), settings.maxDelayMs()));
-        if (settings.verifyConditionalWrites()) {
-            ConditionalWriteVerifier.ensureVerified(target.calls(), target.endpoint(),
-                target.bucket(), target.parentKey(), create);
-        }
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         writeLines(actions, body);
-        create.create(target.bucket(), target.key(), body.toByteArray());
+        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
+            body.toByteArray(), overwrite);
+    }
+
+    /**
+     * {@link #write} on a resolved key: with {@code overwrite} one unconditional PUT, else
+     * (after the once-per-JVM verification) the conditional create. Sends nothing else.
+     */
+    static void write(S3Calls s3, LogStoreSettings settings, String endpoint, String bucket,
+                      String key, byte[] body, boolean overwrite) throws IOException {
+        if (overwrite) {
+            S3LogFiles.overwrite(s3, bucket, key, body);
+            return;
+        }
+        ConditionalCreate create = conditionalCreate(s3, settings);
+        if (settings.verifyConditionalWrites()) {
+            int slash = key.lastIndexOf('/');
+            ConditionalWriteVerifier.ensureVerified(s3, endpoint, bucket,
+                slash < 0 ? "" : key.substring(0, slash), create);
+        }
+        create.create(bucket, key, body);
+    }
+
+    static ConditionalCreate conditionalCreate(S3Calls s3, LogStoreSettings settings) {
+        return new ConditionalCreate(s3, settings.maxAttempts(),
+            new Backoff(settings.baseDelayMs(), settings.maxDelayMs()));
+    }
+
+    /** One GET of the whole file (see point 6 above), not S3A's HEAD + GET. */
+    @Override
+    public CloseableIterator<String> read(Path path, Configuration hadoopConf) throws IOException {
+        S3Target target = S3Target.resolve(path, hadoopConf);
+        return S3LogFiles.read(conditionalCreate(target.calls(), settings), target.bucket(),
+            target.key());
     }
 
     /** Each action followed by a newline, UTF-8, as every Delta LogStore writes them. */

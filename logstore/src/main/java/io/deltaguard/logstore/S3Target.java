@@ -99,10 +99,4 @@ final class S3Target {
     String endpoint() {
         return endpoint;
     }
-
-    /** The key of this path's parent directory, without a trailing slash. */
-    String parentKey() {
-        int slash = key.lastIndexOf('/');
-        return slash < 0 ? "" : key.substring(0, slash);
-    }
 }

@@ -55,7 +55,12 @@ class ScriptedAmazonS3 extends AbstractAmazonS3 {
 
     @Override
     public S3Object getObject(String bucket, String key) {
-        byte[] stored = store.get(key);
+        byte[] stored;
+        try {
+            stored = store.get(key);
+        } catch (FakeS3.HttpError e) {
+            throw error(e.status, e.code);
+        }
         if (stored == null) {
             throw error(404, "NoSuchKey");
         }

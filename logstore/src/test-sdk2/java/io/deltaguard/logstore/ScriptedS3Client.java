@@ -61,7 +61,12 @@ class ScriptedS3Client implements S3Client {
 
     @Override
     public ResponseBytes<GetObjectResponse> getObjectAsBytes(GetObjectRequest request) {
-        byte[] stored = store.get(request.key());
+        byte[] stored;
+        try {
+            stored = store.get(request.key());
+        } catch (FakeS3.HttpError e) {
+            throw error(e.status, e.code);
+        }
         if (stored == null) {
             throw NoSuchKeyException.builder().statusCode(404).message("NoSuchKey").build();
         }

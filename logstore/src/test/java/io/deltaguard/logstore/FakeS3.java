@@ -53,6 +53,8 @@ class FakeS3 {
     Runnable beforePut = () -> { };
     int puts;
     int gets;
+    /** Every request in arrival order: "PUT key", "PUT key If-None-Match", "GET key", ... */
+    final List<String> requests = new ArrayList<>();
     int pageSize = 1000;
 
     FakeS3(boolean honourIfNoneMatch) {
@@ -67,6 +69,7 @@ class FakeS3 {
     synchronized void put(String key, boolean ifNoneMatch, byte[] body) {
         beforePut.run();
         puts++;
+        requests.add("PUT " + key + (ifNoneMatch ? " If-None-Match" : ""));
         Fault fault = script.isEmpty() ? Fault.NONE : script.poll();
         switch (fault) {
             case ERROR_409: throw new HttpError(409, "ConditionalRequestConflict");
@@ -87,10 +90,12 @@ class FakeS3 {
     /** The stored bytes, or null (the SDK fake answers 404 NoSuchKey). */
     synchronized byte[] get(String key) {
         gets++;
+        requests.add("GET " + key);
         return objects.get(key);
     }
 
     synchronized void delete(String key) {
+        requests.add("DELETE " + key);
         objects.remove(key);
     }
 
@@ -102,6 +107,7 @@ class FakeS3 {
     synchronized Listing list(String prefix, String delimiter, String startAfter, String token,
                               Integer maxKeys) {
         prefix = prefix == null ? "" : prefix;
+        requests.add("LIST " + prefix);
         String after = token != null ? token : startAfter == null ? "" : startAfter;
         int limit = maxKeys == null || maxKeys <= 0 ? pageSize : Math.min(pageSize, maxKeys);
         List<String> keys = new ArrayList<>();
