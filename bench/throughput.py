@@ -207,7 +207,7 @@ def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
     calls = [t for x in samples for t in x["commit_call_s"]]
 
     def med(key: str) -> float:
-        return statistics.median(x[key] for x in samples)
+        return float(statistics.median(x[key] for x in samples))
 
     return {
         "commits_per_s_median": med("commits_per_s"),
