@@ -90,7 +90,7 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
             "pre-issue-15 preset (baseline) of the same run.",
             "",
             "| commit path | drivers | commits/s | commit p50 / p95 | requests per commit (by kind) "
-            "| commit PUTs per commit | CPU per append | lost commits (total) | commits/s, requests vs baseline |",
+            "| commit PUTs per commit | CPU per append | lost (failed) commits, total | commits/s, requests vs baseline |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         ratios = spark.get("over_baseline_median", {})
@@ -106,7 +106,7 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
                 lines.append(
                     _tput_row(label, writers, r)
                     + f" ({r['spark_jobs_per_append_median']:.1f} jobs)"
-                    + f" | {r['lost_commits_total']} | {vs} |"
+                    + f" | {r['lost_commits_total']} ({r['failed_appends_total']}) | {vs} |"
                 )
         lines.append("")
     anchors = tput.get("anchors")
@@ -116,12 +116,15 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
             f"({_appends_text(anchors)}):",
             "",
             "| writers | processes | commits/s | commit p50 / p95 | requests per commit (by kind) "
-            "| commit PUTs per commit | CPU per append |",
-            "|---|---|---|---|---|---|---|",
+            "| commit PUTs per commit | CPU per append | appends failed visibly (total) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name, rows in anchors["stores"].items():
             label = throughput_labels().get(name, name)
-            lines += [_tput_row(label, w, r) + " |" for w, r in rows.items()]
+            lines += [
+                _tput_row(label, w, r) + f" | {r['failed_appends_total']} |"
+                for w, r in rows.items()
+            ]
         lines.append("")
     return lines
 
@@ -216,7 +219,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"{_when(rep)}, one process per sample:",
             "",
             "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
-            "|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name in ("many_commits", "many_files"):
             for storage in ("local", "localstack"):
@@ -303,36 +306,43 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.only in (None, "throughput"):
             load_before = os.getloadavg()
-            spark = throughput.run(
-                endpoint,
-                bucket,
-                throughput.SPARK_STORES,
-                args.spark_runs,
-                _appends(throughput.SPARK_APPENDS, args.spark_appends),
-                workdir,
-            )
-            anchors = throughput.run(
+            section: dict[str, Any] = {
+                "what": "data commits per second from the common start (a barrier after "
+                "every writer started and warmed) to the last append's end, the commit "
+                "call's latency, and every request the writers made per committed version, "
+                f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
+            }
+
+            def keep(part: str, partial: dict[str, Any]) -> None:
+                """Writes what is measured so far: a long run keeps its results."""
+                load = os.getloadavg()
+                section[part] = partial
+                section["load"] = (
+                    f"load average {load_before[0]:.1f} at the start, {load[0]:.1f} at the "
+                    f"end (15 min: {load[2]:.1f}) on {os.cpu_count()} cores, shared"
+                )
+                results["throughput"] = stamped(
+                    dict(section), args.tput_runs, spark_runs=args.spark_runs
+                )
+                _write(results)
+
+            throughput.run(
                 endpoint,
                 bucket,
                 throughput.ANCHORS,
                 args.tput_runs,
                 _appends(throughput.ANCHOR_APPENDS, args.python_appends),
                 workdir,
+                on_progress=lambda p: keep("anchors", p),
             )
-            load_after = os.getloadavg()
-            results["throughput"] = stamped(
-                {
-                    "what": "data commits per second from the common start (a barrier after "
-                    "every writer started and warmed) to the last append's end, the commit "
-                    "call's latency, and every request the writers made per committed version, "
-                    f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
-                    "load": f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
-                    f"(15 min: {load_after[2]:.1f}) on {os.cpu_count()} cores",
-                    "spark": spark,
-                    "anchors": anchors,
-                },
-                args.tput_runs,
-                spark_runs=args.spark_runs,
+            throughput.run(
+                endpoint,
+                bucket,
+                throughput.SPARK_STORES,
+                args.spark_runs,
+                _appends(throughput.SPARK_APPENDS, args.spark_appends),
+                workdir,
+                on_progress=lambda p: keep("spark", p),
             )
         if args.only in (None, "orphans"):
             results["orphans"] = stamped(
@@ -352,11 +362,15 @@ def main(argv: list[str] | None = None) -> int:
                 **replay.run(localstack.endpoint, bucket, args.replay_runs),
             }
     results[f"wall_s_{args.only or 'all'}"] = round(time.monotonic() - started, 1)
+    _write(results)
+    sys.stdout.write(markdown(results) + "\n")
+    return 0
+
+
+def _write(results: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "latest.md").write_text(markdown(results) + "\n")
-    sys.stdout.write(markdown(results) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -39,10 +39,10 @@ from deltaguard.spark_conf.preset_name import PresetName
 LATENCY_MS = 20.0
 #: Appends per Spark driver, by drivers: at 20 ms a Spark append takes ~2 s alone and ~15 s
 #: with 4 drivers on 2 cores, so more appends per driver at 4 and 8 would push the section
-#: past ~25 min; the rounds still commit 6, 8 and 16 versions.
-SPARK_APPENDS = {1: 6, 4: 2, 8: 2}
+#: past ~25 min; the rounds still commit 4, 8 and 16 versions.
+SPARK_APPENDS = {1: 4, 4: 2, 8: 2}
 #: Appends per anchor writer process, by writers (an anchor append takes well under a second).
-ANCHOR_APPENDS = {1: 20, 4: 10, 8: 5}
+ANCHOR_APPENDS = {1: 10, 4: 5, 8: 3}
 BASELINE = "s3-conditional-baseline"
 
 
@@ -161,11 +161,12 @@ def _samples(
 def _sample(
     who: Writers, result: MultiDriverResult, start: dict[str, Any], end: dict[str, Any]
 ) -> dict[str, Any]:
-    """One run's numbers; raises AssertionError if a multi-writer commit path lost, failed or
-    duplicated a commit (the single-driver store's losses are counted instead)."""
+    """One run's numbers; raises AssertionError if a multi-writer commit path lost or
+    duplicated a commit (the single-driver store's losses are counted instead). Appends that
+    failed visibly (a writer giving up after its retries) are counted, not raised."""
     unsafe = who.preset is PresetName.S3_SINGLE_DRIVER
-    if result.duplicated_tags or (not unsafe and (result.failed_appends or result.lost_tags)):
-        raise AssertionError(f"{who.name}: commits lost, failed or duplicated: {result.summary()}")
+    if result.duplicated_tags or (not unsafe and result.lost_tags):
+        raise AssertionError(f"{who.name}: commits lost or duplicated: {result.summary()}")
     commits = len(result.found_tags)
     before = start["by_kind"]
     by_kind = {
@@ -239,12 +240,14 @@ def run(
     appends: dict[int, int],
     workdir: Path,
     latency_ms: float = LATENCY_MS,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Per commit path (``group``) and writer count (the keys of ``appends``): medians over
     ``runs`` runs of ``appends[writers]`` appends per writer (commits/s, requests per committed version, in total and by kind, lost
     races and lost commits, CPU seconds per append) and the commit call's p50/p95 over all the
     runs' appends. With the baseline in ``group``: per writer count, the median of the per-run
-    ratios against it (commits/s and requests per commit)."""
+    ratios against it (commits/s and requests per commit). ``on_progress(partial)``: after
+    each writer count, what is measured so far (a long run keeps its results)."""
     rows: dict[str, Any] = {who.name: {} for who in group}
     ratios: dict[str, Any] = {}
     with FaultProxy(endpoint, workdir, latency_ms=latency_ms) as proxy:
@@ -268,6 +271,12 @@ def run(
                     for who in group
                     if who.name != BASELINE
                 }
+            if on_progress is not None:
+                on_progress(_section(latency_ms, rows, ratios))
+    return _section(latency_ms, rows, ratios)
+
+
+def _section(latency_ms: float, rows: dict[str, Any], ratios: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"latency_ms": latency_ms, "stores": rows}
     if ratios:
         out["over_baseline_median"] = ratios
