@@ -108,8 +108,9 @@ soak: setup  ## set everything up, run the soak on LocalStack (15 min; SOAK_DURA
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)
 	$(MVN) -q -f logstore/pom.xml -P sdk2 test-compile
 
+# One section only, keeping the others' latest results: make bench BENCH_ARGS="--only throughput".
 bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + markdown in bench/results)
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## remove the venv, build outputs and the packaged jar
 	rm -rf $(VENV) logstore/target logstore/python/jars build dist *.egg-info

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -48,38 +49,95 @@ def _latency_lines(lat: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+_KIND_ABBREV = {
+    "s3 HeadObject": "HEAD",
+    "s3 ListObjects": "LIST",
+    "s3 GetObject": "GET",
+    "s3 PutObject": "PUT",
+    "s3 CopyObject": "COPY",
+    "s3 DeleteObject": "DEL",
+    "s3 DeleteObjects": "DELS",
+}
+
+
+def _by_kind(row: dict[str, Any]) -> str:
+    """Requests per commit, total then by kind, e.g. ``40.0 (HEAD 19.2, LIST 14.0, ...)``."""
+    kinds = sorted(row["by_kind_median"].items(), key=lambda kv: -kv[1])
+    parts = [f"{_KIND_ABBREV.get(k, k)} {v:.1f}" for k, v in kinds if v >= 0.05]
+    return f"{row['requests_per_commit_median']:.1f} ({', '.join(parts)})"
+
+
+def _tput_row(label: str, writers: str, r: dict[str, Any]) -> str:
+    return (
+        f"| {label} | {writers} | {r['commits_per_s_median']:.2f} | "
+        f"{r['commit_latency_s_p50']:.2f} / {r['commit_latency_s_p95']:.2f} s | {_by_kind(r)} | "
+        f"{r['commit_attempts_per_commit_median']:.2f} | {r['cpu_s_per_append_median']:.2f} s"
+    )
+
+
 def _throughput_lines(tput: dict[str, Any]) -> list[str]:
-    lines = [
-        "| commits/s on one table (requests per commit: S3 + DynamoDB) | store | "
-        + " | ".join(f"{c} writer{'s' if c != '1' else ''}" for c in _writer_counts(tput))
-        + " |",
-        "|---|---|" + "---|" * len(_writer_counts(tput)),
-    ]
-    for engine, label in (("python", "Python writers"), ("spark", "Spark drivers")):
-        if engine not in tput:
-            continue
-        stores = tput[engine]["stores"]
-        counts = list(next(iter(stores.values())).keys())
-        appends = next(iter(stores.values()))[counts[0]]["appends_per_writer"]
-        for store, rows in stores.items():
-            cells = [
-                f"{r['commits_per_s_median']:.2f} ({r['s3_requests_per_commit_median']:.1f} + "
-                f"{r['dynamodb_requests_per_commit_median']:.1f})"
-                for r in (rows[c] for c in counts)
+    """One table for the Spark drivers (with lost commits and ratios against the baseline),
+    one for the anchors."""
+    lines: list[str] = []
+    spark = tput.get("spark")
+    if spark and "latency_ms" in spark:
+        lines += [
+            f"Spark drivers ({_appends_text(spark)}) at {spark['latency_ms']:.0f} ms per S3 "
+            "request; lost commits: committed by a writer, in no version (Delta's single-driver "
+            "store overwrites a concurrent N.json; counted, not raised). Commit PUTs per "
+            "commit: attempts at N.json (1.00: no lost race). CPU: process CPU seconds (JVM + "
+            "Python) per append, and Spark jobs per append. Ratios: per run, against the "
+            "pre-issue-15 preset (baseline) of the same run.",
+            "",
+            "| commit path | drivers | commits/s | commit p50 / p95 | requests per commit (by kind) "
+            "| commit PUTs per commit | CPU per append | lost (failed) commits, total | commits/s, requests vs baseline |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        ratios = spark.get("over_baseline_median", {})
+        for name, rows in spark["stores"].items():
+            label = throughput_labels().get(name, name)
+            for writers, r in rows.items():
+                ratio = ratios.get(writers, {}).get(name)
+                vs = (
+                    f"{ratio['commits_per_s']:.2f}x, {ratio['requests_per_commit']:.2f}x"
+                    if ratio
+                    else "(baseline)"
+                )
+                lines.append(
+                    _tput_row(label, writers, r)
+                    + f" ({r['spark_jobs_per_append_median']:.1f} jobs)"
+                    + f" | {r['lost_commits_total']} ({r['failed_appends_total']}) | {vs} |"
+                )
+        lines.append("")
+    anchors = tput.get("anchors")
+    if anchors:
+        lines += [
+            f"Anchors on the same endpoint at {anchors['latency_ms']:.0f} ms per request "
+            f"({_appends_text(anchors)}):",
+            "",
+            "| writers | processes | commits/s | commit p50 / p95 | requests per commit (by kind) "
+            "| commit PUTs per commit | CPU per append | appends failed visibly (total) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for name, rows in anchors["stores"].items():
+            label = throughput_labels().get(name, name)
+            lines += [
+                _tput_row(label, w, r) + f" | {r['failed_appends_total']} |"
+                for w, r in rows.items()
             ]
-            lines.append(
-                f"| {label} ({appends} appends each) | {store} | " + " | ".join(cells) + " |"
-            )
-        ratio = tput[engine]["commits_per_s_ratio"]
-        lines.append(
-            f"| {label}: DynamoDB / conditional commits/s | ratio (min-max) | "
-            + " | ".join(
-                f"{ratio[c]['dynamodb_over_conditional_median']:.2f} ({ratio[c]['min']:.2f}-{ratio[c]['max']:.2f})"
-                for c in counts
-            )
-            + " |"
-        )
-    return [*lines, ""]
+        lines.append("")
+    return lines
+
+
+def _appends_text(section: dict[str, Any]) -> str:
+    rows = next(iter(section["stores"].values()))
+    return "appends per writer: " + ", ".join(
+        f"{r['appends_per_writer']} at {w}" for w, r in rows.items()
+    )
+
+
+def throughput_labels() -> dict[str, str]:
+    return {w.name: w.label for w in (*throughput.SPARK_STORES, *throughput.ANCHORS)}
 
 
 def _orphans_lines(orph: dict[str, Any]) -> list[str]:
@@ -127,11 +185,6 @@ def _ratio(s: dict[str, Any]) -> str:
     return f"{s['ratio_median']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f})"
 
 
-def _writer_counts(tput: dict[str, Any]) -> list[str]:
-    engine = next(e for e in ("python", "spark") if e in tput)
-    return list(next(iter(tput[engine]["stores"].values())).keys())
-
-
 def _when(section: dict[str, Any]) -> str:
     """Each section says when it was measured and over how many runs: ``--only`` re-measures
     one section and keeps the others from earlier runs."""
@@ -151,7 +204,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += spark_lines.markdown(results["spark_lines"])
     if results.get("throughput"):
         lines += [
-            f"Throughput, {_when(results['throughput'])} (Spark drivers: {results['throughput'].get('spark_runs', '?')}):",
+            f"Throughput, {_when(results['throughput'])} (Spark drivers: "
+            f"{results['throughput'].get('spark_runs', '?')} runs; {results['throughput'].get('load', '')}):",
             "",
         ]
         lines += _throughput_lines(results["throughput"])
@@ -168,7 +222,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"{_when(rep)}, one process per sample:",
             "",
             "| table | storage | deltaguard | delta-rs | ratio | peak RSS deltaguard | peak RSS delta-rs |",
-            "|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name in ("many_commits", "many_files"):
             for storage in ("local", "localstack"):
@@ -187,13 +241,27 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x.strip())
 
 
+def _appends(default: dict[int, int], each: int | None) -> dict[int, int]:
+    """Appends per writer by writer count: ``default``, or ``each`` at every count."""
+    return default if each is None else dict.fromkeys(default, each)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--commits", type=int, default=100, help="commit/PUT pairs per latency run")
-    parser.add_argument("--python-appends", type=int, default=25)
-    parser.add_argument("--spark-appends", type=int, default=5)
-    parser.add_argument("--tput-runs", type=int, default=3, help="runs per Python throughput point")
+    parser.add_argument(
+        "--python-appends",
+        type=int,
+        help="appends per anchor writer process at every writer count "
+        f"(default: {throughput.ANCHOR_APPENDS} by writers)",
+    )
+    parser.add_argument(
+        "--spark-appends",
+        type=int,
+        help=f"appends per Spark driver at every driver count (default: {throughput.SPARK_APPENDS})",
+    )
+    parser.add_argument("--tput-runs", type=int, default=3, help="runs per anchor point")
     parser.add_argument("--spark-runs", type=int, default=3)
     parser.add_argument(
         "--line-race-appends",
@@ -234,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
     results: dict[str, Any] = {
         **kept,
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
 
     def stamped(section: dict[str, Any], runs: int, **params: Any) -> dict[str, Any]:
@@ -264,31 +332,44 @@ def main(argv: list[str] | None = None) -> int:
                 args.runs,
             )
         if args.only in (None, "throughput"):
-            results["throughput"] = stamped(
-                {
-                    "what": "data commits per second, from the first append's start to the last "
-                    "one's end, and every request the writers made per committed version",
-                    "python": throughput.run(
-                        endpoint,
-                        bucket,
-                        "python",
-                        args.tput_runs,
-                        args.python_appends,
-                        ddb_table,
-                        workdir,
-                    ),
-                    "spark": throughput.run(
-                        endpoint,
-                        bucket,
-                        "spark",
-                        args.spark_runs,
-                        args.spark_appends,
-                        ddb_table,
-                        workdir,
-                    ),
-                },
+            load_before = os.getloadavg()
+            section: dict[str, Any] = {
+                "what": "data commits per second from the common start (a barrier after "
+                "every writer started and warmed) to the last append's end, the commit "
+                "call's latency, and every request the writers made per committed version, "
+                f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
+            }
+
+            def keep(part: str, partial: dict[str, Any]) -> None:
+                """Writes what is measured so far: a long run keeps its results."""
+                load = os.getloadavg()
+                section[part] = partial
+                section["load"] = (
+                    f"load average {load_before[0]:.1f} at the start, {load[0]:.1f} at the "
+                    f"end (15 min: {load[2]:.1f}) on {os.cpu_count()} cores, shared"
+                )
+                results["throughput"] = stamped(
+                    dict(section), args.tput_runs, spark_runs=args.spark_runs
+                )
+                _write(results)
+
+            throughput.run(
+                endpoint,
+                bucket,
+                throughput.ANCHORS,
                 args.tput_runs,
-                spark_runs=args.spark_runs,
+                _appends(throughput.ANCHOR_APPENDS, args.python_appends),
+                workdir,
+                on_progress=lambda p: keep("anchors", p),
+            )
+            throughput.run(
+                endpoint,
+                bucket,
+                throughput.SPARK_STORES,
+                args.spark_runs,
+                _appends(throughput.SPARK_APPENDS, args.spark_appends),
+                workdir,
+                on_progress=lambda p: keep("spark", p),
             )
         if args.only in (None, "orphans"):
             results["orphans"] = stamped(
@@ -323,11 +404,15 @@ def main(argv: list[str] | None = None) -> int:
                 **replay.run(localstack.endpoint, bucket, args.replay_runs),
             }
     results[f"wall_s_{args.only or 'all'}"] = round(time.monotonic() - started, 1)
+    _write(results)
+    sys.stdout.write(markdown(results) + "\n")
+    return 0
+
+
+def _write(results: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "latest.md").write_text(markdown(results) + "\n")
-    sys.stdout.write(markdown(results) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

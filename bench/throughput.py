@@ -1,12 +1,23 @@
-"""Committed versions per second with 1, 4 and 8 concurrent writers on one table, through
-deltaguard's conditional LogStore and through its DynamoDB LogStore, on the same LocalStack in
-the same run: Python writers and Spark drivers, each a separate process
-(:func:`deltaguard.localstack.multi_driver.run_multi_driver`).
+"""Committed versions per second on one table with 1, 4 and 8 concurrent writers, at a
+realistic S3 round trip: every request the writers make passes the fault proxy with a fixed
+delay (:data:`LATENCY_MS` per request) on its way to LocalStack.
 
-Writers reach LocalStack through a counting :class:`FaultProxy` with no rules, so every
-request they make (commits, listings, reads, DynamoDB calls) is counted by kind; the table's
-verification reads LocalStack directly and is not counted. Runs alternate the two stores (and
-their order) so both see the same machine state.
+Spark drivers, one JVM each (:func:`deltaguard.localstack.multi_driver.run_multi_driver`), for
+three commit paths (:data:`SPARK_STORES`): Delta's own ``S3SingleDriverLogStore`` with default
+settings (it loses commits with more than one driver: they are counted, not raised), the
+conditional store with the pre-issue-15 preset (:func:`baseline_conditional_conf`, the
+baseline) and with the ``s3-conditional`` preset as shipped. Anchors on the same endpoint with
+the same delay (:data:`ANCHORS`): deltaguard's Python writer and delta-rs writers.
+
+The runs of one point (commit path, writer count) are rounds of the same writer processes,
+each round on a fresh table: a JVM start per point, not per run, keeps the section near 25
+minutes on 2 cores. Every round starts behind a barrier: writers start and warm up (a Spark
+driver appends twice to a local scratch table), then all start appending at once; commits/s is
+the data commits found over the span from that start to the last append's end, and the proxy's
+request counts run from that start to the next round's (so JVM start-up is in neither). Per
+append, the writer times its commit call (p50/p95 pooled over the runs' appends) and its
+process CPU seconds. Ratios are per run (round i against round i) against the baseline of the
+same bench run. The verification (delta-rs, reading LocalStack directly) is not counted.
 """
 
 from __future__ import annotations
@@ -14,114 +25,259 @@ from __future__ import annotations
 import statistics
 import tempfile
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.localstack.fault_proxy import FaultProxy
-from deltaguard.localstack.multi_driver import run_multi_driver
+from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
+from deltaguard.localstack.multi_driver import MultiDriverResult, run_multi_driver_rounds
 from deltaguard.spark_conf.preset_name import PresetName
 
-STORES = (PresetName.S3_CONDITIONAL, PresetName.S3_DYNAMODB)
+#: The delay the proxy adds to every request: a real S3 round trip is 10-50 ms.
+LATENCY_MS = 20.0
+#: Appends per Spark driver, by drivers: at 20 ms a Spark append takes ~2 s alone and ~15 s
+#: with 4 drivers on 2 cores, so more appends per driver at 4 and 8 would push the section
+#: past ~25 min; the rounds still commit 4, 8 and 16 versions.
+SPARK_APPENDS = {1: 4, 4: 2, 8: 2}
+#: Appends per anchor writer process, by writers (an anchor append takes well under a second).
+ANCHOR_APPENDS = {1: 10, 4: 5, 8: 3}
+BASELINE = "s3-conditional-baseline"
 
 
-def _counts(proxy: FaultProxy) -> dict[str, int]:
-    return dict(proxy.stats()["by_kind"])
+def baseline_conditional_conf(endpoint: Endpoint) -> dict[str, str]:
+    """The pre-issue-15 ``s3-conditional`` preset, KEPT AS THE BASELINE of the Spark rows: the
+    commit-path settings main rendered for the test bed's storage at commit 90b86c1
+    (``delta_conf(endpoint.s3_storage(), PresetName.S3_CONDITIONAL)``), frozen here so the
+    tuned preset is always measured against it in the same run. The plugin jar is the one
+    under test: changes inside the store apply to both rows; this freezes the settings."""
+    s3a = "spark.hadoop.fs.s3a."
+    return {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        s3a + "endpoint.region": endpoint.region,
+        s3a + "path.style.access": "true",
+        s3a + "audit.reject.out.of.span.operations": "false",
+        s3a + "endpoint": endpoint.url,
+        s3a + "connection.ssl.enabled": str(endpoint.url.startswith("https")).lower(),
+        s3a + "access.key": endpoint.access_key,
+        s3a + "secret.key": endpoint.secret_key,
+        s3a + "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "spark.delta.logStore.s3.impl": "io.deltaguard.logstore.S3ConditionalLogStore",
+        "spark.delta.logStore.s3a.impl": "io.deltaguard.logstore.S3ConditionalLogStore",
+    }
 
 
-def _one(
+@dataclass(frozen=True)
+class Writers:
+    """One row of a table: who commits (engine) through which commit path."""
+
+    name: str  # the JSON key
+    label: str  # the markdown row
+    engine: str  # append_job's --engine
+    preset: PresetName
+    conf: Callable[[Endpoint], dict[str, str]] | None = None  # replaces the preset's settings
+
+
+SPARK_STORES = (
+    Writers(
+        "s3-single-driver",
+        "Delta S3SingleDriverLogStore, defaults (unsafe with >1 driver: loses commits)",
+        "spark",
+        PresetName.S3_SINGLE_DRIVER,
+    ),
+    Writers(
+        BASELINE,
+        "conditional store, pre-issue-15 preset (baseline)",
+        "spark",
+        PresetName.S3_CONDITIONAL,
+        baseline_conditional_conf,
+    ),
+    Writers(
+        "s3-conditional",
+        "conditional store, s3-conditional preset as shipped",
+        "spark",
+        PresetName.S3_CONDITIONAL,
+    ),
+)
+ANCHORS = (
+    Writers(
+        "deltaguard-python",
+        "deltaguard Python writer (conditional store)",
+        "python",
+        PresetName.S3_CONDITIONAL,
+    ),
+    Writers("delta-rs", "delta-rs (conditional PUT)", "delta-rs", PresetName.S3_CONDITIONAL),
+)
+
+
+#: Counts (never alters: a zero delay) every PUT of a commit file ``_delta_log/<v>.json``: one
+#: per commit attempt, whatever the store, so attempts per commit - 1 is the lost races per
+#: commit (the stores' one-off probe of If-None-Match writes another key and is not counted).
+COMMIT_PUTS = FaultRule("delay", method="PUT", path_regex=r"_delta_log/\d{20}\.json$")
+
+
+def _commit_puts(stats: dict[str, Any]) -> int:
+    return int(stats["rules"][0]["matched"])
+
+
+def _samples(
     endpoint: Endpoint,
     proxy: FaultProxy,
     bucket: str,
-    engine: str,
-    store: PresetName,
+    who: Writers,
     writers: int,
     appends: int,
-    ddb_table: str,
-) -> dict[str, Any]:
+    runs: int,
+) -> list[dict[str, Any]]:
+    """``runs`` runs of ``writers`` writers, as rounds of the same writer processes (one JVM
+    start per point instead of per run), each round on a fresh table behind a start barrier;
+    requests are counted from one round's start to the next one's (the last: to the exit)."""
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
-    before = _counts(proxy)
-    result = run_multi_driver(
-        f"s3a://{bucket}/tput-{engine}-{store.value}-{writers}-{uuid.uuid4().hex[:6]}",
+    marks: list[dict[str, Any]] = []
+    results: list[MultiDriverResult] = run_multi_driver_rounds(
+        f"s3a://{bucket}/tput-{who.name}-{writers}-{uuid.uuid4().hex[:6]}",
         writer_endpoint_url=proxy.endpoint.url,
         reader_endpoint_url=endpoint.url,
-        logstore=store,
-        writers=writers if engine == "spark" else 0,
-        python_writers=writers if engine == "python" else 0,
+        logstore=who.preset,
+        writers=writers if who.engine == "spark" else 0,
+        python_writers=writers if who.engine == "python" else 0,
+        deltars_writers=writers if who.engine == "delta-rs" else 0,
         appends=appends,
         workdir=workdir,
-        dynamodb_table=ddb_table if store is PresetName.S3_DYNAMODB else None,
+        spark_conf=who.conf(proxy.endpoint) if who.conf else None,
+        start_together=True,
+        on_all_ready=lambda: marks.append(proxy.stats()),
+        rounds=runs,
+        verify_with_deltars=True,
     )
-    if result.lost_tags or result.duplicated_tags or result.failed_appends:
-        raise AssertionError(f"benchmark run lost or failed commits: {result.summary()}")
-    after = _counts(proxy)
+    marks.append(proxy.stats())
+    return [_sample(who, r, marks[i], marks[i + 1]) for i, r in enumerate(results)]
+
+
+def _sample(
+    who: Writers, result: MultiDriverResult, start: dict[str, Any], end: dict[str, Any]
+) -> dict[str, Any]:
+    """One run's numbers; raises AssertionError if a multi-writer commit path lost or
+    duplicated a commit (the single-driver store's losses are counted instead). Appends that
+    failed visibly (a writer giving up after its retries) are counted, not raised."""
+    unsafe = who.preset is PresetName.S3_SINGLE_DRIVER
+    if result.duplicated_tags or (not unsafe and result.lost_tags):
+        raise AssertionError(f"{who.name}: commits lost or duplicated: {result.summary()}")
     commits = len(result.found_tags)
+    before = start["by_kind"]
     by_kind = {
-        k: (after[k] - before.get(k, 0)) / commits for k in after if after[k] != before.get(k, 0)
+        k: (n - before.get(k, 0)) / commits
+        for k, n in end["by_kind"].items()
+        if n != before.get(k, 0)
     }
+    attempts = _commit_puts(end) - _commit_puts(start)
     return {
         "commits_per_s": result.commits_per_second,
         "commits": commits,
+        "lost_commits": len(result.lost_tags),
+        "failed_appends": len(result.failed_appends),
         "requests_per_commit": sum(by_kind.values()),
         "s3_requests_per_commit": sum(v for k, v in by_kind.items() if k.startswith("s3 ")),
-        "dynamodb_requests_per_commit": sum(
-            v for k, v in by_kind.items() if k.startswith("dynamodb ")
-        ),
         "by_kind": by_kind,
+        "commit_attempts_per_commit": attempts / commits,
+        "rejected_puts_per_commit": {
+            k: (n - start["by_kind_status"].get(k, 0)) / commits
+            for k, n in end["by_kind_status"].items()
+            if k.startswith("s3 PutObject ") and n != start["by_kind_status"].get(k, 0)
+        },
+        "commit_call_s": result.commit_call_s,
+        "cpu_s_per_append": statistics.median(result.append_cpu_s_per_append),
+        "startup_s": statistics.median(r["startup_s"] for r in result.reports),
+        "spark_jobs_per_append": statistics.median(result.spark_jobs_per_append or [0.0]),
+    }
+
+
+def _percentile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile (inclusive method: within the observed range)."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
+    kinds = sorted({k for x in samples for k in x["by_kind"]})
+    calls = [t for x in samples for t in x["commit_call_s"]]
+
+    def med(key: str) -> float:
+        return float(statistics.median(x[key] for x in samples))
+
+    return {
+        "commits_per_s_median": med("commits_per_s"),
+        "commit_latency_s_p50": _percentile(calls, 50),
+        "commit_latency_s_p95": _percentile(calls, 95),
+        "requests_per_commit_median": med("requests_per_commit"),
+        "s3_requests_per_commit_median": med("s3_requests_per_commit"),
+        "by_kind_median": {
+            k: statistics.median(x["by_kind"].get(k, 0.0) for x in samples) for k in kinds
+        },
+        "lost_commits_median": med("lost_commits"),
+        "lost_commits_total": sum(x["lost_commits"] for x in samples),
+        "failed_appends_total": sum(x["failed_appends"] for x in samples),
+        "commits_found_median": med("commits"),
+        "commit_attempts_per_commit_median": med("commit_attempts_per_commit"),
+        "cpu_s_per_append_median": med("cpu_s_per_append"),
+        "startup_s_median": med("startup_s"),
+        "spark_jobs_per_append_median": med("spark_jobs_per_append"),
+        "appends_per_writer": appends,
+        "runs": [round(x["commits_per_s"], 3) for x in samples],
     }
 
 
 def run(
     endpoint: Endpoint,
     bucket: str,
-    engine: str,
+    group: tuple[Writers, ...],
     runs: int,
-    appends: int,
-    ddb_table: str,
+    appends: dict[int, int],
     workdir: Path,
-    writer_counts: tuple[int, ...] = (1, 4, 8),
+    latency_ms: float = LATENCY_MS,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Per store and writer count: medians over ``runs`` runs of ``appends`` appends per writer
-    of commits/s and requests per committed version (total, S3, DynamoDB, by kind); per writer
-    count, the median of the per-run ratios DynamoDB/conditional commits/s."""
-    rows: dict[str, Any] = {store.value: {} for store in STORES}
+    """Per commit path (``group``) and writer count (the keys of ``appends``): medians over
+    ``runs`` runs of ``appends[writers]`` appends per writer (commits/s, requests per committed version, in total and by kind, lost
+    races and lost commits, CPU seconds per append) and the commit call's p50/p95 over all the
+    runs' appends. With the baseline in ``group``: per writer count, the median of the per-run
+    ratios against it (commits/s and requests per commit). ``on_progress(partial)``: after
+    each writer count, what is measured so far (a long run keeps its results)."""
+    rows: dict[str, Any] = {who.name: {} for who in group}
     ratios: dict[str, Any] = {}
-    with FaultProxy(endpoint, workdir) as proxy:
-        for writers in writer_counts:
-            samples: dict[PresetName, list[dict[str, Any]]] = {s: [] for s in STORES}
-            for i in range(runs):
-                order = STORES if i % 2 == 0 else tuple(reversed(STORES))
-                for store in order:
-                    samples[store].append(
-                        _one(endpoint, proxy, bucket, engine, store, writers, appends, ddb_table)
-                    )
-            for store in STORES:
-                s = samples[store]
-                kinds = sorted({k for x in s for k in x["by_kind"]})
-                rows[store.value][str(writers)] = {
-                    "commits_per_s_median": statistics.median(x["commits_per_s"] for x in s),
-                    "requests_per_commit_median": statistics.median(
-                        x["requests_per_commit"] for x in s
-                    ),
-                    "s3_requests_per_commit_median": statistics.median(
-                        x["s3_requests_per_commit"] for x in s
-                    ),
-                    "dynamodb_requests_per_commit_median": statistics.median(
-                        x["dynamodb_requests_per_commit"] for x in s
-                    ),
-                    "by_kind_median": {
-                        k: statistics.median(x["by_kind"].get(k, 0.0) for x in s) for k in kinds
-                    },
-                    "appends_per_writer": appends,
-                    "runs": [round(x["commits_per_s"], 3) for x in s],
-                }
-            per_run = [
-                d["commits_per_s"] / c["commits_per_s"]
-                for c, d in zip(samples[STORES[0]], samples[STORES[1]], strict=True)
-            ]
-            ratios[str(writers)] = {
-                "dynamodb_over_conditional_median": statistics.median(per_run),
-                "min": min(per_run),
-                "max": max(per_run),
+    with FaultProxy(endpoint, workdir, latency_ms=latency_ms) as proxy:
+        proxy.set_rules([COMMIT_PUTS])
+        for writers, each in appends.items():
+            samples = {
+                who.name: _samples(endpoint, proxy, bucket, who, writers, each, runs)
+                for who in group
             }
-    return {"stores": rows, "commits_per_s_ratio": ratios}
+            for who in group:
+                rows[who.name][str(writers)] = _row(samples[who.name], each)
+            if BASELINE in samples:
+                base = samples[BASELINE]
+                ratios[str(writers)] = {
+                    who.name: {
+                        key: statistics.median(
+                            s[key] / b[key] for s, b in zip(samples[who.name], base, strict=True)
+                        )
+                        for key in ("commits_per_s", "requests_per_commit")
+                    }
+                    for who in group
+                    if who.name != BASELINE
+                }
+            if on_progress is not None:
+                on_progress(_section(latency_ms, rows, ratios))
+    return _section(latency_ms, rows, ratios)
+
+
+def _section(latency_ms: float, rows: dict[str, Any], ratios: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"latency_ms": latency_ms, "stores": rows}
+    if ratios:
+        out["over_baseline_median"] = ratios
+    return out

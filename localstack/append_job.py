@@ -3,7 +3,20 @@
 ``append``: writer 0 creates the table if needed; the others wait for version 0. Each writer
 then appends ``--appends`` batches of ``--rows`` rows, one Delta commit each, tagging every
 commit with ``userMetadata = <run id>/w<writer>/b<batch>`` so a verifier can tell which
-commits survived. Prints one JSON object: the writer's own account of what it committed.
+commits survived. Prints one JSON object: the writer's own account of what it committed, with
+the wall time of each append's commit call and the process CPU seconds spent appending (the
+JVM's and this interpreter's) for the benchmarks. Engines: ``spark`` (a Spark driver),
+``python`` (deltaguard's Python writer), ``delta-rs`` (``deltalake.write_deltalake``, which
+commits with a conditional PUT; given the endpoint and keys only, never a locking provider or
+``AWS_S3_ALLOW_UNSAFE_RENAME``).
+
+Start barrier (``--barrier-dir``): a writer that is ready to append (session built, table
+found, a Spark driver warmed by two appends to a local scratch table) creates
+``ready-r<round>-w<writer>`` there and waits for ``go-r<round>`` (written by the orchestrator
+once every writer is ready; ``abort`` if one failed), so the writers' appends overlap fully and
+JVM start-up stays out of the timings. ``--rounds R``: R rounds of ``--appends`` appends, each
+on its own table (``<table>-r<round>``, all created by writer 0 first), in one process: a
+benchmark's repeated runs without a JVM start each.
 
 ``verify``: reads the table back with Spark Delta (the reader's truth) and prints one JSON
 object: versions present, data commits per tag, rows, rows per (writer, batch).
@@ -16,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -94,10 +108,34 @@ def _log_exists(spark: object, table: str, version: int) -> bool:
     return bool(fs.exists(path))
 
 
-def _append_python(args: argparse.Namespace) -> dict[str, object]:
-    """The same workload committed by deltaguard's Python writer (no Spark, no JVM)."""
+def round_tables(table: str, rounds: int) -> list[str]:
+    """The table of each round: ``table`` itself for one round, else ``<table>-r<round>``."""
+    return [table] if rounds == 1 else [f"{table}-r{r}" for r in range(rounds)]
+
+
+def _rows(args: argparse.Namespace, batch: int, tag: str) -> pa.Table:
     import pyarrow as pa
 
+    return pa.table(
+        {
+            "writer": [args.writer] * args.rows,
+            "batch": [batch] * args.rows,
+            "seq": list(range(args.rows)),
+            "payload": [tag] * args.rows,
+        }
+    ).cast(arrow_schema())
+
+
+def _s3_table_exists(s3: object, table: str) -> bool:
+    from deltaguard.logstore.s3_location import S3Location
+
+    log0 = S3Location.parse(f"{table}/_delta_log/{commit_file_name(0)}")
+    listing = s3.list_objects_v2(Bucket=log0.bucket, Prefix=log0.key)  # type: ignore[attr-defined]
+    return bool(listing.get("KeyCount"))
+
+
+def _append_python(args: argparse.Namespace) -> dict[str, object]:
+    """The same workload committed by deltaguard's Python writer (no Spark, no JVM)."""
     from deltaguard.localstack.delta_append import BlindAppender
     from deltaguard.logstore.s3_location import S3Location
 
@@ -109,63 +147,139 @@ def _append_python(args: argparse.Namespace) -> dict[str, object]:
         loc = S3Location.parse(uri)
         s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
 
-    log0 = S3Location.parse(f"{args.table}/_delta_log/{commit_file_name(0)}")
-    appender = BlindAppender(store, put, args.table)
+    appenders = {t: BlindAppender(store, put, t) for t in round_tables(args.table, args.rounds)}
 
-    def commit(batch: int, tag: str) -> None:
-        rows = pa.table(
-            {
-                "writer": [args.writer] * args.rows,
-                "batch": [batch] * args.rows,
-                "seq": list(range(args.rows)),
-                "payload": [tag] * args.rows,
-            }
-        ).cast(arrow_schema())
-        appender.append(rows, user_metadata=tag)
+    def commit(table: str, batch: int, tag: str) -> None:
+        appenders[table].append(_rows(args, batch, tag), user_metadata=tag)
 
     return _wait_and_append(
-        args,
-        "python",
-        started,
-        lambda: bool(s3.list_objects_v2(Bucket=log0.bucket, Prefix=log0.key).get("KeyCount")),
-        commit,
+        args, "python", started, lambda t: _s3_table_exists(s3, t), commit, time.process_time
     )
+
+
+def _append_deltars(args: argparse.Namespace) -> dict[str, object]:
+    """The same workload committed by delta-rs (``deltalake``), as an anchor: endpoint and keys
+    only (its default conditional-PUT commit), never a locking provider or unsafe rename."""
+    from deltalake import CommitProperties, write_deltalake
+
+    started = time.monotonic()
+    endpoint = Endpoint(url=args.endpoint)
+    s3 = endpoint.s3_client()
+    options = endpoint.delta_rs_options()
+
+    def commit(table: str, batch: int, tag: str) -> None:
+        write_deltalake(
+            table.replace("s3a://", "s3://", 1),
+            _rows(args, batch, tag),
+            mode="append",
+            storage_options=options,
+            commit_properties=CommitProperties(custom_metadata={"userMetadata": tag}),
+        )
+
+    return _wait_and_append(
+        args, "delta-rs", started, lambda t: _s3_table_exists(s3, t), commit, time.process_time
+    )
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _await_go(barrier_dir: Path, round_no: int, writer: int, timeout_s: float = 900) -> None:
+    """Says this writer is ready for round ``round_no`` (``ready-r<round>-w<writer>``) and
+    waits for the orchestrator's ``go-r<round>``. Raises RuntimeError on ``abort`` (another
+    writer failed), TimeoutError after ``timeout_s``."""
+    (barrier_dir / f"ready-r{round_no}-w{writer}").touch()
+    deadline = time.monotonic() + timeout_s
+    while not (barrier_dir / f"go-r{round_no}").exists():
+        if (barrier_dir / "abort").exists():
+            raise RuntimeError(f"start aborted by the orchestrator ({barrier_dir})")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no go-r{round_no} in {barrier_dir} within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 def _wait_and_append(
     args: argparse.Namespace,
     engine: str,
     started: float,
-    table_exists: Callable[[], bool],
-    commit: Callable[[int, str], None],
+    table_exists: Callable[[str], bool],
+    commit: Callable[[str, int, str], None],
+    cpu_s: Callable[[], float],
+    jobs: Callable[[], int] | None = None,
 ) -> dict[str, object]:
-    """Waits for version 0, then runs ``commit(batch, tag)`` once per append, recording every
-    success and every exception (none is hidden), with the timings the benchmarks use."""
+    """Waits for version 0 of every round's table, then per round (with ``--barrier-dir``,
+    once every writer is ready for it) runs ``commit(table, batch, tag)`` once per append,
+    recording every success and every exception (none is hidden), with the timings the
+    benchmarks use: the wall time of each commit call, ``cpu_s()`` (the writer's process
+    CPU seconds) spent over the appends and, given ``jobs``, the Spark jobs they ran. One round: the round's report; more: ``{"rounds":
+    [report, ...]}``."""
+    tables = round_tables(args.table, args.rounds)
     deadline = time.monotonic() + 300
-    while not table_exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"table {args.table} was not created within 300 s")
-        time.sleep(0.2)
-    ready = time.monotonic()
-    first_append_at = time.time()
-    committed, errors = [], []
-    for batch in range(args.appends):
-        tag = f"{args.run_id}/w{args.writer}/b{batch}"
-        try:
-            commit(batch, tag)
-            committed.append(tag)
-        except Exception as exc:
-            errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
-    return {
-        "writer": args.writer,
-        "engine": engine,
-        "committed": committed,
-        "errors": errors,
-        "startup_s": round(ready - started, 2),
-        "append_s": round(time.monotonic() - ready, 2),
-        "first_append_at": first_append_at,
-        "last_append_at": time.time(),
-    }
+    for table in tables:
+        while not table_exists(table):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"table {table} was not created within 300 s")
+            time.sleep(0.2)
+    reports: list[dict[str, object]] = []
+    for round_no, table in enumerate(tables):
+        if args.barrier_dir:
+            _await_go(Path(args.barrier_dir), round_no, args.writer)
+        ready = time.monotonic()
+        cpu_before = cpu_s()
+        jobs_before = jobs() if jobs else 0
+        first_append_at = time.time()
+        committed, errors, latencies = [], [], []
+        for batch in range(args.appends):
+            tag = f"{args.run_id}/w{args.writer}/b{batch}"
+            call_started = time.monotonic()
+            try:
+                commit(table, batch, tag)
+                committed.append(tag)
+            except Exception as exc:
+                errors.append({"tag": tag, "error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            latencies.append(round(time.monotonic() - call_started, 4))
+        last_append_at = time.time()
+        report: dict[str, object] = {
+            "writer": args.writer,
+            "engine": engine,
+            "committed": committed,
+            "errors": errors,
+            "startup_s": round(ready - started, 2),
+            "append_s": round(time.monotonic() - ready, 2),
+            "first_append_at": first_append_at,
+            "last_append_at": last_append_at,
+            "commit_call_s": latencies,
+            "append_cpu_s": round(cpu_s() - cpu_before, 3),
+        }
+        if jobs:
+            report["spark_jobs"] = jobs() - jobs_before
+        reports.append(report)
+    return reports[0] if len(reports) == 1 else {"rounds": reports}
+
+
+def _warm_up(spark: SparkSession, local_dir: Path) -> None:
+    """Two appends to a scratch Delta table on local disk: class loading and code generation
+    of the write path happen before the timed appends, without touching the shared table."""
+    scratch = (local_dir / "warm-up-table").resolve().as_uri()
+    for _ in range(2):
+        spark.range(10).write.format("delta").mode("append").save(scratch)
+
+
+def _session_conf(
+    args: argparse.Namespace,
+) -> tuple[LocalStorage | S3Storage, PresetName, dict[str, str]]:
+    """Storage, preset and extra settings of the driver's session. With ``--conf-json`` the
+    file's settings are the whole commit path (no preset rendered under them: e.g. the
+    benchmark's frozen baseline preset); otherwise ``--logstore``'s preset."""
+    if not args.conf_json:
+        return _storage(args), PresetName(args.logstore), {}
+    conf = json.loads(Path(args.conf_json).read_text())
+    if not isinstance(conf, dict):
+        raise ValueError(f"{args.conf_json}: expected a JSON object of Spark settings")
+    return LocalStorage(), PresetName.LOCAL, {str(k): str(v) for k, v in conf.items()}
 
 
 def append(args: argparse.Namespace) -> dict[str, object]:
@@ -173,32 +287,48 @@ def append(args: argparse.Namespace) -> dict[str, object]:
 
     if args.engine == "python":
         return _append_python(args)
+    if args.engine == "delta-rs":
+        return _append_deltars(args)
 
     started = time.monotonic()
+    storage, preset, conf = _session_conf(args)
+    local_dir = Path(args.local_dir) if args.local_dir else None
     spark = build_test_session(
-        _storage(args),
-        PresetName(args.logstore),
+        storage,
+        preset,
         app_name=f"deltaguard-append-w{args.writer}",
         dynamodb=_dynamodb(args),
-        local_dir=Path(args.local_dir) if args.local_dir else None,
+        local_dir=local_dir,
+        extra_conf=conf,
     )
     try:
         if args.writer == 0:
-            DeltaTable.createIfNotExists(spark).location(args.table).addColumns(
-                _schema(spark)
-            ).execute()
+            for table in round_tables(args.table, args.rounds):
+                DeltaTable.createIfNotExists(spark).location(table).addColumns(
+                    _schema(spark)
+                ).execute()
 
-        def commit(batch: int, tag: str) -> None:
+        def commit(table: str, batch: int, tag: str) -> None:
             df = spark.range(args.rows).selectExpr(
                 f"CAST({args.writer} AS INT) AS writer",
                 f"CAST({batch} AS INT) AS batch",
                 "id AS seq",
                 f"'{tag}' AS payload",
             )
-            df.write.format("delta").mode("append").option("userMetadata", tag).save(args.table)
+            df.write.format("delta").mode("append").option("userMetadata", tag).save(table)
+
+        if args.barrier_dir:
+            _warm_up(spark, local_dir or Path(args.barrier_dir) / f"w{args.writer}")
+        jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+
+        def cpu_s() -> float:
+            return _proc_cpu_s(jvm_pid) + time.process_time()
+
+        def jobs() -> int:
+            return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
         report = _wait_and_append(
-            args, "spark", started, lambda: _log_exists(spark, args.table, 0), commit
+            args, "spark", started, lambda t: _log_exists(spark, t, 0), commit, cpu_s, jobs
         )
         # What this driver really ran: its Spark and the Hadoop (S3A) on its classpath.
         jvm = spark.sparkContext._jvm
@@ -258,9 +388,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--engine",
-        choices=["spark", "python"],
+        choices=["spark", "python", "delta-rs"],
         default="spark",
-        help="python: deltaguard's Python conditional-write committer (S3 only)",
+        help="python: deltaguard's Python conditional-write committer (S3 only); "
+        "delta-rs: deltalake.write_deltalake (conditional PUT, S3 only)",
+    )
+    parser.add_argument(
+        "--conf-json",
+        help="a JSON object of Spark settings that replace the --logstore preset's commit path "
+        "(spark engine)",
+    )
+    parser.add_argument(
+        "--barrier-dir",
+        help="start barrier: create ready-w<writer> here when ready, append once 'go' appears",
     )
     parser.add_argument(
         "--dynamodb-table",
@@ -270,6 +410,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer", type=int, default=0)
     parser.add_argument("--appends", type=int, default=25)
     parser.add_argument("--rows", type=int, default=10)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds of --appends, each on its own table (<table>-r<round>), one JVM for all",
+    )
     parser.add_argument("--run-id", default="run")
     parser.add_argument("--local-dir", help="Spark scratch directory")
     args = parser.parse_args(argv)

@@ -20,10 +20,16 @@ probability ``rate`` at most ``times`` times. Actions:
   same path has been answered by upstream (or ``delay_s`` passes), then forward it. This makes
   two writers act on the same key in a fixed order, deterministically.
 
+Latency: ``latency_ms`` (CLI ``--latency-ms``) delays every forwarded request by that fixed
+time before it is sent upstream, rules or not (a ``delay`` rule adds to it): an emulator on
+loopback answers in about a millisecond, a real S3 round trip takes 10-50 ms. Requests the
+proxy answers itself (``error``, ``reset``, ``hang``) and the control API are not delayed.
+
 Determinism: every rule draws from its own ``random.Random(seed, rule index)``, in arrival order.
 Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON list), ``GET
-stats`` (per-rule counts, and forwarded requests by kind, see :func:`request_kind`), ``POST
-reset``. :class:`FaultProxy` wraps it for tests.
+stats`` (per-rule counts, forwarded requests by kind, see :func:`request_kind`, and the
+non-2xx upstream answers by kind and status, e.g. ``s3 PutObject 412``: lost conditional
+creates), ``POST reset``. :class:`FaultProxy` wraps it for tests.
 
 Run: ``python -m deltaguard.localstack.fault_proxy --upstream URL --port-file F [--seed N]``.
 """
@@ -101,15 +107,17 @@ class _RuleState:
 class _Proxy:
     """Rule evaluation and statistics, shared by all handler threads."""
 
-    def __init__(self, upstream: str, seed: int) -> None:
+    def __init__(self, upstream: str, seed: int, latency_ms: float = 0.0) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         self.upstream_host = parsed.hostname or "127.0.0.1"
         self.upstream_port = parsed.port or 80
         self.seed = seed
+        self.latency_s = latency_ms / 1000.0
         self.lock = threading.Lock()
         self.rules: list[_RuleState] = []
         self.forwarded = 0
         self.by_kind: dict[str, int] = {}
+        self.by_kind_status: dict[str, int] = {}
 
     def set_rules(self, rules: list[FaultRule]) -> None:
         with self.lock:
@@ -147,6 +155,8 @@ class _Proxy:
             return {
                 "forwarded": self.forwarded,
                 "by_kind": dict(self.by_kind),
+                "by_kind_status": dict(self.by_kind_status),
+                "latency_ms": self.latency_s * 1000.0,
                 "rules": [
                     {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired}
                     for s in self.rules
@@ -262,6 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
                 # a duplicate makes strict servers such as versitygw answer 400).
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-length"}
                 headers["Content-Length"] = str(len(body))
+            if proxy.latency_s:
+                time.sleep(proxy.latency_s)
             conn.request(self.command, self.path, body=body, headers=headers)
             response = conn.getresponse()
             payload = response.read()
@@ -270,6 +282,9 @@ class _Handler(BaseHTTPRequestHandler):
             with proxy.lock:
                 proxy.forwarded += 1
                 proxy.by_kind[kind] = proxy.by_kind.get(kind, 0) + 1
+                if not 200 <= response.status < 300:
+                    key = f"{kind} {response.status}"
+                    proxy.by_kind_status[key] = proxy.by_kind_status.get(key, 0) + 1
             return response.status, out, payload
         finally:
             conn.close()
@@ -339,10 +354,14 @@ class _Server(ThreadingHTTPServer):
 
 
 class FaultProxy:
-    """The proxy as a child process in front of ``upstream``; a context manager stopped by PID."""
+    """The proxy as a child process in front of ``upstream``; a context manager stopped by PID.
+    ``latency_ms``: the fixed delay added to every forwarded request (see the module doc)."""
 
-    def __init__(self, upstream: Endpoint, workdir: Path, seed: int = 0) -> None:
+    def __init__(
+        self, upstream: Endpoint, workdir: Path, seed: int = 0, latency_ms: float = 0.0
+    ) -> None:
         self.upstream = upstream
+        self.latency_ms = latency_ms
         self.port = free_port()
         self.workdir = workdir
         self.seed = seed
@@ -367,6 +386,8 @@ class FaultProxy:
                 str(self.port),
                 "--seed",
                 str(self.seed),
+                "--latency-ms",
+                str(self.latency_ms),
             ],
             self.workdir / f"fault-proxy-{self.port}.log",
             stop_grace_s=5,
@@ -389,7 +410,8 @@ class FaultProxy:
         self._call("POST", "reset")
 
     def stats(self) -> dict[str, Any]:
-        """``{"forwarded": n, "by_kind": {kind: n}, "rules": [{"rule": {...}, "matched": n,
+        """``{"forwarded": n, "by_kind": {kind: n}, "by_kind_status": {"<kind> <status>": n}
+        (non-2xx answers only), "latency_ms": x, "rules": [{"rule": {...}, "matched": n,
         "fired": n}, ...]}``; kinds are :func:`request_kind`'s."""
         return dict(self._call("GET", "stats"))
 
@@ -414,8 +436,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:4566")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="fixed delay added to every forwarded request (a real S3 round trip: 10-50 ms)",
+    )
     args = parser.parse_args(argv)
-    server = _Server(args.port, _Proxy(args.upstream, args.seed))
+    if args.latency_ms < 0:
+        parser.error(f"--latency-ms must be >= 0, got {args.latency_ms}")
+    server = _Server(args.port, _Proxy(args.upstream, args.seed, args.latency_ms))
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,30 @@ class MultiDriverResult:
             r["first_append_at"] for r in self.reports
         )
         return len(self.found_tags) / span if span > 0 else 0.0
+
+    @property
+    def commit_call_s(self) -> list[float]:
+        """The wall time of every append's commit call, all writers (see append_job)."""
+        return [t for r in self.reports for t in r.get("commit_call_s", [])]
+
+    @property
+    def append_cpu_s_per_append(self) -> list[float]:
+        """Per writer: its process CPU seconds over its appends / its appends (the JVM's and
+        the interpreter's for a Spark driver)."""
+        return [
+            r["append_cpu_s"] / len(r["commit_call_s"])
+            for r in self.reports
+            if r.get("commit_call_s")
+        ]
+
+    @property
+    def spark_jobs_per_append(self) -> list[float]:
+        """Per Spark driver: the Spark jobs its appends ran / its appends."""
+        return [
+            r["spark_jobs"] / len(r["commit_call_s"])
+            for r in self.reports
+            if r.get("commit_call_s") and "spark_jobs" in r
+        ]
 
     @property
     def versions_contiguous(self) -> bool:
@@ -274,7 +298,84 @@ def verify_table(
     return _run_job(args, workdir / f"{run_tag}.log", timeout_s, python)
 
 
-def run_multi_driver(
+def _release_rounds(
+    barrier_dir: Path,
+    writers: int,
+    rounds: int,
+    futures: list[Future[dict[str, Any]]],
+    timeout_s: float,
+    on_all_ready: Callable[[], None] | None,
+) -> None:
+    """The orchestrator's side of the start barrier, per round: once all ``writers`` files
+    ``ready-r<round>-w*`` exist, runs ``on_all_ready`` and writes ``go-r<round>``. A writer
+    that ends first (a crash) is raised through its future, after ``abort`` tells the waiting
+    writers to give up."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for round_no in range(rounds):
+            while len(list(barrier_dir.glob(f"ready-r{round_no}-w*"))) < writers:
+                ended = [f for f in futures if f.done()]
+                if ended:
+                    ended[0].result()  # raises the writer's failure
+                    raise DriverFailedError(
+                        f"a writer finished before every writer was ready ({barrier_dir})"
+                    )
+                if time.monotonic() > deadline:
+                    raise DriverFailedError(
+                        f"writers not ready within {timeout_s:.0f} s ({barrier_dir})"
+                    )
+                time.sleep(0.05)
+            if on_all_ready is not None:
+                on_all_ready()
+            (barrier_dir / f"go-r{round_no}").touch()
+    except BaseException:
+        (barrier_dir / "abort").touch()  # the waiting writers give up at once
+        raise
+
+
+def verify_table_deltars(table: str, endpoint_url: str) -> dict[str, Any]:
+    """:func:`verify_table`'s account read by delta-rs in this process (no JVM start: for
+    benchmarks that verify many tables): versions, data commits per tag, rows, rows per
+    (writer, batch)."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(
+        table.replace("s3a://", "s3://", 1),
+        storage_options=Endpoint(url=endpoint_url).delta_rs_options(),
+    )
+    history = dt.history()
+    data = dt.to_pyarrow_table(columns=["writer", "batch"])
+    per_batch = data.group_by(["writer", "batch"]).aggregate([([], "count_all")])
+    return {
+        "versions": sorted(int(h["version"]) for h in history),
+        "commits": [
+            {
+                "version": int(h["version"]),
+                "operation": h.get("operation"),
+                "tag": h.get("userMetadata"),
+            }
+            for h in history
+        ],
+        "rows": data.num_rows,
+        "rows_per_batch": {
+            f"w{w}/b{b}": int(n)
+            for w, b, n in zip(
+                per_batch["writer"].to_pylist(),
+                per_batch["batch"].to_pylist(),
+                pc.cast(per_batch["count_all"], "int64").to_pylist(),
+                strict=True,
+            )
+        },
+    }
+
+
+def run_multi_driver(table: str, **kwargs: Any) -> MultiDriverResult:
+    """One round of :func:`run_multi_driver_rounds` (see there) on ``table`` itself."""
+    return run_multi_driver_rounds(table, rounds=1, **kwargs)[0]
+
+
+def run_multi_driver_rounds(
     table: str,
     *,
     writer_endpoint_url: str | None,
@@ -289,11 +390,27 @@ def run_multi_driver(
     timeout_s: float = 1200,
     pythons: list[str] | None = None,
     verify_python: str | None = None,
-) -> MultiDriverResult:
+    deltars_writers: int = 0,
+    spark_conf: dict[str, str] | None = None,
+    start_together: bool = False,
+    on_all_ready: Callable[[], None] | None = None,
+    rounds: int = 1,
+    verify_with_deltars: bool = False,
+) -> list[MultiDriverResult]:
     """Starts ``writers`` Spark driver processes (and ``python_writers`` processes committing
-    with deltaguard's Python writer) at once, waits for all, then verifies the table.
+    with deltaguard's Python writer, and ``deltars_writers`` committing with delta-rs) at once,
+    waits for all, then verifies the table.
     Writer 0 creates the table: a Spark driver if ``writers`` > 0, else deltaguard's Python
     writer, in this process, before the writers start.
+
+    ``rounds``: the writers append ``rounds`` times, each round to its own table
+    (``append_job.round_tables``), in the same processes; one result per round.
+    ``spark_conf``: the Spark drivers' whole commit path as explicit settings instead of
+    ``logstore``'s preset (e.g. a frozen earlier preset; the verifier still uses the preset).
+    ``start_together``: a start barrier per round (see append_job): every writer gets ready
+    (a Spark driver started and warmed), then ``on_all_ready()`` runs (e.g. a request-counter
+    reading) and all start appending at once. ``verify_with_deltars``: the verifier is
+    :func:`verify_table_deltars` instead of a Spark driver.
 
     Writers reach S3 through ``writer_endpoint_url`` (e.g. a fault proxy); the verifier reads
     through ``reader_endpoint_url`` (the emulator itself). Raises DriverFailedError if a
@@ -302,14 +419,32 @@ def run_multi_driver(
     ``pythons[i]`` is Spark writer i's interpreter (another Spark line's, see
     spark_line_venvs; default: this one), ``verify_python`` the reader's.
     """
+    from deltaguard.localstack.append_job import round_tables
+
     run_id = uuid.uuid4().hex[:8]
     started = time.monotonic()
     store_args = _store_args(logstore, dynamodb_table)
+    tables = round_tables(table, rounds)
     if writers == 0:
-        _create_table_with_python(table, writer_endpoint_url, logstore, dynamodb_table)
+        for t in tables:
+            _create_table_with_python(t, writer_endpoint_url, logstore, dynamodb_table)
+    conf_args: list[str] = []
+    if spark_conf is not None:
+        conf_path = workdir / f"{run_id}-spark-conf.json"
+        conf_path.parent.mkdir(parents=True, exist_ok=True)
+        conf_path.write_text(json.dumps(spark_conf, indent=1))
+        conf_args = ["--conf-json", str(conf_path)]
+    barrier_dir = workdir / f"{run_id}-barrier"
+    if start_together:
+        barrier_dir.mkdir(parents=True)
 
     def one(writer: int) -> dict[str, Any]:
-        engine = "spark" if writer < writers else "python"
+        if writer < writers:
+            engine = "spark"
+        elif writer < writers + python_writers:
+            engine = "python"
+        else:
+            engine = "delta-rs"
         args = [
             "append",
             "--engine",
@@ -323,6 +458,8 @@ def run_multi_driver(
             str(appends),
             "--rows",
             str(rows),
+            "--rounds",
+            str(rounds),
             "--run-id",
             run_id,
             "--local-dir",
@@ -330,28 +467,45 @@ def run_multi_driver(
         ]
         if writer_endpoint_url:
             args += ["--endpoint", writer_endpoint_url]
+        if engine == "spark":
+            args += conf_args
+        if start_together:
+            args += ["--barrier-dir", str(barrier_dir)]
         python = pythons[writer] if pythons and writer < writers else None
         return _run_job(args, workdir / f"{run_id}-writer{writer}.log", timeout_s, python)
 
-    total = writers + python_writers
+    total = writers + python_writers + deltars_writers
     with ThreadPoolExecutor(max_workers=total) as pool:
         futures = [pool.submit(one, w) for w in range(total)]
+        if start_together:
+            _release_rounds(barrier_dir, total, rounds, futures, timeout_s, on_all_ready)
         reports = [f.result() for f in futures]  # every future is read: no failure is hidden
-    verified = verify_table(
-        table,
-        reader_endpoint_url,
-        workdir,
-        f"{run_id}-verify",
-        store_args=store_args,
-        python=verify_python,
-    )
-    return MultiDriverResult(
-        logstore=logstore.value,
-        writers=total,
-        appends_per_writer=appends,
-        rows_per_append=rows,
-        run_id=run_id,
-        reports=reports,
-        verified=verified,
-        wall_s=time.monotonic() - started,
-    )
+    results = []
+    for round_no, round_table in enumerate(tables):
+        round_reports = [r["rounds"][round_no] if rounds > 1 else r for r in reports]
+        if verify_with_deltars:
+            if not reader_endpoint_url:
+                raise ValueError("the delta-rs verifier reads S3 only: give reader_endpoint_url")
+            verified = verify_table_deltars(round_table, reader_endpoint_url)
+        else:
+            verified = verify_table(
+                round_table,
+                reader_endpoint_url,
+                workdir,
+                f"{run_id}-r{round_no}-verify",
+                store_args=store_args,
+                python=verify_python,
+            )
+        results.append(
+            MultiDriverResult(
+                logstore=logstore.value,
+                writers=total,
+                appends_per_writer=appends,
+                rows_per_append=rows,
+                run_id=run_id,
+                reports=round_reports,
+                verified=verified,
+                wall_s=time.monotonic() - started,
+            )
+        )
+    return results

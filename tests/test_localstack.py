@@ -158,6 +158,27 @@ def test_proxy_delay(ls_proxy, ls_bucket):
     assert time.monotonic() - started >= 1.0
 
 
+def test_proxy_latency_delays_every_forwarded_request(localstack, ls_bucket, tmp_path):
+    """A fixed per-request delay (the realistic-latency bench's 20 ms, here larger so the lower
+    bound is clear of noise) on every forwarded request; answers that are not 2xx are counted
+    by kind and status (a lost conditional create is ``s3 PutObject 412``)."""
+    latency_ms, requests = 150.0, 4
+    with FaultProxy(localstack.endpoint, tmp_path, latency_ms=latency_ms) as proxy:
+        s3 = proxy.endpoint.s3_client()
+        started = time.monotonic()
+        s3.put_object(Bucket=ls_bucket, Key="lat", Body=b"x", IfNoneMatch="*")
+        s3.head_object(Bucket=ls_bucket, Key="lat")
+        s3.get_object(Bucket=ls_bucket, Key="lat")
+        with pytest.raises(ClientError):
+            s3.put_object(Bucket=ls_bucket, Key="lat", Body=b"y", IfNoneMatch="*")
+        elapsed = time.monotonic() - started
+        stats = proxy.stats()
+    assert elapsed >= requests * latency_ms / 1000.0
+    assert stats["forwarded"] == requests
+    assert stats["latency_ms"] == latency_ms
+    assert stats["by_kind_status"] == {"s3 PutObject 412": 1}
+
+
 def test_proxy_hold_until_peer_orders_two_writers(ls_proxy, localstack, ls_bucket):
     """The held PUT lands after its peer: without If-None-Match the held writer overwrites."""
     s3_a, s3_b = ls_proxy.endpoint.s3_client(), ls_proxy.endpoint.s3_client()
