@@ -241,9 +241,13 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split(",") if x.strip())
 
 
-def _appends(default: dict[int, int], each: int | None) -> dict[int, int]:
-    """Appends per writer by writer count: ``default``, or ``each`` at every count."""
-    return default if each is None else dict.fromkeys(default, each)
+def _appends(
+    default: dict[int, int], each: int | None, counts: tuple[int, ...] | None = None
+) -> dict[int, int]:
+    """Appends per writer by writer count: ``default``, or ``each`` at every count; only the
+    writer ``counts`` given (default: all of ``default``'s)."""
+    chosen = {k: v for k, v in default.items() if counts is None or k in counts}
+    return chosen if each is None else dict.fromkeys(chosen, each)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         "--spark-appends",
         type=int,
         help=f"appends per Spark driver at every driver count (default: {throughput.SPARK_APPENDS})",
+    )
+    parser.add_argument(
+        "--writer-counts",
+        help="throughput: only these writer counts (comma-separated, e.g. 8); the other "
+        "counts' rows of the previous results are kept",
     )
     parser.add_argument("--tput-runs", type=int, default=3, help="runs per anchor point")
     parser.add_argument("--spark-runs", type=int, default=3)
@@ -340,14 +349,25 @@ def main(argv: list[str] | None = None) -> int:
                 f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
             }
 
+            counts = _sizes(args.writer_counts) if args.writer_counts else None
+            earlier = results.get("throughput", {}) if counts else {}
+
             def keep(part: str, partial: dict[str, Any]) -> None:
-                """Writes what is measured so far: a long run keeps its results."""
+                """Writes what is measured so far: a long run keeps its results (and a run of
+                some ``--writer-counts`` the other counts' earlier rows)."""
                 load = os.getloadavg()
-                section[part] = partial
+                section[part] = throughput.merge_counts(earlier.get(part, {}), partial)
                 section["load"] = (
                     f"load average {load_before[0]:.1f} at the start, {load[0]:.1f} at the "
                     f"end (15 min: {load[2]:.1f}) on {os.cpu_count()} cores, shared"
                 )
+                if counts:
+                    section["load"] = (
+                        f"writer counts {args.writer_counts} measured "
+                        f"{datetime.now(UTC).isoformat(timespec='minutes')}, "
+                        f"{section['load']}; the others {earlier.get('measured_at', '?')}, "
+                        f"{earlier.get('load', '')}"
+                    )
                 results["throughput"] = stamped(
                     dict(section), args.tput_runs, spark_runs=args.spark_runs
                 )
@@ -358,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                 bucket,
                 throughput.ANCHORS,
                 args.tput_runs,
-                _appends(throughput.ANCHOR_APPENDS, args.python_appends),
+                _appends(throughput.ANCHOR_APPENDS, args.python_appends, counts),
                 workdir,
                 on_progress=lambda p: keep("anchors", p),
             )
@@ -367,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                 bucket,
                 throughput.SPARK_STORES,
                 args.spark_runs,
-                _appends(throughput.SPARK_APPENDS, args.spark_appends),
+                _appends(throughput.SPARK_APPENDS, args.spark_appends, counts),
                 workdir,
                 on_progress=lambda p: keep("spark", p),
             )

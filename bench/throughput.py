@@ -276,6 +276,27 @@ def run(
     return _section(latency_ms, rows, ratios)
 
 
+def merge_counts(earlier: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """``section`` (a run of some writer counts) with the rows and ratios of ``earlier`` (a
+    previous run's section of the same group) at the writer counts it did not measure."""
+    merged = dict(section)
+    for key in ("stores", "over_baseline_median"):
+        if key not in earlier:
+            continue
+        if key == "stores":
+            merged[key] = {
+                name: _by_count({**earlier[key].get(name, {}), **rows})
+                for name, rows in section.get(key, {}).items()
+            }
+        else:
+            merged[key] = _by_count({**earlier[key], **section.get(key, {})})
+    return merged
+
+
+def _by_count(rows: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(rows.items(), key=lambda kv: int(kv[0])))
+
+
 def _section(latency_ms: float, rows: dict[str, Any], ratios: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"latency_ms": latency_ms, "stores": rows}
     if ratios:
