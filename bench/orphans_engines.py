@@ -253,6 +253,11 @@ def run(
                 entry[engine] = _summary(rows)
                 if progress is not None:
                     progress.write_text(json.dumps(out, indent=2) + "\n")
+        load = os.getloadavg()
+        entry["load"] = (
+            f"load average at the end of the {files:,}-file runs: {load[0]:.1f} "
+            f"(15 min: {load[2]:.1f}) on {os.cpu_count()} cores"
+        )
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(f"{root}-report", ignore_errors=True)
     return out
@@ -302,8 +307,9 @@ def markdown(section: dict[str, Any]) -> list[str]:
                 f"{', '.join(str(f) for f in s['found'])} |"
             )
     for files, entry in section["sizes"].items():
-        if entry.get("note"):
-            lines += ["", f"Note on {int(files):,} files: {entry['note']}"]
+        notes = [entry[k] for k in ("note", "load") if entry.get(k)]
+        if notes:
+            lines += ["", f"Note on {int(files):,} files: {'; '.join(notes)}"]
     return [*lines, ""]
 
 
