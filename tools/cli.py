@@ -172,6 +172,23 @@ dynamodb_options = _options(
 )
 
 
+def engine_option(help: str) -> Callable[[F], F]:
+    """``--engine local|spark`` (default local): shared by audit and orphans."""
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "spark"]),
+        default="local",
+        show_default=True,
+        help=help,
+    )
+
+
+#: Where ``--engine spark`` runs when no session is active: shared by audit and orphans.
+spark_master_option = click.option(
+    "--spark-master", help="--engine spark without a running session: the master"
+)
+
+
 def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
     import boto3
 
@@ -296,16 +313,12 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     default=None,
     help="directories listed at once  [default: 8 on S3, 2 on local disk]",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "spark"]),
-    default="local",
-    show_default=True,
-    help="local: one process; spark: a Spark job (listing and classification in executors, "
-    "docs/orphans.md)",
+@engine_option(
+    "local: one process; spark: a Spark job (listing and classification in executors, "
+    "docs/orphans.md)"
 )
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
-@click.option("--spark-master", help="--engine spark without a running session: the master")
+@spark_master_option
 def orphans_command(
     table: str,
     endpoint: str | None,
@@ -403,15 +416,11 @@ def _fail(command: str, exc: Exception) -> None:
     multiple=True,
     help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "spark"]),
-    default="local",
-    show_default=True,
-    help="the file check's engine: local (one process lists the table) or spark (executors "
-    "list it; the latest version only; docs/audit.md)",
+@engine_option(
+    "the file check's engine: local (one process lists the table) or spark (executors "
+    "list it; the latest version only; docs/audit.md)"
 )
-@click.option("--spark-master", help="--engine spark without a running session: the master")
+@spark_master_option
 @s3_options
 @dynamodb_options
 def audit_command(

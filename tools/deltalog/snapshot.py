@@ -363,20 +363,7 @@ def _load(
         start = ref.version + 1 if ref is not None else 0
         chain = _json_chain(listing, start, target)
         if isinstance(chain, int):
-            if ref is None and skipped:
-                raise CorruptLogError(
-                    f"{store.uri}: every usable checkpoint is damaged ({skipped[0][1]})",
-                    skipped[0][0].files[0],
-                )
-            raise VersionNotFoundError(
-                f"{store.uri}: cannot reconstruct version {target}: commit "
-                f"{LOG_DIR}/{chain:020d}.json is missing"
-                + (
-                    f" after checkpoint {ref.version}"
-                    if ref is not None
-                    else " and no checkpoint covers it"
-                )
-            )
+            raise unreconstructable(store.uri, target, chain, ref, skipped)
         state: CheckpointState | None = None
         if ref is not None:
             try:
@@ -386,6 +373,32 @@ def _load(
                 continue
         return _replay(store, listing, target, ref, state, chain, skipped)
     raise AssertionError("unreachable: the loop ends with ref=None")
+
+
+def unreconstructable(
+    uri: str,
+    target: int,
+    missing: int,
+    ref: CheckpointRef | None,
+    skipped: list[tuple[CheckpointRef, str]],
+) -> CorruptLogError | VersionNotFoundError:
+    """Why version ``target`` cannot be built from checkpoint ``ref`` (None: from commit 0)
+    when commit ``missing`` after it is gone, the older checkpoints in ``skipped`` having been
+    damaged (with why): the first damaged checkpoint if every usable one was, else the missing
+    commit. One wording for both orphans engines and the audit."""
+    if ref is None and skipped:
+        return CorruptLogError(
+            f"{uri}: every usable checkpoint is damaged ({skipped[0][1]})", skipped[0][0].files[0]
+        )
+    return VersionNotFoundError(
+        f"{uri}: cannot reconstruct version {target}: commit "
+        f"{LOG_DIR}/{missing:020d}.json is missing"
+        + (
+            f" after checkpoint {ref.version}"
+            if ref is not None
+            else " and no checkpoint covers it"
+        )
+    )
 
 
 def _replay(

@@ -47,7 +47,11 @@ from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind
-from deltaguard.tools.deltalog.snapshot import DEFAULT_DELETED_FILE_RETENTION_MS, parse_interval_ms
+from deltaguard.tools.deltalog.snapshot import (
+    DEFAULT_DELETED_FILE_RETENTION_MS,
+    parse_interval_ms,
+    unreconstructable,
+)
 from deltaguard.tools.orphans.references import checkpoints_besides
 from deltaguard.tools.orphans.rules import relative_to_root
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -142,20 +146,7 @@ def _own_checkpoint(
         start = ref.version + 1 if ref is not None else 0
         missing = _first_missing(listing, start, latest)
         if missing is not None:
-            if ref is None and skipped:
-                raise CorruptLogError(
-                    f"{uri}: every usable checkpoint is damaged ({skipped[0][1]})",
-                    skipped[0][0].files[0],
-                )
-            raise VersionNotFoundError(
-                f"{uri}: cannot reconstruct version {latest}: commit "
-                f"{LOG_DIR}/{missing:020d}.json is missing"
-                + (
-                    f" after checkpoint {ref.version}"
-                    if ref is not None
-                    else " and no checkpoint covers it"
-                )
-            )
+            raise unreconstructable(uri, latest, missing, ref, skipped)
         if ref is None:
             return None, [], _skipped_notes(skipped)
         parts: list[DataFrame] = []
