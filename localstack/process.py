@@ -2,7 +2,8 @@
 
 Contract: :class:`ServerProcess` starts its command in a new session (its own process group),
 waits until a readiness check passes, and on :meth:`ServerProcess.stop` sends SIGTERM to the
-whole group, then SIGKILL after a grace period, and reaps it. It is a context manager, and an
+whole group, then SIGKILL after a grace period, and reaps it; descendants that left the group
+(a server's own helper servers in their own session) get SIGKILL after it. It is a context manager, and an
 ``atexit`` hook stops anything still running, so a test run leaves no server behind.
 """
 
@@ -18,9 +19,21 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 _RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
+
+
+def descendants(pid: int) -> list[Any]:
+    """Every living descendant of ``pid`` (children, their children, ...) as
+    ``psutil.Process`` objects, which remember their start time: a later process that reuses
+    a PID is not taken for one of them."""
+    import psutil
+
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except psutil.NoSuchProcess:
+        return []
 
 
 class ServerStartError(RuntimeError):
@@ -107,6 +120,9 @@ class ServerProcess:
         proc = self.process
         if proc is None:
             return
+        # Descendants that started their own session (LocalStack runs DynamoDB Local so) are
+        # outside the group: found now, killed after the group is gone.
+        escaped = descendants(proc.pid) if proc.poll() is None else []
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -119,6 +135,12 @@ class ServerProcess:
         # Children that outlived the leader (same group) get SIGKILL too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
+        if escaped:
+            import psutil
+
+            for child in escaped:
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    child.kill()  # psutil checks the PID still names the same process
         _RUNNING.discard(self)
 
     def __enter__(self) -> Self:

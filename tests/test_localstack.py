@@ -253,6 +253,35 @@ def test_server_process_stops_whole_group_by_pid(tmp_path):
     assert _alive_in_group(pid) == []
 
 
+def test_server_process_stops_descendants_in_their_own_session(tmp_path):
+    """LocalStack starts DynamoDB Local in a session of its own: outside the group that stop()
+    signals. stop() finds such descendants first and kills them after the group."""
+    import psutil
+
+    port = free_port()
+    server = ServerProcess(
+        "session-spawner",
+        ["bash", "-c", f"setsid sleep 300 & python3 -m http.server {port} --bind 127.0.0.1"],
+        tmp_path / "log",
+    )
+
+    def ready() -> bool:
+        import socket
+
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+
+    server.start(ready, timeout_s=20)
+    escaped = [
+        c for c in psutil.Process(server.pid).children(recursive=True) if c.name() == "sleep"
+    ]
+    assert escaped and os.getsid(escaped[0].pid) != os.getsid(server.pid), "own session"
+    server.stop()
+    _gone, alive = psutil.wait_procs(escaped, timeout=5)  # SIGKILL sent; dead once reaped
+    alive = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"left running: {alive}"
+
+
 def test_stopped_localstack_leaves_nothing(tmp_path):
     server = LocalStackServer(tmp_path / "ls").start()
     pid, url = server.server.pid, server.endpoint.url
