@@ -17,7 +17,15 @@ from typing import Any
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.logstore.dynamodb_table import create_table
 
-from . import commit_latency, orphans, orphans_engines, replay, spark_lines, throughput
+from . import (
+    commit_latency,
+    orphans,
+    orphans_engines,
+    replay,
+    snapshot_jobs,
+    spark_lines,
+    throughput,
+)
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -212,6 +220,14 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans"):
         lines += [f"Orphan scan, {_when(results['orphans'])}:", ""]
         lines += _orphans_lines(results["orphans"])
+    if results.get("snapshot_jobs"):
+        lines += [
+            f"Spark jobs per append, alone and with another writer's commit before each append "
+            f"(one driver, local disk, {results['snapshot_jobs']['settings'][0]['appends_per_phase']} "
+            f"appends per phase), {_when(results['snapshot_jobs'])}:",
+            "",
+        ]
+        lines += snapshot_jobs.markdown(results["snapshot_jobs"])
     if results.get("orphans_engines"):
         lines += [f"Orphan scan engines, {_when(results['orphans_engines'])}:", ""]
         lines += orphans_engines.markdown(results["orphans_engines"])
@@ -302,7 +318,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["latency", "lines", "throughput", "replay", "orphans", "orphans_engines"],
+        choices=[
+            "latency",
+            "lines",
+            "throughput",
+            "snapshot_jobs",
+            "replay",
+            "orphans",
+            "orphans_engines",
+        ],
     )
     args = parser.parse_args(argv)
     started = time.monotonic()
@@ -391,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
                 workdir,
                 on_progress=lambda p: keep("spark", p),
             )
+        if args.only in (None, "snapshot_jobs"):
+            results["snapshot_jobs"] = stamped(snapshot_jobs.run(), 1)
         if args.only in (None, "orphans"):
             results["orphans"] = stamped(
                 orphans.run(
