@@ -34,6 +34,9 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import MultiDriverResult, run_multi_driver_rounds
 from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.request_tuning import untuned_conf
+from deltaguard.spark_conf.session import delta_conf
+from deltaguard.spark_conf.spark_lines import installed_line
 
 #: The delay the proxy adds to every request: a real S3 round trip is 10-50 ms.
 LATENCY_MS = 20.0
@@ -47,27 +50,14 @@ BASELINE = "s3-conditional-baseline"
 
 
 def baseline_conditional_conf(endpoint: Endpoint) -> dict[str, str]:
-    """The pre-issue-15 ``s3-conditional`` preset, KEPT AS THE BASELINE of the Spark rows: the
-    commit-path settings main rendered for the test bed's storage at commit 90b86c1
-    (``delta_conf(endpoint.s3_storage(), PresetName.S3_CONDITIONAL)``), frozen here so the
-    tuned preset is always measured against it in the same run. The plugin jar is the one
-    under test: changes inside the store apply to both rows; this freezes the settings."""
-    s3a = "spark.hadoop.fs.s3a."
+    """The pre-issue-15 ``s3-conditional`` preset, the BASELINE of the Spark rows: the shipped
+    preset with the request-saving settings of :mod:`deltaguard.spark_conf.request_tuning` put
+    back to Hadoop's and Delta's defaults (``untuned_conf``), for the installed line. The
+    plugin jar is the one under test: changes inside the store apply to both rows."""
+    line = installed_line()
     return {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-        s3a + "endpoint.region": endpoint.region,
-        s3a + "path.style.access": "true",
-        s3a + "audit.reject.out.of.span.operations": "false",
-        s3a + "endpoint": endpoint.url,
-        s3a + "connection.ssl.enabled": str(endpoint.url.startswith("https")).lower(),
-        s3a + "access.key": endpoint.access_key,
-        s3a + "secret.key": endpoint.secret_key,
-        s3a + "aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
-        "spark.delta.logStore.s3.impl": "io.deltaguard.logstore.S3ConditionalLogStore",
-        "spark.delta.logStore.s3a.impl": "io.deltaguard.logstore.S3ConditionalLogStore",
+        **delta_conf(endpoint.s3_storage(), PresetName.S3_CONDITIONAL, line=line),
+        **untuned_conf(line),
     }
 
 
