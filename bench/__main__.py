@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 on_progress=lambda p: keep("spark", p),
             )
         if args.only in (None, "snapshot_jobs"):
-            results["snapshot_jobs"] = stamped(snapshot_jobs.run(), 1)
+            results["snapshot_jobs"] = stamped(snapshot_jobs.run(workdir), 1)
         if args.only in (None, "orphans"):
             results["orphans"] = stamped(
                 orphans.run(

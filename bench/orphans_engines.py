@@ -22,13 +22,14 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from .worker import run_worker
 
 DAY_MS = 86_400_000
 PARTITIONS = 200
@@ -176,20 +177,7 @@ def engine_run(engine: str, table: str) -> dict[str, Any]:
 
 
 def _one(engine: str, table: Path, log: Path) -> dict[str, Any]:
-    started = time.monotonic()
-    with log.open("a") as err:
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.orphans_engines", "engine", engine, str(table)],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            check=False,
-            cwd=Path(__file__).parent.parent,
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{engine} on {table} failed (exit {proc.returncode}); see {log}")
-    row: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    row["wall_s"] = round(time.monotonic() - started, 1)
+    row = run_worker("bench.orphans_engines", ["engine", engine, str(table)], log)
     print(f"[orphans_engines] {table.name}: {row}", file=sys.stderr, flush=True)
     return row
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from .worker import run_worker
 
 CHECKSUM_KEY = "spark.databricks.delta.writeChecksumFile.enabled"
 PHASES = (("alone", False), ("interleaved", True), ("alone", False), ("interleaved", True))
@@ -106,31 +106,16 @@ def _jvm_cpu_s() -> float:
     return total
 
 
-def run(appends: int = 6) -> dict[str, Any]:
-    """Both checksum settings, one fresh process each."""
+def run(workdir: Path, appends: int = 6) -> dict[str, Any]:
+    """Both checksum settings, one fresh process each (their logs: ``workdir``)."""
     out: dict[str, Any] = {"what": __doc__.split("\n\n")[0].replace("\n", " "), "settings": []}
     for checksum in ("false", "true"):
         with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as tmp:
-            started = time.monotonic()
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.snapshot_jobs",
-                    "worker",
-                    checksum,
-                    str(appends),
-                    tmp,
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-                cwd=Path(__file__).parent.parent,
+            result = run_worker(
+                "bench.snapshot_jobs",
+                ["worker", checksum, str(appends), tmp],
+                workdir / "snapshot-jobs.log",
             )
-            if done.returncode != 0:
-                raise RuntimeError(f"snapshot_jobs worker failed:\n{done.stderr[-3000:]}")
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            result["wall_s"] = round(time.monotonic() - started, 1)
             out["settings"].append(result)
     return out
 
@@ -154,4 +139,5 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "worker":
         print(json.dumps(_worker(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))))
     else:
-        print("\n".join(markdown(run())))
+        with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as logs:
+            print("\n".join(markdown(run(Path(logs)))))

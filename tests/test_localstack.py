@@ -232,11 +232,12 @@ def _alive_in_group(pgid: int) -> list[int]:
     return alive
 
 
-def test_server_process_stops_whole_group_by_pid(tmp_path):
+def _server_with_a_child(tmp_path: Path, child: str) -> ServerProcess:
+    """A started ServerProcess: bash runs ``child`` in the background, then an HTTP server."""
     port = free_port()
     server = ServerProcess(
         "child-spawner",
-        ["bash", "-c", f"sleep 300 & python3 -m http.server {port} --bind 127.0.0.1"],
+        ["bash", "-c", f"{child} & python3 -m http.server {port} --bind 127.0.0.1"],
         tmp_path / "log",
     )
 
@@ -246,7 +247,11 @@ def test_server_process_stops_whole_group_by_pid(tmp_path):
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True
 
-    server.start(ready, timeout_s=20)
+    return server.start(ready, timeout_s=20)
+
+
+def test_server_process_stops_whole_group_by_pid(tmp_path):
+    server = _server_with_a_child(tmp_path, "sleep 300")
     pid = server.pid
     assert len(_alive_in_group(pid)) >= 2, "the server and its background child run"
     server.stop()
@@ -258,20 +263,7 @@ def test_server_process_stops_descendants_in_their_own_session(tmp_path):
     signals. stop() finds such descendants first and kills them after the group."""
     import psutil
 
-    port = free_port()
-    server = ServerProcess(
-        "session-spawner",
-        ["bash", "-c", f"setsid sleep 300 & python3 -m http.server {port} --bind 127.0.0.1"],
-        tmp_path / "log",
-    )
-
-    def ready() -> bool:
-        import socket
-
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-
-    server.start(ready, timeout_s=20)
+    server = _server_with_a_child(tmp_path, "setsid sleep 300")
     escaped = [
         c for c in psutil.Process(server.pid).children(recursive=True) if c.name() == "sleep"
     ]
