@@ -33,7 +33,7 @@ def _worker(checksum: str, appends: int, workdir: Path) -> dict[str, Any]:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from deltaguard.localstack.spark_driver import build_test_session
+    from deltaguard.localstack.spark_driver import build_test_session, driver_cpu_seconds
     from deltaguard.spark_conf.preset_name import PresetName
     from deltaguard.spark_conf.storage import LocalStorage
 
@@ -43,6 +43,7 @@ def _worker(checksum: str, appends: int, workdir: Path) -> dict[str, Any]:
         extra_conf={CHECKSUM_KEY: checksum},
         local_dir=workdir / "spark",
     )
+    cpu_s = driver_cpu_seconds(spark)
     status = spark.sparkContext._jsc.sc().statusStore()
 
     def jobs() -> dict[int, str]:
@@ -65,9 +66,9 @@ def _worker(checksum: str, appends: int, workdir: Path) -> dict[str, Any]:
         for _ in range(appends):
             if interleaved:
                 write_deltalake(table, other, mode="append")
-            before, cpu_before = jobs(), _cpu_s()
+            before, cpu_before = jobs(), cpu_s()
             rows.write.format("delta").mode("append").save(table)
-            cpu += _cpu_s() - cpu_before
+            cpu += cpu_s() - cpu_before
             kinds.update(re.sub(r"\d+", "N", d) for j, d in jobs().items() if j not in before)
         phases.append(
             {
@@ -83,27 +84,6 @@ def _worker(checksum: str, appends: int, workdir: Path) -> dict[str, Any]:
         )
     spark.stop()
     return {"checksum_files": checksum == "true", "appends_per_phase": appends, "phases": phases}
-
-
-def _cpu_s() -> float:
-    """CPU seconds of this process and its children (the driver JVM)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system + _jvm_cpu_s()
-
-
-def _jvm_cpu_s() -> float:
-    """CPU seconds of this process's running java children (os.times counts only reaped
-    children): utime + stime from /proc."""
-    total = 0.0
-    ticks = os.sysconf("SC_CLK_TCK")
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == str(os.getpid()):  # field 4: ppid
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 def run(workdir: Path, appends: int = 6) -> dict[str, Any]:

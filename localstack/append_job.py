@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.localstack.spark_driver import build_test_session, driver_cpu_seconds
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
@@ -181,12 +180,6 @@ def _append_deltars(args: argparse.Namespace) -> dict[str, object]:
     )
 
 
-def _proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _await_go(barrier_dir: Path, round_no: int, writer: int, timeout_s: float = 900) -> None:
     """Says this writer is ready for round ``round_no`` (``ready-r<round>-w<writer>``) and
     waits for the orchestrator's ``go-r<round>``. Raises RuntimeError on ``abort`` (another
@@ -319,10 +312,7 @@ def append(args: argparse.Namespace) -> dict[str, object]:
 
         if args.barrier_dir:
             _warm_up(spark, local_dir or Path(args.barrier_dir) / f"w{args.writer}")
-        jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
-
-        def cpu_s() -> float:
-            return _proc_cpu_s(jvm_pid) + time.process_time()
+        cpu_s = driver_cpu_seconds(spark)
 
         def jobs() -> int:
             return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))

@@ -7,6 +7,9 @@ make the demo, the tests and the benchmarks start fast and stay off the network.
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,3 +85,17 @@ def build_test_session(
         },
         dynamodb=dynamodb,
     )
+
+
+def driver_cpu_seconds(spark: SparkSession) -> Callable[[], float]:
+    """A clock of the CPU seconds (user + system) this Python process and ``spark``'s driver
+    JVM have used so far (Linux /proc for the JVM): what benchmarks charge to one append."""
+    jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat = Path(f"/proc/{jvm_pid}/stat")
+
+    def cpu_s() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks + time.process_time()
+
+    return cpu_s
