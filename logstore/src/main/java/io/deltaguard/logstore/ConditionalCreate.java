@@ -15,8 +15,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Contract.</b> {@link #create} returns normally iff the object now holds exactly our
  * bytes and no other writer's bytes were ever stored under the key by this call. It throws
  * {@link FileAlreadyExistsException} iff the key holds different bytes (another writer won). It
- * throws {@link IOException} naming the key and the last error when the outcome could not be
- * settled within the attempt budget, or on a non-retryable error (403, missing bucket, ...).
+ * throws {@link CommitOutcomeUnknownException} naming the key and the last error when the outcome
+ * could not be settled: the attempt budget ended with nothing readable under the key (a 412
+ * included), or a read-back kept failing. It throws a plain {@link IOException} on a
+ * non-retryable error of a PUT (403, missing bucket, ...), which S3 applied to nothing.
  *
  * <p><b>Why a lost response never becomes a duplicate commit.</b> Every failed or unanswered
  * attempt (412, 409, 5xx, throttling, reset, timeout) is followed by a read-back of the key
@@ -74,8 +76,7 @@ final class ConditionalCreate {
                     where, attempt, maxAttempts, kind, lastError);
             }
             // 412, 409, 5xx or no answer: settle what is stored before deciding anything.
-            Optional<byte[]> stored = read(bucket, key,
-                "read back " + where + " to settle a conditional create whose outcome is unknown");
+            Optional<byte[]> stored = readBack(bucket, key, where, attempt, lastError);
             if (stored.isPresent()) {
                 if (Arrays.equals(stored.get(), body)) {
                     LOG.info("{} already holds our bytes: an earlier attempt landed, its response "
@@ -90,10 +91,25 @@ final class ConditionalCreate {
                 lastError = lastError + "; and the object was not readable afterwards";
             }
         }
-        throw new IOException("Conditional create of " + where + " did not settle after "
-            + maxAttempts + " attempts; last error: " + lastError
+        throw new CommitOutcomeUnknownException(where, "the conditional create did not settle "
+            + "after " + maxAttempts + " attempts; last error: " + lastError
             + " (raise " + LogStoreSettings.key(LogStoreSettings.MAX_ATTEMPTS) + " if the store "
             + "is merely slow)");
+    }
+
+    /**
+     * The settle step's read-back after failed attempt {@code attempt}: {@link #read}, whose
+     * failure leaves the outcome unknown, since the PUT may have landed whatever the GET says.
+     */
+    private Optional<byte[]> readBack(String bucket, String key, String where, int attempt,
+                                      String putError) throws CommitOutcomeUnknownException {
+        try {
+            return read(bucket, key, "read back " + where);
+        } catch (IOException e) {
+            throw new CommitOutcomeUnknownException(where, "attempt " + attempt + "/" + maxAttempts
+                + " of the conditional create failed (" + putError + ") and the read-back to "
+                + "settle it failed: " + e.getMessage(), e);
+        }
     }
 
     /**

@@ -77,6 +77,11 @@ final class ConditionalWriteVerifier {
             if (overwritten || !Arrays.equals(stored.get(), first)) {
                 throw new ConditionalWritesNotHonouredException(endpoint, bucket, where);
             }
+        } catch (CommitOutcomeUnknownException e) {
+            // The probe key is no commit: no commit was attempted, so this is no unknown outcome
+            // of one (a caller catching that type must not take it for one).
+            throw new IOException("Could not verify conditional writes on endpoint " + endpoint
+                + ": the create of the probe object " + where + " did not settle", e);
         } catch (java.nio.file.FileAlreadyExistsException e) {
             throw new IOException("Could not verify conditional writes on endpoint " + endpoint
                 + ": the fresh probe key " + where + " already held other bytes", e);

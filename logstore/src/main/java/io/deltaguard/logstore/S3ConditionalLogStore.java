@@ -32,7 +32,10 @@ import org.apache.hadoop.fs.Path;
  *   <li><b>No duplicate on a lost response.</b> When a PUT's outcome is unknown (412 after a
  *       retry, 409, 5xx, throttling, reset, timeout) the object is read back before anything else.
  *       Our own bytes mean our earlier attempt landed: the write returns normally, so Delta does
- *       not commit the same actions again at N+1. See {@link ConditionalCreate}.</li>
+ *       not commit the same actions again at N+1. See {@link ConditionalCreate}. What the store
+ *       cannot settle it never reports as a failure or a conflict: it throws
+ *       {@link CommitOutcomeUnknownException}, whose message says the commit may have landed and
+ *       how to check before a job retry could duplicate it.</li>
  *   <li><b>Fail closed.</b> Before the first commit to a bucket, once per JVM and endpoint, a
  *       probe checks that a second create-only PUT of one key gets 412 (see
  *       {@link ConditionalWriteVerifier}). A store that ignores the header (some S3 look-alikes
@@ -57,10 +60,13 @@ import org.apache.hadoop.fs.Path;
  * <ul>
  *   <li>412, another writer's bytes stored: FileAlreadyExistsException; Delta retries at N+1.</li>
  *   <li>412, our bytes stored (lost response, SDK retry): success.</li>
- *   <li>409, 5xx, 429/503 SlowDown, 408, reset, timeout: read back; retry the conditional PUT
- *       with jittered backoff, at most {@code deltaguard.logstore.retry.maxAttempts} times (10);
- *       then an IOException naming the key and the last error (Delta does not retry it).</li>
- *   <li>403, missing bucket, other 4xx: an IOException at once.</li>
+ *   <li>412 with nothing readable, 409, 5xx, 429/503 SlowDown, 408, reset, timeout: read back;
+ *       retry the conditional PUT with jittered backoff, at most
+ *       {@code deltaguard.logstore.retry.maxAttempts} times (10); then
+ *       {@link CommitOutcomeUnknownException} naming the key and the last error (Delta does not
+ *       retry it).</li>
+ *   <li>A read-back that keeps failing (same budget): {@link CommitOutcomeUnknownException}.</li>
+ *   <li>403, missing bucket, other 4xx on a PUT: a plain IOException at once.</li>
  * </ul>
  *
  * <p>Settings: S3 is configured once, through S3A ({@code fs.s3a.endpoint}, credentials,

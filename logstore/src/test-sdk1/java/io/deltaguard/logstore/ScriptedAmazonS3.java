@@ -60,6 +60,8 @@ class ScriptedAmazonS3 extends AbstractAmazonS3 {
             stored = store.get(key);
         } catch (FakeS3.HttpError e) {
             throw error(e.status, e.code);
+        } catch (FakeS3.NoAnswer e) {
+            throw new SdkClientException("Unable to execute HTTP request: " + e.getMessage());
         }
         if (stored == null) {
             throw error(404, "NoSuchKey");

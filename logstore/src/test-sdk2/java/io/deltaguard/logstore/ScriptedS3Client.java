@@ -66,6 +66,8 @@ class ScriptedS3Client implements S3Client {
             stored = store.get(request.key());
         } catch (FakeS3.HttpError e) {
             throw error(e.status, e.code);
+        } catch (FakeS3.NoAnswer e) {
+            throw SdkClientException.create(e.getMessage());
         }
         if (stored == null) {
             throw NoSuchKeyException.builder().statusCode(404).message("NoSuchKey").build();

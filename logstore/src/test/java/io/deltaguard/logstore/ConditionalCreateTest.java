@@ -72,15 +72,84 @@ class ConditionalCreateTest {
     }
 
     @Test
-    void attemptBudgetEndsInIOExceptionNamingKey() {
+    void attemptBudgetEndsInOutcomeUnknownNamingKey() {
         FakeS3 s3 = new FakeS3(true);
         for (int i = 0; i < 3; i++) {
             s3.script.add(FakeS3.Fault.ERROR_503);
         }
-        IOException e = assertThrows(IOException.class, () -> create(s3, 3).create("b", KEY, OURS));
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> create(s3, 3).create("b", KEY, OURS));
+        assertEquals("s3://b/" + KEY, e.location());
         assertTrue(e.getMessage().contains("s3://b/" + KEY), e.getMessage());
         assertTrue(e.getMessage().contains("SlowDown"), e.getMessage());
-        assertTrue(!(e instanceof FileAlreadyExistsException));
+        assertHowToCheck(e);
+    }
+
+    /** The message says the commit may have landed, where and how to look (issue 21, item 6). */
+    private static void assertHowToCheck(CommitOutcomeUnknownException e) {
+        String m = e.getMessage();
+        assertTrue(m.contains("may have landed"), m);
+        assertTrue(m.contains("version 1 of s3://b/t"), m);
+        assertTrue(m.contains("`deltaguard history s3://b/t`"), m);
+        assertTrue(m.contains("userMetadata") && m.contains("txn"), m);
+    }
+
+    @Test
+    void preconditionFailedWithNothingReadableEndsInOutcomeUnknown() {
+        FakeS3 s3 = new FakeS3(true);
+        for (int i = 0; i < 3; i++) {
+            s3.script.add(FakeS3.Fault.ERROR_412);
+        }
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> create(s3, 3).create("b", KEY, OURS));
+        assertTrue(e.getMessage().contains("PreconditionFailed"), e.getMessage());
+        assertTrue(e.getMessage().contains("not readable afterwards"), e.getMessage());
+        assertHowToCheck(e);
+        assertEquals(3, s3.puts, "each 412 with nothing stored is retried, conditionally");
+        assertEquals(3, s3.gets, "each attempt is settled by a read-back");
+        assertTrue(!s3.objects.containsKey(KEY));
+    }
+
+    @Test
+    void readBackThatKeepsFailingIsOutcomeUnknown() {
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.ERROR_503);
+        for (int i = 0; i < 3; i++) {
+            s3.getScript.add(FakeS3.Fault.ERROR_503);
+        }
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> create(s3, 3).create("b", KEY, OURS));
+        assertTrue(e.getMessage().contains("read-back"), e.getMessage());
+        assertHowToCheck(e);
+        assertEquals(1, s3.puts, "no PUT before the earlier one is settled");
+        assertEquals(3, s3.gets, "the read-back has the same budget");
+    }
+
+    @Test
+    void landedPutWhoseEveryResponseIsLostIsOutcomeUnknownAndHoldsOurBytes() {
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.DROP_RESPONSE);
+        for (int i = 0; i < 3; i++) {
+            s3.getScript.add(FakeS3.Fault.DROP_RESPONSE);
+        }
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> create(s3, 3).create("b", KEY, OURS));
+        assertHowToCheck(e);
+        assertArrayEquals(OURS, s3.objects.get(KEY), "the commit did land: unknown, not failed");
+        assertEquals(1, s3.puts);
+    }
+
+    @Test
+    void verifierProbeThatDoesNotSettleIsNoCommitOutcome() {
+        ConditionalWriteVerifier.resetForTests();
+        FakeS3 s3 = new FakeS3(true);
+        for (int i = 0; i < 3; i++) {
+            s3.script.add(FakeS3.Fault.ERROR_503);
+        }
+        IOException e = assertThrows(IOException.class, () -> ConditionalWriteVerifier
+            .ensureVerified(s3.calls(), "http://fake", "b", "t/_delta_log", create(s3, 3)));
+        assertTrue(!(e instanceof CommitOutcomeUnknownException), e.toString());
+        assertTrue(e.getMessage().contains("Could not verify conditional writes"), e.getMessage());
     }
 
     @Test

@@ -17,8 +17,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * scenarios run end to end against LocalStack through the fault proxy in tests/.
  */
 class FakeS3 {
-    /** What to do with one PUT: throw before storing, store then throw (lost response), or pass. */
-    enum Fault { NONE, ERROR_409, ERROR_503, ERROR_403, RESET_BEFORE, DROP_RESPONSE }
+    /**
+     * What to do with one PUT: throw before storing, store then throw (lost response), or pass.
+     * ERROR_412 answers PreconditionFailed and stores nothing (a concurrent create that is not
+     * readable, or was deleted). For a GET ({@link #getScript}): ERROR_503, ERROR_403 and
+     * RESET_BEFORE answer so instead of reading; DROP_RESPONSE reads, then loses the answer.
+     */
+    enum Fault { NONE, ERROR_409, ERROR_412, ERROR_503, ERROR_403, RESET_BEFORE, DROP_RESPONSE }
 
     /** An HTTP error answer. */
     static final class HttpError extends RuntimeException {
@@ -48,6 +53,8 @@ class FakeS3 {
 
     final Map<String, byte[]> objects = new ConcurrentHashMap<>();
     final Deque<Fault> script = new ArrayDeque<>();
+    /** Faults for the next GETs, in order. */
+    final Deque<Fault> getScript = new ArrayDeque<>();
     final boolean honourIfNoneMatch;
     /** Runs before each PUT is applied (e.g. a concurrent writer). */
     Runnable beforePut = () -> { };
@@ -73,6 +80,7 @@ class FakeS3 {
         Fault fault = script.isEmpty() ? Fault.NONE : script.poll();
         switch (fault) {
             case ERROR_409: throw new HttpError(409, "ConditionalRequestConflict");
+            case ERROR_412: throw new HttpError(412, "PreconditionFailed");
             case ERROR_503: throw new HttpError(503, "SlowDown");
             case ERROR_403: throw new HttpError(403, "AccessDenied");
             case RESET_BEFORE: throw new NoAnswer("Connection reset");
@@ -91,6 +99,15 @@ class FakeS3 {
     synchronized byte[] get(String key) {
         gets++;
         requests.add("GET " + key);
+        Fault fault = getScript.isEmpty() ? Fault.NONE : getScript.poll();
+        switch (fault) {
+            case ERROR_503: throw new HttpError(503, "SlowDown");
+            case ERROR_403: throw new HttpError(403, "AccessDenied");
+            case RESET_BEFORE: throw new NoAnswer("Connection reset");
+            case DROP_RESPONSE: throw new NoAnswer("Unexpected end of stream (response lost)");
+            case NONE: break;
+            default: throw new IllegalArgumentException("no such GET fault: " + fault);
+        }
         return objects.get(key);
     }
 
