@@ -22,10 +22,12 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 
 class Fault(Enum):
-    """What to do with one PUT."""
+    """What to do with one PUT, or with one GET (``fail_next_gets``: ERROR_503, ERROR_403 and
+    RESET_BEFORE answer so instead of reading; DROP_RESPONSE reads, then loses the answer)."""
 
     NONE = "none"
     ERROR_409 = "409"  # ConditionalRequestConflict, nothing stored
+    ERROR_412 = "412"  # PreconditionFailed, nothing stored (a create not readable, or deleted)
     ERROR_503 = "503"  # SlowDown, nothing stored
     ERROR_403 = "403"  # AccessDenied, nothing stored
     RESET_BEFORE = "reset-before"  # connection dropped before the request reached the store
@@ -55,6 +57,7 @@ class ScriptedS3:
     honour_if_none_match: bool = True
     objects: dict[tuple[str, str], bytes] = field(default_factory=dict)
     script: deque[Fault] = field(default_factory=deque)
+    get_script: deque[Fault] = field(default_factory=deque)
     puts: int = 0
     gets: int = 0
     meta: _Meta = field(default_factory=_Meta)
@@ -62,6 +65,9 @@ class ScriptedS3:
 
     def fail_next_puts(self, *faults: Fault) -> None:
         self.script.extend(faults)
+
+    def fail_next_gets(self, *faults: Fault) -> None:
+        self.get_script.extend(faults)
 
     def put_object(self, *, Bucket: str, Key: str, Body: bytes, **kwargs: Any) -> dict[str, Any]:
         with self._lock:
@@ -71,6 +77,8 @@ class ScriptedS3:
                 raise EndpointConnectionError(endpoint_url=self.meta.endpoint_url)
             if fault is Fault.ERROR_409:
                 raise client_error(409, "ConditionalRequestConflict", "PutObject")
+            if fault is Fault.ERROR_412:
+                raise client_error(412, "PreconditionFailed", "PutObject")
             if fault is Fault.ERROR_503:
                 raise client_error(503, "SlowDown", "PutObject")
             if fault is Fault.ERROR_403:
@@ -86,6 +94,14 @@ class ScriptedS3:
     def get_object(self, *, Bucket: str, Key: str, **_: Any) -> dict[str, Any]:
         with self._lock:
             self.gets += 1
+            fault = self.get_script.popleft() if self.get_script else Fault.NONE
+            if fault in (Fault.RESET_BEFORE, Fault.DROP_RESPONSE):
+                raise EndpointConnectionError(endpoint_url=self.meta.endpoint_url)
+            if fault is Fault.ERROR_503:
+                raise client_error(503, "SlowDown", "GetObject")
+            if fault is Fault.ERROR_403:
+                raise client_error(403, "AccessDenied", "GetObject")
+            assert fault is Fault.NONE, f"no such GET fault: {fault}"
             if (Bucket, Key) not in self.objects:
                 raise client_error(404, "NoSuchKey", "GetObject")
             return {"Body": _Body(self.objects[(Bucket, Key)])}

@@ -75,13 +75,65 @@ def test_403_is_not_retried():
     assert s3.puts == 1 and KEY not in s3.objects
 
 
+def _assert_how_to_check(error: CommitOutcomeUnknownError) -> None:
+    """The message says the commit may have landed, where and how to look (issue 21 item 6),
+    as the JVM's CommitOutcomeUnknownException does."""
+    message = str(error)
+    assert error.location == URI and URI in message
+    assert "may have landed" in message
+    assert "version 1 of s3://bucket/table" in message
+    assert "`deltaguard history s3://bucket/table`" in message
+    assert "userMetadata" in message and "txn" in message
+
+
 def test_attempt_budget_ends_in_outcome_unknown():
     s3 = ScriptedS3()
     store = _store(s3, verify_conditional_writes=False, max_attempts=3)
     s3.fail_next_puts(*[Fault.ERROR_503] * 3)
-    with pytest.raises(CommitOutcomeUnknownError):
+    with pytest.raises(CommitOutcomeUnknownError) as err:
         store.write(URI, ["ours"])
     assert s3.puts == 3
+    assert "SlowDown" in str(err.value)
+    _assert_how_to_check(err.value)
+
+
+def test_412_with_nothing_readable_ends_in_outcome_unknown():
+    s3 = ScriptedS3()
+    store = _store(s3, verify_conditional_writes=False, max_attempts=3)
+    s3.fail_next_puts(*[Fault.ERROR_412] * 3)
+    with pytest.raises(CommitOutcomeUnknownError) as err:
+        store.write(URI, ["ours"])
+    assert "PreconditionFailed" in str(err.value)
+    assert "not readable afterwards" in str(err.value)
+    _assert_how_to_check(err.value)
+    assert s3.puts == 3, "each 412 with nothing stored is retried, conditionally"
+    assert s3.gets == 3, "each attempt is settled by a read-back"
+    assert KEY not in s3.objects
+
+
+def test_read_back_that_keeps_failing_is_outcome_unknown():
+    s3 = ScriptedS3()
+    store = _store(s3, verify_conditional_writes=False, max_attempts=3)
+    s3.fail_next_puts(Fault.ERROR_503)
+    s3.fail_next_gets(*[Fault.ERROR_503] * 3)
+    with pytest.raises(CommitOutcomeUnknownError) as err:
+        store.write(URI, ["ours"])
+    assert "read-back" in str(err.value)
+    _assert_how_to_check(err.value)
+    assert s3.puts == 1, "no PUT before the earlier one is settled"
+    assert s3.gets == 3, "the read-back has the same budget"
+
+
+def test_landed_put_whose_every_response_is_lost_is_outcome_unknown_and_holds_our_bytes():
+    s3 = ScriptedS3()
+    store = _store(s3, verify_conditional_writes=False, max_attempts=3)
+    s3.fail_next_puts(Fault.DROP_RESPONSE)
+    s3.fail_next_gets(*[Fault.DROP_RESPONSE] * 3)
+    with pytest.raises(CommitOutcomeUnknownError) as err:
+        store.write(URI, ["ours"])
+    _assert_how_to_check(err.value)
+    assert s3.objects[KEY] == b"ours\n", "the commit did land: unknown, not failed"
+    assert s3.puts == 1
 
 
 def test_store_ignoring_if_none_match_fails_closed_before_any_commit():

@@ -10,7 +10,8 @@ N.json is argued once, in that class's javadoc
   our own bytes mean an earlier attempt landed and only the response was lost (success, never a
   duplicate commit); other bytes raise :class:`LogFileExistsError`; absent means retry, with
   jittered exponential backoff, at most ``max_attempts`` PUTs, then
-  :class:`CommitOutcomeUnknownError`. 403 / missing bucket / other 4xx raise at once.
+  :class:`CommitOutcomeUnknownError` (also when a read-back keeps failing), whose message says how
+  to check whether the commit landed. 403 / missing bucket / other 4xx raise at once.
 - ``overwrite=True`` is a plain PUT (``_last_checkpoint`` and the like).
 - Before the first create on an (endpoint, bucket), it verifies that a second create-only PUT of
   a probe key gets 412 (fail closed: :class:`ConditionalWritesNotHonouredError`), once per
@@ -147,9 +148,12 @@ class S3ConditionalLogStore:
         outcome: one ``PutObject`` with ``If-None-Match: *`` per attempt; after a 412 / 409 /
         5xx / throttle / lost response, a read-back decides (our bytes: done; other bytes:
         :class:`LogFileExistsError`; absent: retry after jittered backoff). Raises
-        :class:`CommitOutcomeUnknownError` when ``max_attempts`` PUTs (or the read-backs) do not
-        settle it, and OSError at once for errors that cannot be retried (403, 400, missing
-        bucket). This is the commit protocol's create; the probe reuses it."""
+        :class:`CommitOutcomeUnknownError` when it cannot be settled (``max_attempts`` PUTs with
+        nothing readable under the key, a 412 included, or a read-back that keeps failing), and
+        OSError at once for a PUT error that cannot be retried (403, 400, missing bucket). The
+        JVM twin is ``ConditionalCreate``; the safety argument is in the JVM
+        ``S3ConditionalLogStore``'s javadoc. This is the commit protocol's create; the probe
+        reuses it."""
         last_error = ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
@@ -178,7 +182,14 @@ class S3ConditionalLogStore:
                     kind,
                     last_error,
                 )
-            stored = self.read_back(loc)
+            try:
+                stored = self.read_back(loc)
+            except CommitOutcomeUnknownError as exc:
+                raise CommitOutcomeUnknownError(
+                    loc.uri(),
+                    f"attempt {attempt}/{self.max_attempts} of the conditional create failed "
+                    f"({last_error}) and the read-back to settle it failed: {exc.detail}",
+                ) from exc
             if stored is not None:
                 if stored == body:
                     LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
@@ -186,9 +197,13 @@ class S3ConditionalLogStore:
                 raise LogFileExistsError(
                     f"{loc.uri()}: another writer created it first ({last_error})"
                 )
+            if kind == _Kind.PRECONDITION_FAILED:
+                # 412 yet nothing readable: a concurrent create is not visible yet, or was deleted.
+                last_error += "; and the object was not readable afterwards"
         raise CommitOutcomeUnknownError(
-            f"Conditional create of {loc.uri()} did not settle after {self.max_attempts} attempts; "
-            f"last error: {last_error}"
+            loc.uri(),
+            f"the conditional create did not settle after {self.max_attempts} attempts; "
+            f"last error: {last_error} (raise max_attempts if the store is merely slow)",
         )
 
     def read_back(self, loc: S3Location) -> bytes | None:
@@ -210,7 +225,7 @@ class S3ConditionalLogStore:
             except BotoCoreError as exc:
                 last_error = describe(exc)
         raise CommitOutcomeUnknownError(
-            f"Could not read back {loc.uri()} to settle a conditional create; last error: {last_error}"
+            loc.uri(), f"could not read back {loc.uri()}; last error: {last_error}"
         )
 
     def _ensure_verified(self, loc: S3Location) -> None:
@@ -355,8 +370,9 @@ def _second_put_overwrote(store: S3ConditionalLogStore, probe: S3Location) -> bo
                     "instead of 412 PreconditionFailed"
                 ) from exc
     raise CommitOutcomeUnknownError(
-        f"the second create-only PUT of {probe.uri()} did not get an answer in "
-        f"{store.max_attempts} attempts; last error: {last_error}"
+        probe.uri(),
+        f"the second create-only PUT did not get an answer in {store.max_attempts} attempts; "
+        f"last error: {last_error}",
     )
 
 
