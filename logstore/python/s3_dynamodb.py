@@ -9,7 +9,9 @@ so Python and Spark writers can commit to one table through one DynamoDB table.
 2. Write the temp file T(N) = ``_delta_log/.tmp/N.json.<uuid>``, then PutItem (tablePath,
    N.json, T(N), complete="false") with ``attribute_not_exists(fileName)``: the commit point.
    A failed condition against an entry naming our own T(N) (a lost response) is success;
-   against another entry, :class:`LogFileExistsError`.
+   against another entry, :class:`LogFileExistsError`. A failure that may still write our entry
+   (5xx, throttling, no answer) with no entry there yet, or a read-back that fails, is
+   :class:`CommitOutcomeUnknownError` (see :meth:`S3DynamoDBLogStore._commit_entry`).
 3. Copy T(N) to N.json, 4. mark the entry complete with ``expireTime = now + ttl``. Errors here
    are logged and left to recovery: the commit already happened.
 
@@ -27,11 +29,11 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from deltaguard.logstore.aws_errors import error_code, http_status
+from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
-from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
 
@@ -188,16 +190,7 @@ class S3DynamoDBLogStore:
         }
         temp = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
-        try:
-            self._put(entry, overwrite=False)
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            stored = self._get(table_uri, loc.name)
-            if stored is None or stored["tempPath"] != entry["tempPath"]:
-                raise LogFileExistsError(
-                    f"{uri}: DynamoDB entry exists in {self.table_name}"
-                ) from None
+        self._commit_entry(uri, entry)
         try:
             self._copy_if_absent(table_uri, entry, loc)
             self._put(
@@ -205,6 +198,44 @@ class S3DynamoDBLogStore:
             )
         except ClientError as exc:
             LOG.info("ignoring recoverable error after the commit point of %s: %s", uri, exc)
+
+    def _commit_entry(self, uri: str, entry: dict[str, Any]) -> None:
+        """The commit point: creates the entry with ``attribute_not_exists(fileName)``, as the
+        JVM ``DynamoDBCommitTable.commit`` does. When the PutItem fails in a way that may have
+        written it (its condition failed, which a retry of our own landed PutItem also gets; a
+        5xx, a throttle, no answer), the entry is read back consistently: our temp path there
+        means the commit is ours. Raises :class:`LogFileExistsError` for another writer's
+        entry, :class:`CommitOutcomeUnknownError` when no entry is there yet or the read-back
+        fails, and re-raises a refusal (another 4xx: nothing was written)."""
+        try:
+            self._put(entry, overwrite=False)
+            return
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                failure = "its condition failed"
+            elif _is_refusal(exc):
+                raise
+            else:
+                failure = describe(exc)
+        except BotoCoreError as exc:
+            failure = describe(exc)
+        what = f"the DynamoDB PutItem of its entry in {self.table_name} failed ({failure})"
+        try:
+            stored = self._get(entry["tablePath"], entry["fileName"])
+        except (ClientError, BotoCoreError) as exc:
+            raise CommitOutcomeUnknownError(
+                uri, f"{what} and reading the entry back failed: {describe(exc)}"
+            ) from exc
+        if stored is None:
+            raise CommitOutcomeUnknownError(
+                uri,
+                f"{what} and there is no entry yet; an entry that lands later names our temp file "
+                f"{entry['tempPath']}, which the next writer or reader of the table copies to "
+                f"{entry['fileName']}",
+            )
+        if stored["tempPath"] != entry["tempPath"]:
+            raise LogFileExistsError(f"{uri}: DynamoDB entry exists in {self.table_name}")
+        LOG.info("DynamoDB entry for %s is ours: an earlier PutItem landed", uri)
 
     def read(self, uri: str) -> Iterator[str]:
         return self._files.read(uri)
@@ -216,6 +247,18 @@ class S3DynamoDBLogStore:
             if latest is not None and not latest["complete"]:
                 self._repair(table_uri, latest)
         return self._files.list_from(uri)
+
+
+#: DynamoDB's throttling error codes: the SDK retries them, possibly after an attempt that landed.
+_THROTTLES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+
+
+def _is_refusal(exc: ClientError) -> bool:
+    """An answer saying DynamoDB applied nothing, and no earlier attempt could have: a 4xx
+    other than throttling (the JVM ``DynamoDBCommitTable.isRefusal``)."""
+    return 400 <= http_status(exc) < 500 and error_code(exc) not in _THROTTLES
 
 
 def _entry(item: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
@@ -20,11 +23,13 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
 /**
  * The DynamoDB commit table, item for item as Delta's S3DynamoDBLogStore reads and writes it.
  *
- * <p>{@link #put} with {@code overwrite = false} is a PutItem conditioned on
- * {@code attribute_not_exists(fileName)}: DynamoDB evaluates it atomically, so exactly one writer
- * creates the entry for (tablePath, N.json). That PutItem is the commit point.
+ * <p>{@link #commit} is a PutItem conditioned on {@code attribute_not_exists(fileName)}:
+ * DynamoDB evaluates it atomically, so exactly one writer creates the entry for
+ * (tablePath, N.json). That PutItem is the commit point.
  */
 final class DynamoDBCommitTable {
+    private static final Logger LOG = LoggerFactory.getLogger(DynamoDBCommitTable.class);
+
     private final DynamoDbClient client;
     private final String tableName;
 
@@ -37,26 +42,84 @@ final class DynamoDBCommitTable {
         return tableName;
     }
 
-    /**
-     * Writes the entry. With {@code overwrite = false} it fails with
-     * {@link FileAlreadyExistsException} if an entry for the file exists.
-     */
-    void put(CommitEntry entry, boolean overwrite) throws IOException {
-        PutItemRequest.Builder request = PutItemRequest.builder().tableName(tableName).item(toItem(entry));
-        if (!overwrite) {
-            request.conditionExpression("attribute_not_exists(fileName)");
-        }
+    /** Writes the entry unconditionally (marking it complete; a repair). */
+    void put(CommitEntry entry) throws IOException {
         try {
-            client.putItem(request.build());
-        } catch (ConditionalCheckFailedException e) {
-            throw new FileAlreadyExistsException(entry.absoluteFilePath().toString(), null,
-                "DynamoDB entry exists in " + tableName);
+            client.putItem(PutItemRequest.builder().tableName(tableName).item(toItem(entry)).build());
         } catch (ResourceNotFoundException e) {
             throw missingTable(e);
         } catch (SdkException e) {
             throw new IOException("DynamoDB PutItem of " + entry.fileName() + " for "
                 + entry.tablePath() + " in " + tableName + " failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The commit point: creates the entry with {@code attribute_not_exists(fileName)}. When the
+     * PutItem fails in a way that may have written it (its condition failed, which an SDK retry
+     * of our own landed PutItem also gets; a 5xx, a throttle after such a retry, no answer), the
+     * entry is read back consistently: our temp path there means the commit is ours, and
+     * returns normally (Delta's store would report a conflict here and commit the same actions
+     * again at N+1).
+     *
+     * @throws FileAlreadyExistsException if another writer's entry is there
+     * @throws CommitOutcomeUnknownException if no entry is there yet after a failure that may
+     *     still write ours, or the read-back fails
+     * @throws IOException if DynamoDB refused the PutItem (missing table, access denied, a
+     *     malformed item): nothing was written
+     */
+    void commit(CommitEntry entry) throws IOException {
+        String location = entry.absoluteFilePath().toString();
+        String failure;
+        try {
+            client.putItem(PutItemRequest.builder().tableName(tableName).item(toItem(entry))
+                .conditionExpression("attribute_not_exists(fileName)").build());
+            return;
+        } catch (ConditionalCheckFailedException e) {
+            failure = "its condition failed";
+        } catch (ResourceNotFoundException e) {
+            throw missingTable(e);
+        } catch (SdkException e) {
+            if (isRefusal(e)) {
+                throw new IOException("DynamoDB PutItem of " + entry.fileName() + " for "
+                    + entry.tablePath() + " in " + tableName + " failed: " + e.getMessage(), e);
+            }
+            failure = e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        String what = "the DynamoDB PutItem of its entry in " + tableName + " failed (" + failure
+            + ")";
+        Optional<CommitEntry> stored;
+        try {
+            stored = get(entry.tablePath(), entry.fileName());
+        } catch (IOException e) {
+            throw new CommitOutcomeUnknownException(location, what + " and reading the entry back "
+                + "failed: " + e.getMessage(), e);
+        }
+        if (!stored.isPresent()) {
+            throw new CommitOutcomeUnknownException(location, what + " and there is no entry yet; "
+                + "an entry that lands later names our temp file " + entry.tempPath() + ", which "
+                + "the next writer or reader of the table copies to " + entry.fileName());
+        }
+        if (!stored.get().tempPath().equals(entry.tempPath())) {
+            throw new FileAlreadyExistsException(location, null,
+                "DynamoDB entry exists in " + tableName);
+        }
+        LOG.info("DynamoDB entry for {} is ours: an earlier PutItem landed, its response was lost",
+            location);
+    }
+
+    /**
+     * An answer saying DynamoDB did not apply the request and no earlier attempt of it could
+     * have been applied: a 4xx other than throttling (which the SDK retries, possibly after an
+     * attempt that was applied).
+     */
+    static boolean isRefusal(SdkException e) {
+        if (!(e instanceof SdkServiceException)) {
+            return false;
+        }
+        SdkServiceException service = (SdkServiceException) e;
+        return service.statusCode() >= 400 && service.statusCode() < 500
+            && !service.isThrottlingException();
     }
 
     /** The entry for one commit file, read consistently. */

@@ -48,7 +48,9 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
  *       {@code FileAlreadyExistsException} and Delta retries them at N+1. If the PutItem's
  *       response was lost and the SDK's retry fails the condition against our own entry, the
  *       entry is read back: our T(N) there means the commit is ours (Delta's store would report
- *       a conflict here and commit the same actions again at N+1).</li>
+ *       a conflict here and commit the same actions again at N+1). A failure that may still
+ *       write our entry with none there yet, or a read-back that fails, is
+ *       {@link CommitOutcomeUnknownException} (see {@link DynamoDBCommitTable#commit}).</li>
  *   <li>Step 3: copy T(N) to N.json. Step 4: mark the entry complete with
  *       {@code expireTime = now + ttl}. Failures in 3 and 4 are logged and left to recovery: the
  *       commit already happened at step 2.2.</li>
@@ -135,19 +137,10 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
         try (OutputStream out = fs.create(entry.absoluteTempPath(), true)) {
             S3ConditionalLogStore.writeLines(actions, out);
         }
-        try {
-            table.put(entry, false);
-        } catch (FileAlreadyExistsException e) {
-            Optional<CommitEntry> stored = table.get(tablePath, fileName);
-            if (!stored.isPresent() || !stored.get().tempPath().equals(entry.tempPath())) {
-                throw e;
-            }
-            LOG.info("DynamoDB entry for {} is ours: an earlier PutItem landed, its response was lost",
-                resolved);
-        }
+        table.commit(entry);
         try {
             copy(fs, entry.absoluteTempPath(), resolved);
-            table.put(entry.asComplete(settings.ttlSeconds), true);
+            table.put(entry.asComplete(settings.ttlSeconds));
         } catch (IOException | RuntimeException e) {
             LOG.info("{}: ignoring recoverable error after the commit point of {}",
                 e.getClass().getSimpleName(), resolved, e);
@@ -166,7 +159,7 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
                         copy(fs, entry.absoluteTempPath(), target);
                     }
                     copied = true;
-                    table.put(entry.asComplete(settings.ttlSeconds), true);
+                    table.put(entry.asComplete(settings.ttlSeconds));
                     LOG.info("repaired {}: copied its temp file and marked it complete", target);
                     return;
                 } catch (FileAlreadyExistsException e) {

@@ -1,10 +1,13 @@
 package io.deltaguard.logstore;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
@@ -61,5 +64,64 @@ class DynamoDBPiecesTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
             () -> DynamoDBSettings.from(conf));
         assertTrue(e.getMessage().contains("ddb.ttl"));
+    }
+
+    private static final CommitEntry OURS = new CommitEntry("s3a://b/t",
+        "00000000000000000001.json", ".tmp/00000000000000000001.json.ours", false, null);
+    private static final CommitEntry THEIRS = new CommitEntry("s3a://b/t",
+        "00000000000000000001.json", ".tmp/00000000000000000001.json.theirs", false, null);
+
+    private static DynamoDBCommitTable table(ScriptedDynamoDb ddb) {
+        return new DynamoDBCommitTable(ddb, "delta_log");
+    }
+
+    @Test
+    void commitPointWithLostResponseIsOursNotAConflict() throws IOException {
+        ScriptedDynamoDb ddb = new ScriptedDynamoDb();
+        ddb.putScript.add(ScriptedDynamoDb.Fault.DROP_RESPONSE);
+        table(ddb).commit(OURS);
+        assertEquals(OURS, table(ddb).get("s3a://b/t", OURS.fileName()).get());
+        assertEquals(1, ddb.puts);
+    }
+
+    @Test
+    void commitPointWithAnotherWritersEntryIsFileAlreadyExists() {
+        ScriptedDynamoDb ddb = new ScriptedDynamoDb();
+        ddb.items.put("s3a://b/t|" + THEIRS.fileName(), DynamoDBCommitTable.toItem(THEIRS));
+        ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_500);
+        assertThrows(FileAlreadyExistsException.class, () -> table(ddb).commit(OURS));
+    }
+
+    @Test
+    void commitPointFailureWithNoEntryYetIsOutcomeUnknown() {
+        ScriptedDynamoDb ddb = new ScriptedDynamoDb();
+        ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_500);
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> table(ddb).commit(OURS));
+        assertEquals("s3a://b/t/_delta_log/00000000000000000001.json", e.location());
+        assertTrue(e.getMessage().contains("InternalServerError"), e.getMessage());
+        assertTrue(e.getMessage().contains("`deltaguard history s3a://b/t`"), e.getMessage());
+        assertTrue(e.getMessage().contains(OURS.tempPath()), e.getMessage());
+    }
+
+    @Test
+    void commitPointWhoseReadBackFailsIsOutcomeUnknown() {
+        ScriptedDynamoDb ddb = new ScriptedDynamoDb();
+        ddb.putScript.add(ScriptedDynamoDb.Fault.DROP_RESPONSE);
+        ddb.getScript.add(ScriptedDynamoDb.Fault.RESET_BEFORE);
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> table(ddb).commit(OURS));
+        assertTrue(e.getMessage().contains("reading the entry back failed"), e.getMessage());
+        assertTrue(ddb.items.containsKey("s3a://b/t|" + OURS.fileName()), "it did land");
+    }
+
+    @Test
+    void commitPointRefusalIsAPlainIOExceptionNothingWritten() {
+        ScriptedDynamoDb ddb = new ScriptedDynamoDb();
+        ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_403);
+        IOException e = assertThrows(IOException.class, () -> table(ddb).commit(OURS));
+        assertFalse(e instanceof CommitOutcomeUnknownException, e.toString());
+        assertTrue(ddb.items.isEmpty());
+        assertEquals(0, ddb.gets, "a refusal needs no read-back");
     }
 }
