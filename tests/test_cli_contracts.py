@@ -105,6 +105,21 @@ def test_json_output_is_only_json(run_cli, tmp_path):
         assert out.stderr == "", (args, out.stderr)
 
 
+def test_history_shows_each_versions_user_metadata_and_txn(run_cli, tmp_path):
+    """What the unknown-outcome message of the commit stores tells a user to check."""
+    t = _table(tmp_path / "t")
+    version = t.version + 1
+    commit_info = {"timestamp": NOW, "operation": "WRITE", "userMetadata": "job-42"}
+    txn = {"appId": "etl", "version": 7, "lastUpdated": NOW}
+    (t.log / f"{version:020d}.json").write_text(
+        json.dumps({"commitInfo": commit_info}) + "\n" + json.dumps({"txn": txn}) + "\n"
+    )
+    out = run_cli("history", str(t.root))
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if f" {version} " in line)
+    assert "job-42" in row and "etl=7" in row, out.stdout
+
+
 def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
     t = _table(tmp_path / "t", orphans=1)
     latest = t.log / f"{t.version:020d}.json"

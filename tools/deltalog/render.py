@@ -58,6 +58,8 @@ def print_audit(report: AuditReport, console: Console) -> None:
 
 
 def print_history(entries: list[HistoryEntry], console: Console) -> None:
+    """One row per commit, with its txn (app id=version) and userMetadata: what a writer looks
+    for after a commit outcome the store could not settle (docs/logstore.md)."""
     table = Table()
     for column in (
         "version",
@@ -66,6 +68,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
         "parameters",
         "metrics",
         "txn",
+        "userMetadata",
         "engine",
     ):
         table.add_column(column, overflow="fold")
@@ -77,6 +80,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
             json.dumps(e.parameters, separators=(",", ":")) if e.parameters else "",
             json.dumps(e.metrics, separators=(",", ":")) if e.metrics else "",
             ", ".join(f"{k}={v}" for k, v in e.txn_app_ids.items()),
+            e.user_metadata or "",
             e.engine or "",
         )
     console.print(table)
