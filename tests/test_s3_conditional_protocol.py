@@ -70,9 +70,21 @@ def test_403_is_not_retried():
     s3 = ScriptedS3()
     store = _store(s3, verify_conditional_writes=False)
     s3.fail_next_puts(Fault.ERROR_403)
-    with pytest.raises(OSError, match="cannot be retried"):
+    with pytest.raises(OSError, match="cannot be retried") as err:
         store.write(URI, ["ours"])
+    assert not isinstance(err.value, CommitOutcomeUnknownError)  # nothing was written
     assert s3.puts == 1 and KEY not in s3.objects
+
+
+def test_403_after_an_unsettled_attempt_is_outcome_unknown():
+    """The first PUT's 503 may still land: a later 403 does not settle anything."""
+    s3 = ScriptedS3()
+    store = _store(s3, verify_conditional_writes=False, max_attempts=5)
+    s3.fail_next_puts(Fault.ERROR_503, Fault.ERROR_403)
+    with pytest.raises(CommitOutcomeUnknownError, match="AccessDenied") as err:
+        store.write(URI, ["ours"])
+    assert s3.puts == 2
+    _assert_how_to_check(err.value)
 
 
 def _assert_how_to_check(error: CommitOutcomeUnknownError) -> None:

@@ -149,8 +149,9 @@ class S3ConditionalLogStore:
         5xx / throttle / lost response, a read-back decides (our bytes: done; other bytes:
         :class:`LogFileExistsError`; absent: retry after jittered backoff). Raises
         :class:`CommitOutcomeUnknownError` when it cannot be settled (``max_attempts`` PUTs with
-        nothing readable under the key, a 412 included, or a read-back that keeps failing), and
-        OSError at once for a PUT error that cannot be retried (403, 400, missing bucket). The
+        nothing readable under the key, a 412 included, a read-back that keeps failing, or an
+        error that cannot be retried after an unsettled attempt), and OSError at once for a first
+        PUT's error that cannot be retried (403, 400, missing bucket). The
         JVM twin is ``ConditionalCreate``; the safety argument is in the JVM
         ``S3ConditionalLogStore``'s javadoc. This is the commit protocol's create; the probe
         reuses it."""
@@ -170,9 +171,15 @@ class S3ConditionalLogStore:
             except (ClientError, BotoCoreError) as exc:
                 kind = classify(exc)
                 last_error = describe(exc)
-                if kind == _Kind.FATAL:
+                if kind == _Kind.FATAL and attempt == 1:
                     raise OSError(
                         f"Conditional create of {loc.uri()} failed and cannot be retried: {last_error}"
+                    ) from exc
+                if kind == _Kind.FATAL:  # an earlier, unsettled attempt may still land
+                    raise CommitOutcomeUnknownError(
+                        loc.uri(),
+                        f"attempt {attempt}/{self.max_attempts} failed and cannot be retried "
+                        f"({last_error}) after an earlier attempt whose outcome was not settled",
                     ) from exc
                 LOG.info(
                     "conditional create of %s attempt %d/%d: %s (%s)",

@@ -17,8 +17,9 @@ import org.slf4j.LoggerFactory;
  * {@link FileAlreadyExistsException} iff the key holds different bytes (another writer won). It
  * throws {@link CommitOutcomeUnknownException} naming the key and the last error when the outcome
  * could not be settled: the attempt budget ended with nothing readable under the key (a 412
- * included), or a read-back kept failing. It throws a plain {@link IOException} on a
- * non-retryable error of a PUT (403, missing bucket, ...), which S3 applied to nothing.
+ * included), a read-back kept failing, or a non-retryable error followed an attempt whose outcome
+ * was not settled (that earlier PUT may still land). It throws a plain {@link IOException} on a
+ * non-retryable error of the first PUT (403, missing bucket, ...), which S3 applied to nothing.
  *
  * <p><b>Why a lost response never becomes a duplicate commit.</b> Every failed or unanswered
  * attempt (412, 409, 5xx, throttling, reset, timeout) is followed by a read-back of the key
@@ -67,10 +68,16 @@ final class ConditionalCreate {
             } catch (S3Failure e) {
                 kind = e.kind();
                 lastError = e.describe();
-                if (kind == S3Failure.Kind.FATAL) {
+                if (kind == S3Failure.Kind.FATAL && attempt == 1) {
                     throw new IOException(
                         "Conditional create of " + where + " failed and cannot be retried: "
                             + lastError, e);
+                }
+                if (kind == S3Failure.Kind.FATAL) {
+                    // An earlier attempt had no definite answer and may still land.
+                    throw new CommitOutcomeUnknownException(where, "attempt " + attempt + "/"
+                        + maxAttempts + " failed and cannot be retried (" + lastError + ") after "
+                        + "an earlier attempt whose outcome was not settled");
                 }
                 LOG.info("Conditional create of {} attempt {}/{}: {} ({})",
                     where, attempt, maxAttempts, kind, lastError);

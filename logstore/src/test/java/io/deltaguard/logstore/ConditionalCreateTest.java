@@ -158,6 +158,19 @@ class ConditionalCreateTest {
         s3.script.add(FakeS3.Fault.ERROR_403);
         IOException e = assertThrows(IOException.class, () -> create(s3, 5).create("b", KEY, OURS));
         assertTrue(e.getMessage().contains("AccessDenied"), e.getMessage());
+        assertTrue(!(e instanceof CommitOutcomeUnknownException), "nothing was written: " + e);
         assertEquals(1, s3.puts);
+    }
+
+    @Test
+    void fatalErrorAfterAnUnsettledAttemptIsOutcomeUnknown() {
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.ERROR_503);
+        s3.script.add(FakeS3.Fault.ERROR_403);
+        CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
+            () -> create(s3, 5).create("b", KEY, OURS));
+        assertHowToCheck(e);
+        assertTrue(e.getMessage().contains("AccessDenied"), e.getMessage());
+        assertEquals(2, s3.puts);
     }
 }
