@@ -22,9 +22,19 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
  *
  * <p>{@link #put} with {@code overwrite = false} is a PutItem conditioned on
  * {@code attribute_not_exists(fileName)}: DynamoDB evaluates it atomically, so exactly one writer
- * creates the entry for (tablePath, N.json). That PutItem is the commit point.
+ * creates the entry for (tablePath, N.json). That PutItem is the commit point; {@link #claim}
+ * is how both DynamoDB stores send it.
  */
 final class DynamoDBCommitTable {
+    /** The table does not exist: never retried, never created implicitly. */
+    static final class MissingTableException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        MissingTableException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
     private final DynamoDbClient client;
     private final String tableName;
 
@@ -57,6 +67,54 @@ final class DynamoDBCommitTable {
             throw new IOException("DynamoDB PutItem of " + entry.fileName() + " for "
                 + entry.tablePath() + " in " + tableName + " failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The commit point: creates {@code entry} only if no entry for its file exists, settling
+     * every unknown outcome by reading the entry back (consistently) before anything else.
+     *
+     * <p>Returns normally iff the stored entry is this attempt's (same temp file): created now,
+     * or by an earlier attempt whose response was lost (the SDK's retry, or ours, then fails the
+     * condition against our own entry). Throws {@link FileAlreadyExistsException} iff another
+     * writer's entry holds the file. A failed PutItem (5xx, throttling, no answer) is retried
+     * with {@code backoff}, always conditionally, so no retry can replace another writer's entry;
+     * after {@code maxAttempts} PutItems without a settled answer it throws
+     * {@link CommitOutcomeUnknownException}: the entry may exist, or may still appear.
+     */
+    void claim(CommitEntry entry, int maxAttempts, Backoff backoff) throws IOException {
+        String location = entry.absoluteFilePath() + " (DynamoDB " + tableName + ")";
+        String lastError = null;
+        for (int attempt = 1; attempt <= maxAttempts; attempt++) {
+            if (attempt > 1) {
+                backoff.sleepBefore(attempt - 1);
+            }
+            try {
+                put(entry, false);
+                return;
+            } catch (MissingTableException e) {
+                throw e;
+            } catch (IOException e) { // the condition failed, or no settled answer
+                lastError = e.getMessage();
+            }
+            Optional<CommitEntry> stored;
+            try {
+                stored = get(entry.tablePath(), entry.fileName());
+            } catch (MissingTableException e) {
+                throw e;
+            } catch (IOException e) {
+                lastError = lastError + "; read-back failed: " + e.getMessage();
+                continue;
+            }
+            if (stored.isPresent()) {
+                if (stored.get().sameAttempt(entry)) {
+                    return; // an earlier PutItem of ours landed; its response was lost
+                }
+                throw new FileAlreadyExistsException(entry.absoluteFilePath().toString(), null,
+                    "another writer's DynamoDB entry holds it in " + tableName);
+            }
+        }
+        throw new CommitOutcomeUnknownException(location, maxAttempts
+            + " conditional PutItems did not settle; last error: " + lastError);
     }
 
     /** The entry for one commit file, read consistently. */
@@ -97,7 +155,7 @@ final class DynamoDBCommitTable {
     }
 
     private IOException missingTable(ResourceNotFoundException e) {
-        return new IOException("DynamoDB table " + tableName + " does not exist. Create it with "
+        return new MissingTableException("DynamoDB table " + tableName + " does not exist. Create it with "
             + "`deltaguard dynamodb create-table " + tableName + "` (deltaguard does not create it "
             + "implicitly: a mistyped name would silently split writers across two tables).", e);
     }
@@ -111,13 +169,17 @@ final class DynamoDBCommitTable {
         if (entry.expireTime() != null) {
             item.put("expireTime", AttributeValue.fromN(entry.expireTime().toString()));
         }
+        if (entry.marker() != null) {
+            item.put(CommitEntry.MARKER_ATTRIBUTE, AttributeValue.fromS(entry.marker()));
+        }
         return item;
     }
 
     static CommitEntry fromItem(Map<String, AttributeValue> item) {
         AttributeValue expire = item.get("expireTime");
+        AttributeValue marker = item.get(CommitEntry.MARKER_ATTRIBUTE);
         return new CommitEntry(item.get("tablePath").s(), item.get("fileName").s(),
             item.get("tempPath").s(), "true".equals(item.get("complete").s()),
-            expire == null ? null : Long.parseLong(expire.n()));
+            expire == null ? null : Long.parseLong(expire.n()), marker == null ? null : marker.s());
     }
 }
