@@ -86,11 +86,15 @@ class FaultRule:
     code: str = "SlowDown"
     delay_s: float = 0.0
     header: str | None = None
+    #: A DynamoDB operation (``PutItem``): the request's X-Amz-Target header must end with it.
+    target: str | None = None
 
     def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
         if self.method and self.method.upper() != method.upper():
             return False
         if self.path_regex and not re.search(self.path_regex, path):
+            return False
+        if self.target and not headers.get("x-amz-target", "").endswith(f".{self.target}"):
             return False
         return not (self.header_present and self.header_present.lower() not in headers)
 

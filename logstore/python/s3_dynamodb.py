@@ -27,11 +27,13 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from deltaguard.logstore.aws_errors import error_code, http_status
+from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
-from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.logstore.dynamodb_table import MARKER_ATTRIBUTE
+from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
 
@@ -96,7 +98,9 @@ class S3DynamoDBLogStore:
 
     def entries(self, table_path: str) -> list[dict[str, Any]]:
         """Every entry of one table (``tablePath`` exactly as writers named it), oldest first:
-        dicts with tablePath, fileName, tempPath, complete (bool) and expireTime."""
+        dicts with tablePath, fileName, tempPath, complete (bool), expireTime and marker (the
+        transition store's :data:`~deltaguard.logstore.dynamodb_table.MARKER_ATTRIBUTE`, or
+        None)."""
         out: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "tablePath = :tp",
@@ -119,10 +123,46 @@ class S3DynamoDBLogStore:
         }
         if entry.get("expireTime") is not None:
             item["expireTime"] = {"N": str(entry["expireTime"])}
+        if entry.get("marker") is not None:
+            item[MARKER_ATTRIBUTE] = {"S": entry["marker"]}
         kwargs: dict[str, Any] = {"Item": item}
         if not overwrite:
             kwargs["ConditionExpression"] = "attribute_not_exists(fileName)"
         self._call("put_item", **kwargs)
+
+    def claim(
+        self, entry: dict[str, Any], max_attempts: int = 10, base_delay_s: float = 0.05
+    ) -> None:
+        """The commit point: PutItem of ``entry`` with ``attribute_not_exists(fileName)``,
+        settled by a consistent read-back after any failure (the JVM
+        ``DynamoDBCommitTable.claim``). Returns iff the stored entry is this attempt's (same
+        temp file; a lost response is success). Raises :class:`LogFileExistsError` iff another
+        writer's entry holds the file, :class:`CommitOutcomeUnknownError` when ``max_attempts``
+        PutItems (5xx, throttling, no answer) do not settle, and
+        :class:`CommitTableMissingError` at once."""
+        uri = f"{entry['tablePath']}/_delta_log/{entry['fileName']}"
+        last_error = ""
+        for attempt in range(1, max_attempts + 1):
+            if attempt > 1:
+                sleep_before_retry(attempt - 1, base_delay_s, 5.0)
+            try:
+                self._put(entry, overwrite=False)
+                return
+            except (ClientError, BotoCoreError) as exc:
+                last_error = describe(exc)
+            try:
+                stored = self._get(entry["tablePath"], entry["fileName"])
+            except (ClientError, BotoCoreError) as exc:
+                last_error += f"; read-back failed: {describe(exc)}"
+                continue
+            if stored is not None:
+                if stored["tempPath"] == entry["tempPath"]:
+                    return
+                raise LogFileExistsError(f"{uri}: DynamoDB entry exists in {self.table_name}")
+        raise CommitOutcomeUnknownError(
+            f"{uri} (DynamoDB {self.table_name}): {max_attempts} conditional PutItems did not "
+            f"settle; last error: {last_error}"
+        )
 
     # -- files ----------------------------------------------------------------------------
 
@@ -188,16 +228,7 @@ class S3DynamoDBLogStore:
         }
         temp = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
-        try:
-            self._put(entry, overwrite=False)
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            stored = self._get(table_uri, loc.name)
-            if stored is None or stored["tempPath"] != entry["tempPath"]:
-                raise LogFileExistsError(
-                    f"{uri}: DynamoDB entry exists in {self.table_name}"
-                ) from None
+        self.claim(entry)
         try:
             self._copy_if_absent(table_uri, entry, loc)
             self._put(
@@ -225,4 +256,5 @@ def _entry(item: dict[str, Any]) -> dict[str, Any]:
         "tempPath": item["tempPath"]["S"],
         "complete": item["complete"]["S"] == "true",
         "expireTime": int(item["expireTime"]["N"]) if "expireTime" in item else None,
+        "marker": item[MARKER_ATTRIBUTE]["S"] if MARKER_ATTRIBUTE in item else None,
     }
