@@ -565,11 +565,11 @@ def migrate_status_command(
     conditional one); 2: the table, its log or the DynamoDB table could not be read."""
     import json
 
+    from botocore.exceptions import BotoCoreError
+
     from deltaguard.tools.deltalog.errors import DeltaLogError
     from deltaguard.tools.deltalog.storage import S3Options, open_table
     from deltaguard.tools.migrate_status import MigrateStatusError, migrate_status, render_text
-
-    from botocore.exceptions import BotoCoreError
 
     try:
         status = migrate_status(
