@@ -75,13 +75,13 @@ class MigrationConfig:
     """Sizes of the run: appends per job and phase; ``spark``: a Spark driver on the transition
     preset runs through phases 1 and 2."""
 
-    plain_appends: int = 5
-    transition_appends: int = 14
-    conditional_appends: int = 10
-    deltars_appends: int = 3
-    spark_appends: int = 3
+    plain_appends: int = 4
+    transition_appends: int = 10
+    conditional_appends: int = 8
+    deltars_appends: int = 2
+    spark_appends: int = 2
     spark: bool = True
-    phase2_kills: tuple[str, ...] = ("after-putitem", "during-create")
+    phase2_kills: tuple[str, ...] = ("after-putitem",)
 
 
 @dataclass
