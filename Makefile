@@ -101,8 +101,9 @@ wheel: jar  ## build the wheel (plugin jar inside) into dist/
 # The soak (docs/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
 # line is its summary. Longer: make soak SOAK_DURATION=3600; more options: SOAK_ARGS (see --help).
 SOAK_DURATION ?= 900
-soak: setup  ## set everything up, run the soak on LocalStack (15 min; SOAK_DURATION=seconds)
+soak: setup  ## set everything up, run the soak on LocalStack (15 min; SOAK_DURATION=seconds), then the long rolling migration
 	$(PY) -m deltaguard.localstack.soak --duration $(SOAK_DURATION) $(SOAK_ARGS)
+	$(PY) -m deltaguard.localstack.migration --long --workdir $(DELTAGUARD_CACHE)/migration-run
 
 # The JVM benchmark tool (CommitLatency) is test code of logstore/: compiled here, never jarred.
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)

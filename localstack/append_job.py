@@ -79,7 +79,7 @@ def _storage(args: argparse.Namespace) -> LocalStorage | S3Storage:
 
 
 def _dynamodb(args: argparse.Namespace) -> DynamoDBCommitTableSpec | None:
-    if PresetName(args.logstore) is not PresetName.S3_DYNAMODB:
+    if not PresetName(args.logstore).uses_dynamodb:
         return None
     endpoint = Endpoint(url=args.endpoint) if args.endpoint else None
     return DynamoDBCommitTableSpec(
@@ -93,10 +93,15 @@ def python_log_store(endpoint_url: str, logstore: PresetName, dynamodb_table: st
     """deltaguard's Python LogStore for the chosen commit path (S3 only)."""
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+    from deltaguard.logstore.s3_transition import S3TransitionLogStore
 
     endpoint = Endpoint(url=endpoint_url)
     if logstore is PresetName.S3_DYNAMODB:
         return S3DynamoDBLogStore(endpoint.s3_client(), endpoint.dynamodb_client(), dynamodb_table)
+    if logstore is PresetName.S3_DYNAMODB_TRANSITION:
+        return S3TransitionLogStore(
+            endpoint.s3_client(), endpoint.dynamodb_client(), dynamodb_table
+        )
     return S3ConditionalLogStore(endpoint.s3_client())
 
 

@@ -86,11 +86,17 @@ class FaultRule:
     code: str = "SlowDown"
     delay_s: float = 0.0
     header: str | None = None
+    #: A DynamoDB operation (``PutItem``): the request's X-Amz-Target header must end with it.
+    target: str | None = None
+    #: The first ``skip`` matching requests pass untouched (e.g. hang the second PutItem).
+    skip: int = 0
 
     def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
         if self.method and self.method.upper() != method.upper():
             return False
         if self.path_regex and not re.search(self.path_regex, path):
+            return False
+        if self.target and not headers.get("x-amz-target", "").endswith(f".{self.target}"):
             return False
         return not (self.header_present and self.header_present.lower() not in headers)
 
@@ -141,6 +147,8 @@ class _Proxy:
                 if not rule.matches(method, path, headers):
                     continue
                 state.matched += 1
+                if state.matched <= rule.skip:
+                    continue
                 if rule.times is not None and state.fired >= rule.times:
                     continue
                 if state.rng.random() < rule.rate:

@@ -260,9 +260,9 @@ def _run_job(
 
 def _store_args(logstore: PresetName, dynamodb_table: str | None) -> list[str]:
     args = ["--logstore", logstore.value]
-    if logstore is PresetName.S3_DYNAMODB:
+    if logstore.uses_dynamodb:
         if not dynamodb_table:
-            raise ValueError("the s3-dynamodb LogStore needs dynamodb_table")
+            raise ValueError(f"the {logstore.value} LogStore needs dynamodb_table")
         args += ["--dynamodb-table", dynamodb_table]
     return args
 

@@ -19,7 +19,16 @@ class PresetName(StrEnum):
     #: deltaguard's DynamoDB LogStore (Delta's S3DynamoDBLogStore protocol): safe for many
     #: drivers on stores without working conditional writes.
     S3_DYNAMODB = "s3-dynamodb"
+    #: deltaguard's transition LogStore: the DynamoDB protocol whose commit files are created
+    #: with ``If-None-Match``; moves a live table from ``s3-dynamodb`` to ``s3-conditional``
+    #: (docs/migration.md).
+    S3_DYNAMODB_TRANSITION = "s3-dynamodb-transition"
     #: Delta's ``S3SingleDriverLogStore`` (its default for S3): safe for ONE driver only.
     S3_SINGLE_DRIVER = "s3-single-driver"
     #: Delta on the local filesystem.
     LOCAL = "local"
+
+    @property
+    def uses_dynamodb(self) -> bool:
+        """Whether the commit path needs a DynamoDB commit table."""
+        return self in (PresetName.S3_DYNAMODB, PresetName.S3_DYNAMODB_TRANSITION)

@@ -11,6 +11,10 @@ Presets (:class:`PresetName`):
   teams already on Delta's DynamoDB store. Needs a DynamoDB table
   (``deltaguard dynamodb create-table``) and an AWS SDK v2 line (not Spark 3.5 on hadoop-aws
   3.3.x: rendering it there is refused).
+- ``s3-dynamodb-transition``: deltaguard's transition LogStore, the DynamoDB protocol whose
+  commit files are created only with ``If-None-Match``: the way from ``s3-dynamodb`` to
+  ``s3-conditional`` without stopping a writer (docs/migration.md). Same options and needs as
+  ``s3-dynamodb``.
 - ``s3-single-driver``: Delta's ``S3SingleDriverLogStore``. Only safe when ONE driver writes a
   table at a time; rendering it needs ``acknowledge_single_driver``.
 - ``local``: Delta on the local filesystem.
@@ -136,11 +140,11 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             **delta_conf(_storage(options), PresetName.S3_SINGLE_DRIVER),
             **_jars(options, False),
         }
-    if preset is PresetName.S3_DYNAMODB:
+    if preset.uses_dynamodb:
         line = options.line()
         if not line.has_dynamodb_store:
             raise PresetError(
-                f"s3-dynamodb is not available on Spark line {line.name} (hadoop-aws "
+                f"{preset.value} is not available on Spark line {line.name} (hadoop-aws "
                 f"{line.hadoop}, AWS SDK v1): deltaguard's DynamoDB LogStore runs on the AWS SDK "
                 "v2, which hadoop-aws 3.4+ brings. Use s3-conditional on this line, or a Spark "
                 "3.5 built on Hadoop 3.4 (--hadoop-version 3.4.1)."
@@ -158,7 +162,7 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             ttl_seconds=options.ttl_seconds,
         )
         conf = {
-            **delta_conf(_storage(options), PresetName.S3_DYNAMODB, spec),
+            **delta_conf(_storage(options), preset, spec),
             **_jars(options, True),
         }
     else:
@@ -218,7 +222,7 @@ def shipped_preset_text(name: PresetName) -> str:
         "$(deltaguard jar --spark-version V)` (V: 3.5, 4.0 or 4.2), or render it complete: "
         f"deltaguard conf render {name.value} --spark-version V [options]."
     )
-    if name is PresetName.S3_DYNAMODB:
+    if name.uses_dynamodb:
         header += "\nNeeds an AWS SDK v2 line (hadoop-aws 3.4+): not Spark 3.5 on hadoop-aws 3.3.4."
     if name is PresetName.S3_SINGLE_DRIVER:
         header += (

@@ -30,6 +30,7 @@ SINGLE_DRIVER_STORE = "io.delta.storage.S3SingleDriverLogStore"
 LOGSTORE_CLASSES: dict[PresetName, str | None] = {
     PresetName.S3_CONDITIONAL: "io.deltaguard.logstore.S3ConditionalLogStore",
     PresetName.S3_DYNAMODB: "io.deltaguard.logstore.S3DynamoDBLogStore",
+    PresetName.S3_DYNAMODB_TRANSITION: "io.deltaguard.logstore.S3TransitionLogStore",
     PresetName.S3_SINGLE_DRIVER: SINGLE_DRIVER_STORE,
     PresetName.LOCAL: None,
 }
@@ -68,12 +69,12 @@ def delta_conf(
 ) -> dict[str, str]:
     """The portable part: Delta's SQL extension and catalog, how Hadoop reaches ``storage``, and
     which LogStore commits on s3:// and s3a:// paths (with its DynamoDB table for
-    ``S3_DYNAMODB``, which requires ``dynamodb``). ``S3_CONDITIONAL`` adds the settings that
+    ``S3_DYNAMODB`` and ``S3_DYNAMODB_TRANSITION``, which require ``dynamodb``). ``S3_CONDITIONAL`` adds the settings that
     save S3 requests (:mod:`.request_tuning`) which ``line``'s Hadoop reads (default: the
     installed line). No jars, nothing machine-specific."""
-    if logstore is PresetName.S3_DYNAMODB and dynamodb is None:
+    if logstore.uses_dynamodb and dynamodb is None:
         raise ValueError(
-            "the s3-dynamodb LogStore needs a DynamoDB table (DynamoDBCommitTableSpec)"
+            f"the {logstore.value} LogStore needs a DynamoDB table (DynamoDBCommitTableSpec)"
         )
     conf = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -84,7 +85,7 @@ def delta_conf(
     if store_class is not None:
         for scheme in ("s3", "s3a"):
             conf[f"spark.delta.logStore.{scheme}.impl"] = store_class
-    if logstore is PresetName.S3_DYNAMODB and dynamodb is not None:
+    if logstore.uses_dynamodb and dynamodb is not None:
         conf.update(dynamodb.spark_conf())
     if logstore is PresetName.S3_CONDITIONAL:
         conf.update(fewer_requests_conf(line or installed_line()))

@@ -65,9 +65,12 @@ class ScriptedDynamoDB:
             return {"Item": item} if item else {}
 
 
+ATTEMPTS = 3  # PutItems of the commit point in these tests
+
+
 def _write(ddb: ScriptedDynamoDB) -> ScriptedS3:
     s3 = ScriptedS3()
-    S3DynamoDBLogStore(s3, ddb).write(URI, ['{"commitInfo":{}}'])
+    S3DynamoDBLogStore(s3, ddb, max_attempts=ATTEMPTS).write(URI, ['{"commitInfo":{}}'])
     return s3
 
 
@@ -92,9 +95,16 @@ def test_another_writers_entry_is_log_file_exists():
         _write(ddb)
 
 
-def test_failure_with_no_entry_yet_is_outcome_unknown():
+def test_failure_then_success_is_our_commit():
     ddb = ScriptedDynamoDB()
     ddb.put_script.append(Fault.ERROR_503)
+    s3 = _write(ddb)
+    assert s3.objects[KEY] == b'{"commitInfo":{}}\n'
+
+
+def test_failure_with_no_entry_yet_is_outcome_unknown():
+    ddb = ScriptedDynamoDB()
+    ddb.put_script.extend([Fault.ERROR_503] * ATTEMPTS)
     with pytest.raises(CommitOutcomeUnknownError) as err:
         _write(ddb)
     message = str(err.value)
@@ -103,11 +113,11 @@ def test_failure_with_no_entry_yet_is_outcome_unknown():
     assert ".tmp/00000000000000000000.json." in message, "names the temp file a late entry uses"
 
 
-def test_read_back_that_fails_is_outcome_unknown():
+def test_read_back_that_keeps_failing_is_outcome_unknown():
     ddb = ScriptedDynamoDB()
     ddb.put_script.append(Fault.DROP_RESPONSE)
-    ddb.get_script.append(Fault.RESET_BEFORE)
-    with pytest.raises(CommitOutcomeUnknownError, match="reading the entry back failed"):
+    ddb.get_script.extend([Fault.RESET_BEFORE] * ATTEMPTS)
+    with pytest.raises(CommitOutcomeUnknownError, match="read-back failed"):
         _write(ddb)
     assert (TABLE, "00000000000000000000.json") in ddb.items, "it did land"
 
@@ -120,3 +130,10 @@ def test_refusal_is_re_raised_without_read_back():
     assert not isinstance(err.value, CommitOutcomeUnknownError)
     assert "AccessDeniedException" in str(err.value)
     assert not ddb.items and ddb.gets == 0
+
+
+def test_refusal_after_an_unsettled_attempt_is_outcome_unknown():
+    ddb = ScriptedDynamoDB()
+    ddb.put_script.extend([Fault.ERROR_503, Fault.ERROR_403])
+    with pytest.raises(CommitOutcomeUnknownError, match="AccessDeniedException"):
+        _write(ddb)

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import click
 
 from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
-from deltaguard.spark_conf.conf_check import check, parse_properties
+from deltaguard.spark_conf.conf_check import Entry, check, parse_properties
+from deltaguard.spark_conf.conf_check_across import check_across
 from deltaguard.spark_conf.presets import (
     PresetError,
     PresetName,
@@ -88,17 +89,24 @@ def conf_group() -> None:
 @click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
 @click.option("--credentials-provider", help="Hadoop/SDK v2 credentials provider class")
 @click.option(
-    "--dynamodb-table", default="delta_log", show_default=True, help="s3-dynamodb: the table"
+    "--dynamodb-table",
+    default="delta_log",
+    show_default=True,
+    help="s3-dynamodb(-transition): the table",
 )
-@click.option("--dynamodb-region", help="s3-dynamodb: the table's region (default: --region)")
-@click.option("--dynamodb-endpoint", help="s3-dynamodb: DynamoDB endpoint URL (default: AWS)")
+@click.option(
+    "--dynamodb-region", help="s3-dynamodb(-transition): the table's region (default: --region)"
+)
+@click.option(
+    "--dynamodb-endpoint", help="s3-dynamodb(-transition): DynamoDB endpoint URL (default: AWS)"
+)
 @click.option(
     "--ttl",
     "ttl_seconds",
     default=86400,
     show_default=True,
     type=int,
-    help="s3-dynamodb: seconds a completed entry is kept",
+    help="s3-dynamodb(-transition): seconds a completed entry is kept",
 )
 @click.option(
     "--acknowledge-single-driver",
@@ -121,7 +129,8 @@ def conf_group() -> None:
 )
 @_line_options
 def conf_render(preset: str, fmt: str, **options: Any) -> None:
-    """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-single-driver, local)."""
+    """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-dynamodb-transition,
+    s3-single-driver, local)."""
     try:
         conf = render(preset, PresetOptions(**options))
     except (PresetError, PluginJarMissingError, ValueError) as exc:
@@ -131,20 +140,25 @@ def conf_render(preset: str, fmt: str, **options: Any) -> None:
 
 
 @conf_group.command("check")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-def conf_check(file: Path) -> None:
-    """Check a Spark properties FILE: one line per problem, exit code 1 if any."""
-    try:
-        text = file.read_text()
-    except OSError as exc:
-        click.echo(f"deltaguard conf check: cannot read {file}: {exc.strerror}", err=True)
-        sys.exit(2)
-    findings = check(parse_properties(text))
-    for finding in findings:
-        click.echo(finding.format(str(file)))
-    if findings:
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def conf_check(files: tuple[Path, ...]) -> None:
+    """Check Spark properties FILES: one line per problem, exit code 1 if any. With several
+    files, also a bucket that some give to a plain DynamoDB store and others to a conditional
+    store (mixed-commit-protocols)."""
+    parsed: dict[str, dict[str, Entry]] = {}
+    for file in files:
+        try:
+            parsed[str(file)] = parse_properties(file.read_text())
+        except OSError as exc:
+            click.echo(f"deltaguard conf check: cannot read {file}: {exc.strerror}", err=True)
+            sys.exit(2)
+    found = [(path, f) for path, entries in parsed.items() for f in check(entries)]
+    found += check_across(parsed)
+    for path, finding in found:
+        click.echo(finding.format(path))
+    if found:
         sys.exit(1)
-    click.echo(f"{file}: no problems found")
+    click.echo(f"{', '.join(parsed)}: no problems found")
 
 
 def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -187,6 +201,13 @@ def engine_option(help: str) -> Callable[[F], F]:
 spark_master_option = click.option(
     "--spark-master", help="--engine spark without a running session: the master"
 )
+
+
+def _dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The tablePath values DynamoDB writers use: ``given``, else TABLE as s3a:// and s3://."""
+    return given or tuple(
+        dict.fromkeys(table.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://")))
+    )
 
 
 def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
@@ -457,15 +478,10 @@ def audit_command(
     timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
     dynamodb = None
     if dynamodb_table:
-        paths = table_paths or tuple(
-            dict.fromkeys(
-                table.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://"))
-            )
-        )
         dynamodb = DynamoDBCheck(
             _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
             dynamodb_table,
-            paths,
+            _dynamodb_table_paths(table, table_paths),
         )
     s3 = S3Options(endpoint, region, path_style)
     file_check = None
@@ -502,6 +518,71 @@ def audit_command(
 
         print_audit(report, _wide_console())
     sys.exit(report.exit_code)
+
+
+@main.group("migrate")
+def migrate_group() -> None:
+    """Moving a live table from the DynamoDB LogStore to conditional writes (docs/migration.md)."""
+
+
+@migrate_group.command("status")
+@click.argument("table")
+@click.option("--dynamodb-table", required=True, help="the DynamoDB LogStore's table")
+@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@click.option(
+    "--dynamodb-table-path",
+    "table_paths",
+    multiple=True,
+    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
+)
+@click.option(
+    "--window-hours",
+    type=click.FloatRange(min=0, min_open=True),
+    default=6.0,
+    show_default=True,
+    help="commits younger than this are the evidence (capped at the entries' TTL); make it "
+    "longer than your longest job",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
+@s3_options
+def migrate_status_command(
+    table: str,
+    dynamodb_table: str,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    table_paths: tuple[str, ...],
+    window_hours: float,
+    as_json: bool,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+) -> None:
+    """Name the phase TABLE is in (dynamodb, transition, conditional), the evidence, and what
+    is safe to do next.
+
+    Exit code 0: consistently in a phase; 1: an unsafe mix (a plain DynamoDB commit after a
+    conditional one); 2: the table, its log or the DynamoDB table could not be read."""
+    import json
+
+    from botocore.exceptions import BotoCoreError
+
+    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.deltalog.storage import S3Options, open_table
+    from deltaguard.tools.migrate_status import MigrateStatusError, migrate_status, render_text
+
+    try:
+        status = migrate_status(
+            open_table(table, S3Options(endpoint, region, path_style)),
+            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
+            dynamodb_table,
+            _dynamodb_table_paths(table, table_paths),
+            window_s=window_hours * 3600,
+        )
+    except (MigrateStatusError, DeltaLogError, OSError, BotoCoreError) as exc:
+        _fail("migrate status", exc)
+    click.echo(json.dumps(status.to_json(), indent=2) if as_json else render_text(status))
+    sys.exit(status.exit_code)
 
 
 @main.command("history")

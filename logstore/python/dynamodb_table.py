@@ -2,7 +2,9 @@
 
 Items (one per commit attempt): ``tablePath`` (S, HASH key), ``fileName`` (S, RANGE key),
 ``tempPath`` (S), ``complete`` (S, "true"/"false"), ``expireTime`` (N, epoch seconds, set
-when complete; DynamoDB's TTL removes completed entries after it).
+when complete; DynamoDB's TTL removes completed entries after it). The transition store
+(:mod:`deltaguard.logstore.s3_transition`) adds :data:`MARKER_ATTRIBUTE` =
+:data:`TRANSITION_MARKER` to its entries; Delta's store ignores the attribute.
 
 :func:`create_table` is idempotent: an existing table with this key schema is accepted (and
 TTL on ``expireTime`` enabled if it is not); one with another key schema is an error that
@@ -28,6 +30,9 @@ ATTRIBUTES = [
     {"AttributeName": "fileName", "AttributeType": "S"},
 ]
 TTL_ATTRIBUTE = "expireTime"
+#: The transition store's marker attribute (S) and value; the JVM mirror is CommitEntry.
+MARKER_ATTRIBUTE = "deltaguardProtocol"
+TRANSITION_MARKER = "transition"
 
 
 class CommitTableError(RuntimeError):

@@ -137,7 +137,7 @@ class S3ConditionalLogStore:
                 raise OSError(f"PUT of {loc.uri()} failed: {describe(exc)}") from exc
             return
         if self.verify_conditional_writes:
-            self._ensure_verified(loc)
+            self.ensure_verified(loc)
         self.create_settled(loc, body)
 
     def _sleep_before(self, retry: int) -> None:
@@ -235,7 +235,9 @@ class S3ConditionalLogStore:
             loc.uri(), f"could not read back {loc.uri()}; last error: {last_error}"
         )
 
-    def _ensure_verified(self, loc: S3Location) -> None:
+    def ensure_verified(self, loc: S3Location) -> None:
+        """Once per process, endpoint and bucket: :func:`verify_conditional_writes` next to
+        ``loc`` (fail closed). Stores that create commit files through this one call it."""
         endpoint = str(self.s3.meta.endpoint_url)
         cache_key = (endpoint, loc.bucket)
         with _VERIFIED_LOCK:

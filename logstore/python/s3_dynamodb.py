@@ -9,9 +9,7 @@ so Python and Spark writers can commit to one table through one DynamoDB table.
 2. Write the temp file T(N) = ``_delta_log/.tmp/N.json.<uuid>``, then PutItem (tablePath,
    N.json, T(N), complete="false") with ``attribute_not_exists(fileName)``: the commit point.
    A failed condition against an entry naming our own T(N) (a lost response) is success;
-   against another entry, :class:`LogFileExistsError`. A failure that may still write our entry
-   (5xx, throttling, no answer) with no entry there yet, or a read-back that fails, is
-   :class:`CommitOutcomeUnknownError` (see :meth:`S3DynamoDBLogStore._commit_entry`).
+   against another entry, :class:`LogFileExistsError`.
 3. Copy T(N) to N.json, 4. mark the entry complete with ``expireTime = now + ttl``. Errors here
    are logged and left to recovery: the commit already happened.
 
@@ -32,7 +30,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
+from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
+from deltaguard.logstore.dynamodb_table import MARKER_ATTRIBUTE
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
@@ -53,10 +53,16 @@ class S3DynamoDBLogStore:
     """Delta log reads and writes on S3 with DynamoDB as the commit authority."""
 
     def __init__(
-        self, s3: Any, dynamodb: Any, table_name: str = "delta_log", ttl_seconds: int = 86400
+        self,
+        s3: Any,
+        dynamodb: Any,
+        table_name: str = "delta_log",
+        ttl_seconds: int = 86400,
+        max_attempts: int = 10,
     ) -> None:
         if ttl_seconds < 0:
             raise ValueError("ttl_seconds must be >= 0")
+        self.max_attempts = max_attempts  # PutItems of the commit point (:meth:`claim`)
         self.s3 = s3
         self.ddb = dynamodb
         self.table_name = table_name
@@ -98,7 +104,9 @@ class S3DynamoDBLogStore:
 
     def entries(self, table_path: str) -> list[dict[str, Any]]:
         """Every entry of one table (``tablePath`` exactly as writers named it), oldest first:
-        dicts with tablePath, fileName, tempPath, complete (bool) and expireTime."""
+        dicts with tablePath, fileName, tempPath, complete (bool), expireTime and marker (the
+        transition store's :data:`~deltaguard.logstore.dynamodb_table.MARKER_ATTRIBUTE`, or
+        None)."""
         out: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "tablePath = :tp",
@@ -121,10 +129,58 @@ class S3DynamoDBLogStore:
         }
         if entry.get("expireTime") is not None:
             item["expireTime"] = {"N": str(entry["expireTime"])}
+        if entry.get("marker") is not None:
+            item[MARKER_ATTRIBUTE] = {"S": entry["marker"]}
         kwargs: dict[str, Any] = {"Item": item}
         if not overwrite:
             kwargs["ConditionExpression"] = "attribute_not_exists(fileName)"
         self._call("put_item", **kwargs)
+
+    def claim(
+        self, entry: dict[str, Any], max_attempts: int = 10, base_delay_s: float = 0.05
+    ) -> None:
+        """The commit point: PutItem of ``entry`` with ``attribute_not_exists(fileName)``,
+        settled by a consistent read-back after any failure (the JVM
+        ``DynamoDBCommitTable.claim``). Returns iff the stored entry is this attempt's (same
+        temp file; a lost response is success). Raises :class:`LogFileExistsError` iff another
+        writer's entry holds the file, :class:`CommitOutcomeUnknownError` when ``max_attempts``
+        PutItems (5xx, throttling, no answer) do not settle, and
+        :class:`CommitTableMissingError` at once."""
+        uri = f"{entry['tablePath']}/_delta_log/{entry['fileName']}"
+        last_error = ""
+        for attempt in range(1, max_attempts + 1):
+            if attempt > 1:
+                sleep_before_retry(attempt - 1, base_delay_s, 5.0)
+            try:
+                self._put(entry, overwrite=False)
+                return
+            except ClientError as exc:
+                last_error = describe(exc)
+                if _is_refusal(exc):
+                    if attempt == 1:
+                        raise  # DynamoDB applied nothing, and nothing of ours is in flight
+                    raise CommitOutcomeUnknownError(
+                        uri,
+                        f"PutItem {attempt}/{max_attempts} in DynamoDB table {self.table_name} "
+                        f"(temp file {entry['tempPath']}) was refused after an earlier attempt "
+                        f"whose outcome was not settled: {last_error}",
+                    ) from exc
+            except BotoCoreError as exc:
+                last_error = describe(exc)
+            try:
+                stored = self._get(entry["tablePath"], entry["fileName"])
+            except (ClientError, BotoCoreError) as exc:
+                last_error += f"; read-back failed: {describe(exc)}"
+                continue
+            if stored is not None:
+                if stored["tempPath"] == entry["tempPath"]:
+                    return
+                raise LogFileExistsError(f"{uri}: DynamoDB entry exists in {self.table_name}")
+        raise CommitOutcomeUnknownError(
+            uri,
+            f"{max_attempts} conditional PutItems in DynamoDB table {self.table_name} (temp file "
+            f"{entry['tempPath']}) did not settle; last error: {last_error}",
+        )
 
     # -- files ----------------------------------------------------------------------------
 
@@ -190,7 +246,7 @@ class S3DynamoDBLogStore:
         }
         temp = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
-        self._commit_entry(uri, entry)
+        self.claim(entry, self.max_attempts)
         try:
             self._copy_if_absent(table_uri, entry, loc)
             self._put(
@@ -198,44 +254,6 @@ class S3DynamoDBLogStore:
             )
         except ClientError as exc:
             LOG.info("ignoring recoverable error after the commit point of %s: %s", uri, exc)
-
-    def _commit_entry(self, uri: str, entry: dict[str, Any]) -> None:
-        """The commit point: creates the entry with ``attribute_not_exists(fileName)``, as the
-        JVM ``DynamoDBCommitTable.commit`` does. When the PutItem fails in a way that may have
-        written it (its condition failed, which a retry of our own landed PutItem also gets; a
-        5xx, a throttle, no answer), the entry is read back consistently: our temp path there
-        means the commit is ours. Raises :class:`LogFileExistsError` for another writer's
-        entry, :class:`CommitOutcomeUnknownError` when no entry is there yet or the read-back
-        fails, and re-raises a refusal (another 4xx: nothing was written)."""
-        try:
-            self._put(entry, overwrite=False)
-            return
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                failure = "its condition failed"
-            elif _is_refusal(exc):
-                raise
-            else:
-                failure = describe(exc)
-        except BotoCoreError as exc:
-            failure = describe(exc)
-        what = f"the DynamoDB PutItem of its entry in {self.table_name} failed ({failure})"
-        try:
-            stored = self._get(entry["tablePath"], entry["fileName"])
-        except (ClientError, BotoCoreError) as exc:
-            raise CommitOutcomeUnknownError(
-                uri, f"{what} and reading the entry back failed: {describe(exc)}"
-            ) from exc
-        if stored is None:
-            raise CommitOutcomeUnknownError(
-                uri,
-                f"{what} and there is no entry yet; an entry that lands later names our temp file "
-                f"{entry['tempPath']}, which the next writer or reader of the table copies to "
-                f"{entry['fileName']}",
-            )
-        if stored["tempPath"] != entry["tempPath"]:
-            raise LogFileExistsError(f"{uri}: DynamoDB entry exists in {self.table_name}")
-        LOG.info("DynamoDB entry for %s is ours: an earlier PutItem landed", uri)
 
     def read(self, uri: str) -> Iterator[str]:
         return self._files.read(uri)
@@ -249,18 +267,6 @@ class S3DynamoDBLogStore:
         return self._files.list_from(uri)
 
 
-#: DynamoDB's throttling error codes: the SDK retries them, possibly after an attempt that landed.
-_THROTTLES = frozenset(
-    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
-)
-
-
-def _is_refusal(exc: ClientError) -> bool:
-    """An answer saying DynamoDB applied nothing, and no earlier attempt could have: a 4xx
-    other than throttling (the JVM ``DynamoDBCommitTable.isRefusal``)."""
-    return 400 <= http_status(exc) < 500 and error_code(exc) not in _THROTTLES
-
-
 def _entry(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "tablePath": item["tablePath"]["S"],
@@ -268,4 +274,21 @@ def _entry(item: dict[str, Any]) -> dict[str, Any]:
         "tempPath": item["tempPath"]["S"],
         "complete": item["complete"]["S"] == "true",
         "expireTime": int(item["expireTime"]["N"]) if "expireTime" in item else None,
+        "marker": item[MARKER_ATTRIBUTE]["S"] if MARKER_ATTRIBUTE in item else None,
     }
+
+
+_THROTTLES = frozenset(
+    {"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"}
+)
+
+
+def _is_refusal(exc: ClientError) -> bool:
+    """An answer saying DynamoDB applied nothing, and no earlier attempt could have: a 4xx
+    other than throttling and other than the condition's failure (the JVM
+    ``DynamoDBCommitTable.isRefusal``)."""
+    return (
+        400 <= http_status(exc) < 500
+        and error_code(exc) not in _THROTTLES
+        and error_code(exc) != "ConditionalCheckFailedException"
+    )

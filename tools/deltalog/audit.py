@@ -39,6 +39,7 @@ from deltaguard.tools.deltalog.listing import (
     read_last_checkpoint,
 )
 from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
+from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
 
@@ -450,6 +451,17 @@ def _check_dynamodb(
     from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 
     ddb = S3DynamoDBLogStore(None, check.client, check.table_name)
+    entries = [e for table_path in check.table_paths for e in ddb.entries(table_path)]
+    mix = gather_evidence(listing, entries).unsafe_mix()
+    if mix is not None:
+        conditional, plain = mix
+        out.add(
+            "mixed-commit-protocols",
+            f"version {conditional.version} has no entry in {check.table_name} (a conditional "
+            f"writer), yet version {plain.version} has an entry without the transition marker "
+            "(a plain DynamoDB writer) written after it",
+            _log(commit_file_name(plain.version)),
+        )
     for table_path in check.table_paths:
         for entry in ddb.entries(table_path):
             if entry["complete"]:

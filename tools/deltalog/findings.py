@@ -138,6 +138,16 @@ CODES: dict[str, tuple[Severity, str]] = {
         "An incomplete DynamoDB entry names a temp file that does not exist: the commit cannot "
         "be repaired, and writers will fail on the next version.",
     ),
+    "mixed-commit-protocols": (
+        Severity.ERROR,
+        "A plain DynamoDB LogStore client (Delta's S3DynamoDBLogStore, or a job still on the "
+        "s3-dynamodb preset) committed after a conditional-only writer (s3-conditional, "
+        "delta-rs >= 1.6.1, Trino) started on this table: the plain store's copy to N.json is "
+        "not atomic against a conditional PUT, so one can overwrite the other's commit. Stop "
+        "the conditional writers, move every DynamoDB job (readers too) to "
+        "s3-dynamodb-transition, check `deltaguard migrate status`, and read docs/migration.md; "
+        "compare each job's commits with `deltaguard history` to find overwritten ones.",
+    ),
     "unknown-writer-feature": (
         Severity.WARNING,
         "The protocol lists a writer feature deltaguard does not know. Reading is unaffected; "

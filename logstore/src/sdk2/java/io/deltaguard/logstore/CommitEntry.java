@@ -6,14 +6,22 @@ import org.apache.hadoop.fs.Path;
  * One item of the DynamoDB commit table, with exactly the attributes of Delta's
  * S3DynamoDBLogStore: {@code tablePath} (S, HASH), {@code fileName} (S, RANGE), {@code tempPath}
  * (S, relative to {@code _delta_log}), {@code complete} (S, "true"/"false") and
- * {@code expireTime} (N, epoch seconds, only once complete).
+ * {@code expireTime} (N, epoch seconds, only once complete). Entries written by
+ * {@link S3TransitionLogStore} also carry {@link #MARKER_ATTRIBUTE} = {@link #TRANSITION}; Delta's
+ * store reads items by attribute name and ignores it (and drops it when it rewrites an entry).
  */
 final class CommitEntry {
+    /** The marker attribute (S); the Python mirror is deltaguard.logstore.dynamodb_table. */
+    static final String MARKER_ATTRIBUTE = "deltaguardProtocol";
+    /** Its value on entries of the transition store. */
+    static final String TRANSITION = "transition";
+
     private final String tablePath;
     private final String fileName;
     private final String tempPath;
     private final boolean complete;
     private final Long expireTime;
+    private final String marker;
 
     /**
      * @param tablePath the table root as Delta's store renders it (qualified, no user info)
@@ -24,11 +32,18 @@ final class CommitEntry {
      */
     CommitEntry(String tablePath, String fileName, String tempPath, boolean complete,
                 Long expireTime) {
+        this(tablePath, fileName, tempPath, complete, expireTime, null);
+    }
+
+    /** @param marker the {@link #MARKER_ATTRIBUTE} value, or null for a plain entry */
+    CommitEntry(String tablePath, String fileName, String tempPath, boolean complete,
+                Long expireTime, String marker) {
         this.tablePath = tablePath;
         this.fileName = fileName;
         this.tempPath = tempPath;
         this.complete = complete;
         this.expireTime = expireTime;
+        this.marker = marker;
     }
 
     String tablePath() {
@@ -51,6 +66,17 @@ final class CommitEntry {
         return expireTime;
     }
 
+    /** The marker, or null for a plain (Delta-protocol) entry. */
+    String marker() {
+        return marker;
+    }
+
+    /** Same writer, same attempt: the same table, file and temp file. */
+    boolean sameAttempt(CommitEntry other) {
+        return tablePath.equals(other.tablePath) && fileName.equals(other.fileName)
+            && tempPath.equals(other.tempPath);
+    }
+
     @Override
     public boolean equals(Object o) {
         if (!(o instanceof CommitEntry)) {
@@ -59,23 +85,25 @@ final class CommitEntry {
         CommitEntry e = (CommitEntry) o;
         return tablePath.equals(e.tablePath) && fileName.equals(e.fileName)
             && tempPath.equals(e.tempPath) && complete == e.complete
-            && java.util.Objects.equals(expireTime, e.expireTime);
+            && java.util.Objects.equals(expireTime, e.expireTime)
+            && java.util.Objects.equals(marker, e.marker);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(tablePath, fileName, tempPath, complete, expireTime);
+        return java.util.Objects.hash(tablePath, fileName, tempPath, complete, expireTime, marker);
     }
 
     @Override
     public String toString() {
         return "CommitEntry[" + tablePath + ", " + fileName + ", " + tempPath + ", complete="
-            + complete + ", expireTime=" + expireTime + "]";
+            + complete + ", expireTime=" + expireTime + (marker == null ? "" : ", " + marker) + "]";
     }
 
+    /** This entry marked complete, expiring {@code ttlSeconds} from now; the marker is kept. */
     CommitEntry asComplete(long ttlSeconds) {
         return new CommitEntry(tablePath, fileName, tempPath, true,
-            System.currentTimeMillis() / 1000L + ttlSeconds);
+            System.currentTimeMillis() / 1000L + ttlSeconds, marker);
     }
 
     Path absoluteFilePath() {

@@ -8,8 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -23,12 +21,20 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
 /**
  * The DynamoDB commit table, item for item as Delta's S3DynamoDBLogStore reads and writes it.
  *
- * <p>{@link #commit} is a PutItem conditioned on {@code attribute_not_exists(fileName)}:
- * DynamoDB evaluates it atomically, so exactly one writer creates the entry for
- * (tablePath, N.json). That PutItem is the commit point.
+ * <p>{@link #put} with {@code overwrite = false} is a PutItem conditioned on
+ * {@code attribute_not_exists(fileName)}: DynamoDB evaluates it atomically, so exactly one writer
+ * creates the entry for (tablePath, N.json). That PutItem is the commit point; {@link #claim}
+ * is how both DynamoDB stores send it.
  */
 final class DynamoDBCommitTable {
-    private static final Logger LOG = LoggerFactory.getLogger(DynamoDBCommitTable.class);
+    /** The table does not exist: never retried, never created implicitly. */
+    static final class MissingTableException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        MissingTableException(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
 
     private final DynamoDbClient client;
     private final String tableName;
@@ -42,10 +48,20 @@ final class DynamoDBCommitTable {
         return tableName;
     }
 
-    /** Writes the entry unconditionally (marking it complete; a repair). */
-    void put(CommitEntry entry) throws IOException {
+    /**
+     * Writes the entry. With {@code overwrite = false} it fails with
+     * {@link FileAlreadyExistsException} if an entry for the file exists.
+     */
+    void put(CommitEntry entry, boolean overwrite) throws IOException {
+        PutItemRequest.Builder request = PutItemRequest.builder().tableName(tableName).item(toItem(entry));
+        if (!overwrite) {
+            request.conditionExpression("attribute_not_exists(fileName)");
+        }
         try {
-            client.putItem(PutItemRequest.builder().tableName(tableName).item(toItem(entry)).build());
+            client.putItem(request.build());
+        } catch (ConditionalCheckFailedException e) {
+            throw new FileAlreadyExistsException(entry.absoluteFilePath().toString(), null,
+                "DynamoDB entry exists in " + tableName);
         } catch (ResourceNotFoundException e) {
             throw missingTable(e);
         } catch (SdkException e) {
@@ -55,66 +71,70 @@ final class DynamoDBCommitTable {
     }
 
     /**
-     * The commit point: creates the entry with {@code attribute_not_exists(fileName)}. When the
-     * PutItem fails in a way that may have written it (its condition failed, which an SDK retry
-     * of our own landed PutItem also gets; a 5xx, a throttle after such a retry, no answer), the
-     * entry is read back consistently: our temp path there means the commit is ours, and
-     * returns normally (Delta's store would report a conflict here and commit the same actions
-     * again at N+1).
+     * The commit point: creates {@code entry} only if no entry for its file exists, settling
+     * every unknown outcome by reading the entry back (consistently) before anything else.
      *
-     * @throws FileAlreadyExistsException if another writer's entry is there
-     * @throws CommitOutcomeUnknownException if no entry is there yet after a failure that may
-     *     still write ours, or the read-back fails
-     * @throws IOException if DynamoDB refused the PutItem (missing table, access denied, a
-     *     malformed item): nothing was written
+     * <p>Returns normally iff the stored entry is this attempt's (same temp file): created now,
+     * or by an earlier attempt whose response was lost (the SDK's retry, or ours, then fails the
+     * condition against our own entry). Throws {@link FileAlreadyExistsException} iff another
+     * writer's entry holds the file. A failed PutItem (5xx, throttling, no answer) is retried
+     * with {@code backoff}, always conditionally, so no retry can replace another writer's entry;
+     * after {@code maxAttempts} PutItems without a settled answer it throws
+     * {@link CommitOutcomeUnknownException}: the entry may exist, or may still appear.
      */
-    void commit(CommitEntry entry) throws IOException {
+    void claim(CommitEntry entry, int maxAttempts, Backoff backoff) throws IOException {
         String location = entry.absoluteFilePath().toString();
-        String failure;
-        try {
-            client.putItem(PutItemRequest.builder().tableName(tableName).item(toItem(entry))
-                .conditionExpression("attribute_not_exists(fileName)").build());
-            return;
-        } catch (ConditionalCheckFailedException e) {
-            failure = "its condition failed";
-        } catch (ResourceNotFoundException e) {
-            throw missingTable(e);
-        } catch (SdkException e) {
-            if (isRefusal(e)) {
-                throw new IOException("DynamoDB PutItem of " + entry.fileName() + " for "
-                    + entry.tablePath() + " in " + tableName + " failed: " + e.getMessage(), e);
+        String lastError = null;
+        for (int attempt = 1; attempt <= maxAttempts; attempt++) {
+            if (attempt > 1) {
+                backoff.sleepBefore(attempt - 1);
             }
-            failure = e.getClass().getSimpleName() + ": " + e.getMessage();
+            try {
+                put(entry, false);
+                return;
+            } catch (MissingTableException e) {
+                throw e;
+            } catch (IOException e) { // the condition failed, or no settled answer
+                lastError = e.getMessage();
+                if (e.getCause() instanceof SdkException && isRefusal((SdkException) e.getCause())) {
+                    if (attempt == 1) {
+                        throw e; // DynamoDB applied nothing, and nothing of ours is in flight
+                    }
+                    throw new CommitOutcomeUnknownException(location, "PutItem " + attempt + "/"
+                        + maxAttempts + " in DynamoDB table " + tableName + " (temp file "
+                        + entry.tempPath() + ") was refused after an earlier attempt whose "
+                        + "outcome was not settled: " + lastError, e);
+                }
+            }
+            Optional<CommitEntry> stored;
+            try {
+                stored = get(entry.tablePath(), entry.fileName());
+            } catch (MissingTableException e) {
+                throw e;
+            } catch (IOException e) {
+                lastError = lastError + "; read-back failed: " + e.getMessage();
+                continue;
+            }
+            if (stored.isPresent()) {
+                if (stored.get().sameAttempt(entry)) {
+                    return; // an earlier PutItem of ours landed; its response was lost
+                }
+                throw new FileAlreadyExistsException(entry.absoluteFilePath().toString(), null,
+                    "another writer's DynamoDB entry holds it in " + tableName);
+            }
         }
-        String what = "the DynamoDB PutItem of its entry in " + tableName + " failed (" + failure
-            + ")";
-        Optional<CommitEntry> stored;
-        try {
-            stored = get(entry.tablePath(), entry.fileName());
-        } catch (IOException e) {
-            throw new CommitOutcomeUnknownException(location, what + " and reading the entry back "
-                + "failed: " + e.getMessage(), e);
-        }
-        if (!stored.isPresent()) {
-            throw new CommitOutcomeUnknownException(location, what + " and there is no entry yet; "
-                + "an entry that lands later names our temp file " + entry.tempPath() + ", which "
-                + "the next writer or reader of the table copies to " + entry.fileName());
-        }
-        if (!stored.get().tempPath().equals(entry.tempPath())) {
-            throw new FileAlreadyExistsException(location, null,
-                "DynamoDB entry exists in " + tableName);
-        }
-        LOG.info("DynamoDB entry for {} is ours: an earlier PutItem landed, its response was lost",
-            location);
+        throw new CommitOutcomeUnknownException(location, maxAttempts + " conditional PutItems "
+            + "in DynamoDB table " + tableName + " (temp file " + entry.tempPath() + ") did not "
+            + "settle; last error: " + lastError);
     }
 
     /**
      * An answer saying DynamoDB did not apply the request and no earlier attempt of it could
      * have been applied: a 4xx other than throttling (which the SDK retries, possibly after an
-     * attempt that was applied).
+     * attempt that was applied) and other than the condition's failure.
      */
     static boolean isRefusal(SdkException e) {
-        if (!(e instanceof SdkServiceException)) {
+        if (!(e instanceof SdkServiceException) || e instanceof ConditionalCheckFailedException) {
             return false;
         }
         SdkServiceException service = (SdkServiceException) e;
@@ -160,7 +180,7 @@ final class DynamoDBCommitTable {
     }
 
     private IOException missingTable(ResourceNotFoundException e) {
-        return new IOException("DynamoDB table " + tableName + " does not exist. Create it with "
+        return new MissingTableException("DynamoDB table " + tableName + " does not exist. Create it with "
             + "`deltaguard dynamodb create-table " + tableName + "` (deltaguard does not create it "
             + "implicitly: a mistyped name would silently split writers across two tables).", e);
     }
@@ -174,13 +194,17 @@ final class DynamoDBCommitTable {
         if (entry.expireTime() != null) {
             item.put("expireTime", AttributeValue.fromN(entry.expireTime().toString()));
         }
+        if (entry.marker() != null) {
+            item.put(CommitEntry.MARKER_ATTRIBUTE, AttributeValue.fromS(entry.marker()));
+        }
         return item;
     }
 
     static CommitEntry fromItem(Map<String, AttributeValue> item) {
         AttributeValue expire = item.get("expireTime");
+        AttributeValue marker = item.get(CommitEntry.MARKER_ATTRIBUTE);
         return new CommitEntry(item.get("tablePath").s(), item.get("fileName").s(),
             item.get("tempPath").s(), "true".equals(item.get("complete").s()),
-            expire == null ? null : Long.parseLong(expire.n()));
+            expire == null ? null : Long.parseLong(expire.n()), marker == null ? null : marker.s());
     }
 }

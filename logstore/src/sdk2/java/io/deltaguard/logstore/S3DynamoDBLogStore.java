@@ -4,15 +4,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InterruptedIOException;
 import java.io.OutputStream;
-import java.lang.reflect.Method;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.util.Iterator;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 
 import io.delta.storage.HadoopFileSystemLogStore;
 import io.delta.storage.internal.FileNameUtils;
@@ -23,11 +19,6 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
-import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
-import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
 
 /**
  * A Delta LogStore for S3 stores without working conditional writes: mutual exclusion comes from
@@ -48,9 +39,8 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
  *       {@code FileAlreadyExistsException} and Delta retries them at N+1. If the PutItem's
  *       response was lost and the SDK's retry fails the condition against our own entry, the
  *       entry is read back: our T(N) there means the commit is ours (Delta's store would report
- *       a conflict here and commit the same actions again at N+1). A failure that may still
- *       write our entry with none there yet, or a read-back that fails, is
- *       {@link CommitOutcomeUnknownException} (see {@link DynamoDBCommitTable#commit}).</li>
+ *       a conflict here and commit the same actions again at N+1). See
+ *       {@link DynamoDBCommitTable#claim}.</li>
  *   <li>Step 3: copy T(N) to N.json. Step 4: mark the entry complete with
  *       {@code expireTime = now + ttl}. Failures in 3 and 4 are logged and left to recovery: the
  *       commit already happened at step 2.2.</li>
@@ -65,19 +55,22 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
  * <p>The DynamoDB table must exist ({@code deltaguard dynamodb create-table}); it is not created
  * implicitly, because a mistyped table name would silently split writers. Every writer of a table
  * must use this protocol with the same table and region; a conditional-write writer on the same
- * table would bypass DynamoDB.
+ * table would bypass DynamoDB (step 3 is not atomic against a conditional PUT). To move a live
+ * table to conditional writes, see {@link S3TransitionLogStore} and docs/migration.md.
  */
 public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private static final Logger LOG = LoggerFactory.getLogger(S3DynamoDBLogStore.class);
     private static final PathLock PATH_LOCK = new PathLock();
-    private static final String V1_DEFAULT_CHAIN = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain";
 
     private final DynamoDBSettings settings;
-    private final ConcurrentHashMap<String, DynamoDBCommitTable> tables = new ConcurrentHashMap<>();
+    private final LogStoreSettings retries;
+    private final DynamoDBTables tables;
 
     public S3DynamoDBLogStore(Configuration initHadoopConf) {
         super(initHadoopConf);
         this.settings = DynamoDBSettings.from(initHadoopConf);
+        this.retries = LogStoreSettings.from(initHadoopConf);
+        this.tables = new DynamoDBTables(settings);
     }
 
     @Override
@@ -137,10 +130,11 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
         try (OutputStream out = fs.create(entry.absoluteTempPath(), true)) {
             S3ConditionalLogStore.writeLines(actions, out);
         }
-        table.commit(entry);
+        table.claim(entry, retries.maxAttempts(),
+            new Backoff(retries.baseDelayMs(), retries.maxDelayMs()));
         try {
             copy(fs, entry.absoluteTempPath(), resolved);
-            table.put(entry.asComplete(settings.ttlSeconds));
+            table.put(entry.asComplete(settings.ttlSeconds), true);
         } catch (IOException | RuntimeException e) {
             LOG.info("{}: ignoring recoverable error after the commit point of {}",
                 e.getClass().getSimpleName(), resolved, e);
@@ -159,7 +153,7 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
                         copy(fs, entry.absoluteTempPath(), target);
                     }
                     copied = true;
-                    table.put(entry.asComplete(settings.ttlSeconds));
+                    table.put(entry.asComplete(settings.ttlSeconds), true);
                     LOG.info("repaired {}: copied its temp file and marked it complete", target);
                     return;
                 } catch (FileAlreadyExistsException e) {
@@ -209,51 +203,10 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
     }
 
     private DynamoDBCommitTable table(S3Target target) {
-        return tables.computeIfAbsent(target.bucket(), bucket -> {
-            DynamoDbClientBuilder builder = DynamoDbClient.builder()
-                .region(Region.of(settings.region))
-                .credentialsProvider(credentials(target));
-            if (settings.endpoint != null) {
-                builder.endpointOverride(URI.create(settings.endpoint));
-            }
-            return new DynamoDBCommitTable(builder.build(), settings.tableName);
-        });
-    }
-
-    private AwsCredentialsProvider credentials(S3Target target) {
-        String name = settings.credentialsProvider;
-        if (name == null) {
-            return target.fs().getS3AInternals().shareCredentials("deltaguard DynamoDB LogStore");
-        }
-        if (V1_DEFAULT_CHAIN.equals(name)) {
-            return DefaultCredentialsProvider.builder().build();
-        }
-        try {
-            Class<?> cls = Class.forName(name, true, Thread.currentThread().getContextClassLoader());
-            try {
-                Method create = cls.getMethod("create");
-                return (AwsCredentialsProvider) create.invoke(null);
-            } catch (NoSuchMethodException e) {
-                try {
-                    return (AwsCredentialsProvider) cls.getConstructor(Configuration.class)
-                        .newInstance(target.fs().getConf());
-                } catch (NoSuchMethodException e2) {
-                    return (AwsCredentialsProvider) cls.getConstructor().newInstance();
-                }
-            }
-        } catch (ReflectiveOperationException | ClassCastException e) {
-            throw new IllegalArgumentException(DynamoDBSettings.PREFIX + "credentials.provider="
-                + name + " is not a usable AWS SDK v2 AwsCredentialsProvider: " + e, e);
-        }
+        return tables.forTarget(target);
     }
 
     private static Path stripUserInfo(Path path) {
-        URI uri = path.toUri();
-        try {
-            return new Path(new URI(uri.getScheme(), null, uri.getHost(), uri.getPort(),
-                uri.getPath(), uri.getQuery(), uri.getFragment()));
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException(e);
-        }
+        return DynamoDBTables.stripUserInfo(path);
     }
 }

@@ -75,11 +75,16 @@ class DynamoDBPiecesTest {
         return new DynamoDBCommitTable(ddb, "delta_log");
     }
 
+    /** The commit point with one PutItem: what a single attempt settles, or leaves unknown. */
+    private static void claimOnce(ScriptedDynamoDb ddb) throws IOException {
+        table(ddb).claim(OURS, 1, new Backoff(1, 1));
+    }
+
     @Test
     void commitPointWithLostResponseIsOursNotAConflict() throws IOException {
         ScriptedDynamoDb ddb = new ScriptedDynamoDb();
         ddb.putScript.add(ScriptedDynamoDb.Fault.DROP_RESPONSE);
-        table(ddb).commit(OURS);
+        claimOnce(ddb);
         assertEquals(OURS, table(ddb).get("s3a://b/t", OURS.fileName()).get());
         assertEquals(1, ddb.puts);
     }
@@ -89,7 +94,7 @@ class DynamoDBPiecesTest {
         ScriptedDynamoDb ddb = new ScriptedDynamoDb();
         ddb.items.put("s3a://b/t|" + THEIRS.fileName(), DynamoDBCommitTable.toItem(THEIRS));
         ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_500);
-        assertThrows(FileAlreadyExistsException.class, () -> table(ddb).commit(OURS));
+        assertThrows(FileAlreadyExistsException.class, () -> claimOnce(ddb));
     }
 
     @Test
@@ -97,7 +102,7 @@ class DynamoDBPiecesTest {
         ScriptedDynamoDb ddb = new ScriptedDynamoDb();
         ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_500);
         CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
-            () -> table(ddb).commit(OURS));
+            () -> claimOnce(ddb));
         assertEquals("s3a://b/t/_delta_log/00000000000000000001.json", e.location());
         assertTrue(e.getMessage().contains("InternalServerError"), e.getMessage());
         assertTrue(e.getMessage().contains("`deltaguard history s3a://b/t`"), e.getMessage());
@@ -110,8 +115,8 @@ class DynamoDBPiecesTest {
         ddb.putScript.add(ScriptedDynamoDb.Fault.DROP_RESPONSE);
         ddb.getScript.add(ScriptedDynamoDb.Fault.RESET_BEFORE);
         CommitOutcomeUnknownException e = assertThrows(CommitOutcomeUnknownException.class,
-            () -> table(ddb).commit(OURS));
-        assertTrue(e.getMessage().contains("reading the entry back failed"), e.getMessage());
+            () -> claimOnce(ddb));
+        assertTrue(e.getMessage().contains("read-back failed"), e.getMessage());
         assertTrue(ddb.items.containsKey("s3a://b/t|" + OURS.fileName()), "it did land");
     }
 
@@ -119,7 +124,7 @@ class DynamoDBPiecesTest {
     void commitPointRefusalIsAPlainIOExceptionNothingWritten() {
         ScriptedDynamoDb ddb = new ScriptedDynamoDb();
         ddb.putScript.add(ScriptedDynamoDb.Fault.ERROR_403);
-        IOException e = assertThrows(IOException.class, () -> table(ddb).commit(OURS));
+        IOException e = assertThrows(IOException.class, () -> claimOnce(ddb));
         assertFalse(e instanceof CommitOutcomeUnknownException, e.toString());
         assertTrue(ddb.items.isEmpty());
         assertEquals(0, ddb.gets, "a refusal needs no read-back");

@@ -1,0 +1,210 @@
+"""`deltaguard migrate status` and audit's `mixed-commit-protocols`: the phase of a table moving
+from DynamoDB to conditional writes, from its log and its DynamoDB entries."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from deltaguard.localstack.append_job import arrow_schema
+from deltaguard.localstack.delta_append import append, create_table
+from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+from deltaguard.logstore.s3_location import S3Location
+from deltaguard.logstore.s3_transition import S3TransitionLogStore
+from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.protocol_mix import Phase, WriterKind, gather_evidence
+from deltaguard.tools.deltalog.storage import FileInfo
+
+NOW_MS = 1_800_000_000_000
+
+
+def _listing(mtimes: dict[int, int]) -> LogListing:
+    names = {v: f"{v:020d}.json" for v in mtimes}
+    return LogListing(
+        files={names[v]: FileInfo(f"_delta_log/{names[v]}", 10, ms) for v, ms in mtimes.items()},
+        commits=names,
+    )
+
+
+def _entry(version: int, marker: str | None, expire_s: int | None = None) -> dict[str, Any]:
+    return {
+        "tablePath": "s3a://b/t",
+        "fileName": f"{version:020d}.json",
+        "tempPath": f".tmp/{version:020d}.json.x",
+        "complete": expire_s is not None,
+        "expireTime": expire_s,
+        "marker": marker,
+    }
+
+
+def test_commits_older_than_the_entries_ttl_are_not_taken_for_conditional_ones():
+    hour = 3600_000
+    # versions 0-1 long ago (their entries expired), 2-3 recent with plain entries (TTL 24 h)
+    listing = _listing({0: NOW_MS - 50 * hour, 1: NOW_MS - 49 * hour, 2: NOW_MS - hour, 3: NOW_MS})
+    entries = [_entry(v, None, (NOW_MS - (3 - v) * hour) // 1000 + 86400) for v in (2, 3)]
+    ev = gather_evidence(listing, entries, window_s=100 * 3600, now_ms=NOW_MS)
+    assert [c.version for c in ev.commits] == [2, 3]
+    assert ev.ttl_estimate_s is not None and 86000 < ev.ttl_estimate_s <= 86400
+    assert ev.phase() is Phase.DYNAMODB and ev.unsafe_mix() is None
+
+
+def test_a_plain_commit_above_a_conditional_one_is_the_unsafe_mix():
+    listing = _listing({1: NOW_MS - 3000, 2: NOW_MS - 2000, 3: NOW_MS - 1000})
+    entries = [
+        _entry(1, "transition", NOW_MS // 1000 + 86400),
+        _entry(3, None, NOW_MS // 1000 + 86400),
+    ]
+    ev = gather_evidence(listing, entries, now_ms=NOW_MS)
+    assert [c.kind for c in ev.commits] == [
+        WriterKind.TRANSITION,
+        WriterKind.CONDITIONAL,
+        WriterKind.PLAIN,
+    ]
+    mix = ev.unsafe_mix()
+    assert mix is not None and (mix[0].version, mix[1].version) == (2, 3)
+    # the same commits with the plain one below the conditional one: not a proven mix
+    entries = [
+        _entry(1, None, NOW_MS // 1000 + 86400),
+        _entry(3, "transition", NOW_MS // 1000 + 86400),
+    ]
+    ev = gather_evidence(listing, entries, now_ms=NOW_MS)
+    assert ev.unsafe_mix() is None and ev.phase() is Phase.TRANSITION
+
+
+def _rows(tag: str) -> pa.Table:
+    return pa.table({"writer": [0], "batch": [0], "seq": [0], "payload": [tag]}).cast(
+        arrow_schema()
+    )
+
+
+def _put(endpoint: Any) -> Any:
+    s3 = endpoint.s3_client()
+
+    def put(uri: str, data: bytes) -> None:
+        loc = S3Location.parse(uri)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    return put
+
+
+def _status(run_cli, endpoint, table: str, commit_table: str) -> tuple[int, dict[str, Any]]:
+    out = run_cli(
+        "migrate",
+        "status",
+        table,
+        "--dynamodb-table",
+        commit_table,
+        "--endpoint",
+        endpoint.url,
+        "--path-style",
+        "--region",
+        endpoint.region,
+        "--json",
+        env=endpoint.credentials_env(),
+    )
+    assert out.stderr == "", out.stderr
+    return out.returncode, json.loads(out.stdout)
+
+
+def _audit(run_cli, endpoint, table: str, commit_table: str) -> tuple[int, list[str]]:
+    out = run_cli(
+        "audit",
+        table,
+        "--dynamodb-table",
+        commit_table,
+        "--endpoint",
+        endpoint.url,
+        "--path-style",
+        "--region",
+        endpoint.region,
+        "--json",
+        "--no-check-files",
+        env=endpoint.credentials_env(),
+    )
+    return out.returncode, [f["code"] for f in json.loads(out.stdout)["findings"]]
+
+
+def test_status_follows_the_phases_and_audit_finds_the_unsafe_mix(
+    localstack, ls_bucket, ls_commit_table, run_cli
+):
+    ep = localstack.endpoint
+    uri = f"s3a://{ls_bucket}/t"
+    plain = S3DynamoDBLogStore(ep.s3_client(), ep.dynamodb_client(), ls_commit_table)
+    transition = S3TransitionLogStore(ep.s3_client(), ep.dynamodb_client(), ls_commit_table)
+    conditional = S3ConditionalLogStore(ep.s3_client())
+    create_table(plain, uri, arrow_schema())
+    append(plain, _put(ep), uri, _rows("p1"))
+
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["phase"]) == (0, "dynamodb")
+    assert status["next"].startswith("Phase 1")
+    assert status["commits"][-1]["engine_info"], "each commit's engineInfo is evidence"
+
+    append(transition, _put(ep), uri, _rows("t1"))
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["phase"]) == (0, "transition")
+    assert status["next"].startswith("Phase 1 in progress")
+    assert status["last_unmarked_entry"]["version"] == 1
+
+    append(conditional, _put(ep), uri, _rows("c1"))
+    append(transition, _put(ep), uri, _rows("t2"))
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["phase"], status["unsafe"]) == (0, "transition", False)
+    # (the DynamoDB protocol's temp files are audit warnings of their own: `temp-file`)
+    assert "mixed-commit-protocols" not in _audit(run_cli, ep, uri, ls_commit_table)[1]
+
+    append(plain, _put(ep), uri, _rows("p2"))  # a forgotten plain DynamoDB job
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["unsafe"]) == (1, True)
+    assert status["unsafe_mix"] == {"conditional_version": 3, "plain_version": 5}
+    code, codes = _audit(run_cli, ep, uri, ls_commit_table)
+    assert code == 1 and "mixed-commit-protocols" in codes
+
+
+def test_conditional_only_table_is_in_the_conditional_phase(
+    localstack, ls_bucket, ls_commit_table, run_cli
+):
+    ep = localstack.endpoint
+    uri = f"s3a://{ls_bucket}/t"
+    conditional = S3ConditionalLogStore(ep.s3_client())
+    create_table(conditional, uri, arrow_schema())
+    append(conditional, _put(ep), uri, _rows("c"))
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["phase"]) == (0, "conditional")
+
+
+def test_unreadable_dynamodb_table_is_exit_2(localstack, ls_bucket, run_cli):
+    ep = localstack.endpoint
+    uri = f"s3a://{ls_bucket}/t"
+    create_table(S3ConditionalLogStore(ep.s3_client()), uri, arrow_schema())
+    out = run_cli(
+        "migrate",
+        "status",
+        uri,
+        "--dynamodb-table",
+        "no_such_table",
+        "--endpoint",
+        ep.url,
+        "--path-style",
+        env=ep.credentials_env(),
+    )
+    assert out.returncode == 2, "no region given: a clear error, not a traceback"
+    assert "region" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli(
+        "migrate",
+        "status",
+        uri,
+        "--dynamodb-table",
+        "no_such_table",
+        "--endpoint",
+        ep.url,
+        "--path-style",
+        "--region",
+        ep.region,
+        env=ep.credentials_env(),
+    )
+    assert out.returncode == 2
+    assert "no_such_table" in out.stderr and "Traceback" not in out.stderr
