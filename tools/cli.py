@@ -17,6 +17,7 @@ import click
 from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
 from deltaguard.spark_conf.conf_check import check, parse_properties
 from deltaguard.spark_conf.presets import (
+    JAR_MODES,
     PresetError,
     PresetName,
     PresetOptions,
@@ -107,10 +108,12 @@ def conf_group() -> None:
 )
 @click.option(
     "--jars",
-    type=click.Choice(["packages", "none"]),
-    default="packages",
+    type=click.Choice(JAR_MODES),
+    default="auto",
     show_default=True,
-    help="packages: Maven coordinates + the packaged plugin jar; none: no jar settings",
+    help="cache: spark.jars from deltaguard's jar cache (`make jars`); packages: Maven "
+    "coordinates resolved from Maven Central (not ~/.m2); auto: cache if resolved, else "
+    "packages; none: no jar settings (docs/logstore.md)",
 )
 @click.option(
     "--format",
