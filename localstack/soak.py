@@ -11,9 +11,8 @@ On one S3 server (LocalStack by default, or versitygw), on ``--tables`` tables a
   ConditionalRequestConflict on commit PUTs, connection resets, responses dropped after the
   PUT landed, 503 and delays on any request;
 - at random moments (seeded) a SIGKILL of one writer's process group, which is then restarted;
-- cleanup while the writers write: every ``--orphans-every`` seconds a pass of ``deltaguard
-  orphans --delete --yes --retention R --unsafe-retention`` over every table, in the background;
-  after the writers stopped, once per table with retention 0.
+- cleanup while the writers write: every ``--orphans-every`` seconds a pass of ``deltaguard orphans --delete --yes --retention R --unsafe-retention`` over
+  every table, in the background; after the writers stopped, once per table with retention 0.
 
 **Why the cleanup retention R is safe while writers write.** Cleanup never deletes a file
 younger than R, and re-reads the log right before deleting (:mod:`deltaguard.tools.orphans.cleanup`,
@@ -23,8 +22,9 @@ soak SIGKILLs the process group of any writer whose operation has run for
 :attr:`SoakConfig.write_deadline_s` (R minus :func:`settle_margin_s`: the loop's tick, the
 proxies' longest injected delay, and an allowance for a request the server already holds), so
 no write's commit can land more than R after its first file. Python writers also abandon one
-operation in ten after writing its data file (:data:`~deltaguard.localstack.soak_worker.ABANDON_SHARE`),
-which gives every run files the passes must delete; the summary counts the files they deleted.
+operation in four after writing its data file (:data:`~deltaguard.localstack.soak_worker.ABANDON_SHARE`),
+which gives every run files the passes must delete; the summary counts the files deleted by
+the orphans runs that ended before the writers were told to stop.
 
 Then, per table: ``deltaguard audit`` must be healthy, every file any retained log entry names
 must exist, and a Spark driver and delta-rs (neither wrote) read the tables; the ledgers are
@@ -209,7 +209,8 @@ class SoakResult:
         audit = "audit healthy" if self.audit_healthy else "audit NOT healthy"
         return (
             f"soak: {self.commits} commits, {self.faults} faults injected, {self.kills} kills, "
-            f"{self.deleted_while_writing} files deleted while writing, {self.verdict.lost} lost, {self.verdict.duplicated} duplicated, "
+            f"{self.deleted_while_writing} files deleted while writing, "
+            f"{self.verdict.lost} lost, {self.verdict.duplicated} duplicated, "
             f"{self.missing_files} missing files, {audit}"
         )
 
@@ -328,12 +329,19 @@ def _say(message: str) -> None:
     print(f"[soak {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+@dataclass
+class _PassResult:
+    """One cleanup pass: per table run, when it ended (monotonic) and the files it deleted."""
+
+    runs: list[tuple[float, int]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
 def _cleanup_pass(
     tables: list[str], endpoint: Endpoint, retention_s: float, manifests: Path
-) -> tuple[int, list[str]]:
-    """``orphans --delete --yes`` at ``retention_s`` on every table, one after the other;
-    returns the files deleted and the problems (a non-zero exit)."""
-    deleted, problems = 0, list[str]()
+) -> _PassResult:
+    """``orphans --delete --yes`` at ``retention_s`` on every table, one after the other."""
+    result = _PassResult()
     for table in tables:
         manifest = manifests / f"{time.time_ns()}-{table.rsplit('/', 1)[-1]}.json"
         out = _cli(
@@ -350,13 +358,13 @@ def _cleanup_pass(
             endpoint=endpoint,
         )
         if out.returncode != 0:
-            problems.append(f"orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
+            result.problems.append(f"orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
             continue
         cleanup = json.loads(out.stdout).get("cleanup") or {}
         count = len(cleanup.get("deleted", []))
-        deleted += count
+        result.runs.append((time.monotonic(), count))
         _say(f"orphans --delete --yes --retention {retention_s:g}s {table}: {count} deleted")
-    return deleted, problems
+    return result
 
 
 def _longest_operations(ops: dict[str, Operation]) -> dict[str, float]:
@@ -429,8 +437,9 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             f"{write_deadline_s:g} s"
         )
         cleanup = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-        cleaning: Future[tuple[int, list[str]]] | None = None
-        cleanup_passes = deleted_while_writing = deadline_kills = 0
+        cleaning: Future[_PassResult] | None = None
+        passes: list[_PassResult] = []
+        deadline_kills = 0
         started = time.monotonic()
         deadline = started + config.duration_s
         # Exponential gaps (mean kill_every_s); the first kill is in the first half of the run,
@@ -459,12 +468,9 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
                 victim.start()
                 next_kill = now + rng.expovariate(1 / config.kill_every_s)
             if cleaning is not None and cleaning.done():
-                deleted, pass_problems = cleaning.result()
-                deleted_while_writing += deleted
-                problems += pass_problems
+                passes.append(cleaning.result())
                 cleaning = None
             if cleaning is None and now >= next_orphans:
-                cleanup_passes += 1
                 cleaning = cleanup.submit(
                     _cleanup_pass,
                     tables,
@@ -474,6 +480,7 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
                 )
                 next_orphans = now + config.orphans_every_s
         stop_file.touch()
+        stopped_at = time.monotonic()
         _say("stop: waiting for the writers to finish their current operation")
         # The write deadline holds here too, so that no operation ever outlives it; a cleanup
         # pass still running goes on next to the writers' last operations.
@@ -483,9 +490,7 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
         ):
             time.sleep(_TICK_S)
             if cleaning is not None and cleaning.done():
-                deleted, pass_problems = cleaning.result()
-                deleted_while_writing += deleted
-                problems += pass_problems
+                passes.append(cleaning.result())
                 cleaning = None
             for w in workers:
                 running_s = w.kill_if_overdue(write_deadline_s)
@@ -501,6 +506,10 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             assert w.process is not None
             if w.process.returncode not in (0, -signal.SIGKILL):
                 problems.append(f"{w.name} exited with {w.process.returncode}; log {w.log}")
+        # Counted only from table runs that ended before the stop: all writers were writing.
+        deleted_while_writing = sum(n for p in passes for end, n in p.runs if end <= stopped_at)
+        deleted_by_passes = sum(n for p in passes for _, n in p.runs)
+        problems += [problem for p in passes for problem in p.problems]
         faults = sum(sum(proxy.fired()) for proxy in proxies.values())
         fault_stats = {e: p.fired() for e, p in proxies.items()}
     _say(f"writers stopped; faults fired per proxy (rule order of fault_rules): {fault_stats}")
@@ -560,7 +569,8 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             "write_deadline_s": write_deadline_s,
             "longest_operation_s": longest,
             "deadline_kills": deadline_kills,
-            "cleanup_passes": cleanup_passes,
+            "cleanup_passes": len(passes),
+            "deleted_by_passes_in_all": deleted_by_passes,
             "rows": {t: readers["spark"][t]["rows"] for t in tables},
             "versions": {t: len(readers["spark"][t]["versions"]) for t in tables},
         },

@@ -64,6 +64,8 @@ class Ledger:
     def __init__(self, path: Path, writer: str, engine: str) -> None:
         self.writer = writer
         self.engine = engine
+        #: True when an earlier process of this writer already wrote to the ledger.
+        self.resumed = path.exists() and path.stat().st_size > 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = path.open("a", encoding="utf-8")
 
