@@ -11,27 +11,29 @@ On one S3 server (LocalStack by default, or versitygw), on ``--tables`` tables a
   ConditionalRequestConflict on commit PUTs, connection resets, responses dropped after the
   PUT landed, 503 and delays on any request;
 - at random moments (seeded) a SIGKILL of one writer's process group, which is then restarted;
-- cleanup while the writers write: every ``--orphans-every`` seconds a pass of ``deltaguard orphans --delete --yes --retention R --unsafe-retention`` over
-  every table, in the background; after the writers stopped, once per table with retention 0.
+- cleanup while the writers write: every ``--orphans-every`` seconds a pass of ``deltaguard
+  orphans --delete --yes --retention R --unsafe-retention`` over every table, in the
+  background; after the writers stopped, once per table with retention 0.
 
 **Why the cleanup retention R is safe while writers write.** Cleanup never deletes a file
-younger than R, and re-reads the log right before deleting (:mod:`deltaguard.tools.orphans.cleanup`,
-point 2), so a writer's files are safe if it commits within R of writing them. Each writer
-records the start of an operation before it writes anything (its ledger's ``intent``), and the
-soak SIGKILLs the process group of any writer whose operation has run for
-:attr:`SoakConfig.write_deadline_s` (R minus :func:`settle_margin_s`: the loop's tick, the
-proxies' longest injected delay, and an allowance for a request the server already holds), so
-no write's commit can land more than R after its first file. Python writers also abandon one
-operation in four after writing its data file (:data:`~deltaguard.localstack.soak_worker.ABANDON_SHARE`),
-which gives every run files the passes must delete; the summary counts the files deleted by
-the orphans runs that ended before the writers were told to stop.
+younger than R, and re-reads the log right before deleting
+(:mod:`deltaguard.tools.orphans.cleanup`, point 2), so a writer's files are safe if it commits
+within R of writing them. Each writer records the start of an operation before it writes
+anything (its ledger's ``intent``), and the soak SIGKILLs the process group of any writer whose
+operation has run for :attr:`SoakConfig.write_deadline_s` (R minus :func:`settle_margin_s`: the
+loop's tick, the proxies' longest injected delay, and an allowance for a request the server
+already holds), so no write's commit can land more than R after its first file. Python writers
+also abandon one operation in four after writing its data file
+(:data:`~deltaguard.localstack.soak_worker.ABANDON_SHARE`), which gives every run files the
+passes must delete; the summary counts the files deleted by the orphans runs that ended before
+the writers were told to stop.
 
 Then, per table: ``deltaguard audit`` must be healthy, every file any retained log entry names
 must exist, and a Spark driver and delta-rs (neither wrote) read the tables; the ledgers are
 checked against what they find (:mod:`deltaguard.localstack.soak_check`). The last line printed
 is the summary (``soak: <N> commits, <M> faults injected, <K> kills, <D> files deleted while
-writing, 0 lost, 0 duplicated, 0 missing files, audit healthy``). Any violation: exit 1, with the logs and a copy of every table
-kept under the work directory.
+writing, 0 lost, 0 duplicated, 0 missing files, audit healthy``). Any violation: exit 1, with
+the logs and a copy of every table kept under the work directory.
 
 Run: ``python -m deltaguard.localstack.soak [--duration SECONDS] [--seed N] [--server
 localstack|versitygw] [--workdir DIR]``.

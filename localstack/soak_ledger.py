@@ -4,8 +4,9 @@ A writer appends one JSON line before an operation (``intent``) and one after it
 ``failed`` or ``unknown``, with the error), each flushed and fsynced before the writer goes on,
 each with its wall-clock time (``at``, epoch seconds). A SIGKILL can cut an operation between
 the two: its outcome stays ``unknown``. The soak reads the newest line of a running writer's
-ledger (:func:`open_operation_since`) to kill an operation that runs past its deadline. A killed writer may leave a
-half-written last line, which :func:`read_ledgers` ignores (the line before it is complete).
+ledger (:func:`open_operation_since`) to kill an operation that runs past its deadline. A
+killed writer may leave a half-written last line, which :func:`read_ledgers` ignores (the line
+before it is complete).
 
 Operation kinds (``kind``):
 
