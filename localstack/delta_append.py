@@ -251,6 +251,18 @@ def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
     )
 
 
+def data_file_name() -> str:
+    """A fresh data file name in the table root, as Spark names them."""
+    return f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+
+
+def parquet_bytes(rows: pa.Table) -> bytes:
+    """``rows`` as one snappy-compressed Parquet file."""
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, compression="snappy")
+    return buffer.getvalue()
+
+
 class BlindAppender:
     """Appends to one table, keeping the table state between appends: each append lists the
     log from the last version it knows and reads only the commits newer than that (the way a
@@ -293,10 +305,8 @@ class BlindAppender:
         state = self._refresh()
         schema = check_appendable(state, table_uri)
         data = rows.select(schema.names).cast(schema)
-        buffer = io.BytesIO()
-        pq.write_table(data, buffer, compression="snappy")
-        payload = buffer.getvalue()
-        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        payload = parquet_bytes(data)
+        name = data_file_name()
         self.write_object(f"{table_uri.rstrip('/')}/{name}", payload)
         now_ms = int(time.time() * 1000)
         commit_info: dict[str, Any] = {

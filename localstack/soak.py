@@ -11,15 +11,29 @@ On one S3 server (LocalStack by default, or versitygw), on ``--tables`` tables a
   ConditionalRequestConflict on commit PUTs, connection resets, responses dropped after the
   PUT landed, 503 and delays on any request;
 - at random moments (seeded) a SIGKILL of one writer's process group, which is then restarted;
-- ``deltaguard orphans --delete --yes`` (default retention) on one table every
-  ``--orphans-every`` seconds; after the writers stopped, once per table with retention 0.
+- cleanup while the writers write: every ``--orphans-every`` seconds a pass of ``deltaguard
+  orphans --delete --yes --retention R --unsafe-retention`` over every table, in the
+  background; after the writers stopped, once per table with retention 0.
+
+**Why the cleanup retention R is safe while writers write.** Cleanup never deletes a file
+younger than R, and re-reads the log right before deleting
+(:mod:`deltaguard.tools.orphans.cleanup`, point 2), so a writer's files are safe if it commits
+within R of writing them. Each writer records the start of an operation before it writes
+anything (its ledger's ``intent``), and the soak SIGKILLs the process group of any writer whose
+operation has run for :attr:`SoakConfig.write_deadline_s` (R minus :func:`settle_margin_s`: the
+loop's tick, the proxies' longest injected delay, and an allowance for a request the server
+already holds), so no write's commit can land more than R after its first file. Python writers
+also abandon one operation in four after writing its data file
+(:data:`~deltaguard.localstack.soak_worker.ABANDON_SHARE`), which gives every run files the
+passes must delete; the summary counts the files deleted by the orphans runs that ended before
+the writers were told to stop.
 
 Then, per table: ``deltaguard audit`` must be healthy, every file any retained log entry names
 must exist, and a Spark driver and delta-rs (neither wrote) read the tables; the ledgers are
 checked against what they find (:mod:`deltaguard.localstack.soak_check`). The last line printed
-is the summary (``soak: <N> commits, <M> faults injected, <K> kills, 0 lost, 0 duplicated, 0
-missing files, audit healthy``). Any violation: exit 1, with the logs and a copy of every table
-kept under the work directory.
+is the summary (``soak: <N> commits, <M> faults injected, <K> kills, <D> files deleted while
+writing, 0 lost, 0 duplicated, 0 missing files, audit healthy``). Any violation: exit 1, with
+the logs and a copy of every table kept under the work directory.
 
 Run: ``python -m deltaguard.localstack.soak [--duration SECONDS] [--seed N] [--server
 localstack|versitygw] [--workdir DIR]``.
@@ -39,6 +53,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +63,18 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import driver_env, job_result
 from deltaguard.localstack.soak_check import Verdict, check
-from deltaguard.localstack.soak_ledger import read_ledgers
+from deltaguard.localstack.soak_ledger import Operation, open_operation_since, read_ledgers
 from deltaguard.localstack.soak_worker import arrow_schema
 from deltaguard.logstore.commit_names import COMMIT_FILE_PATTERN
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 _COMMIT_PUT_REGEX = rf"/_delta_log/{COMMIT_FILE_PATTERN}$"
+#: Seconds between two looks of the soak's loop at its writers (kills, deadlines, cleanup).
+_TICK_S = 1.0
+#: Seconds allowed for a request the server already holds when its writer is killed: the
+#: server stores it well within this (LocalStack and versitygw answer PUTs in milliseconds
+#: here), and it only has to be stored before a cleanup pass that started R after the write.
+_SERVER_ALLOWANCE_S = 8.0
 
 
 def _on_commit_puts(rule: FaultRule) -> FaultRule:
@@ -84,6 +105,14 @@ def fault_rules(rate: float = 1.0, lost_responses: bool = True) -> list[FaultRul
     ]
 
 
+def settle_margin_s() -> float:
+    """Seconds between a write's deadline and the retention of the cleanup passes: the loop
+    notices an overdue operation within one tick, a request the killed writer already sent may
+    wait for the proxies' longest injected delay, then the server stores it (an allowance)."""
+    longest_delay = max(rule.delay_s or 0.0 for rule in fault_rules())
+    return _TICK_S + longest_delay + _SERVER_ALLOWANCE_S
+
+
 @dataclass
 class SoakConfig:
     duration_s: float = 900.0
@@ -94,10 +123,24 @@ class SoakConfig:
     deltars_writers: int = 2
     kill_every_s: float = 60.0
     orphans_every_s: float = 60.0
+    #: The retention of the cleanup passes while writers write (seconds; see the module
+    #: docstring): each writer's operations are killed at :attr:`write_deadline_s`.
+    cleanup_retention_s: float = 180.0
     fault_rate: float = 1.0
     #: Most seconds a Python or delta-rs writer waits between operations (random up to this):
     #: they commit in milliseconds and would otherwise crowd out the Spark drivers on 2 cores.
     light_writer_pause_s: float = 2.0
+
+    @property
+    def write_deadline_s(self) -> float:
+        """The longest a writer's operation may run before the soak kills its writer."""
+        deadline = self.cleanup_retention_s - settle_margin_s()
+        if deadline <= 0:
+            raise ValueError(
+                f"cleanup retention {self.cleanup_retention_s:g} s leaves no time to write: "
+                f"it must exceed {settle_margin_s():g} s"
+            )
+        return deadline
 
 
 @dataclass
@@ -106,11 +149,15 @@ class _Worker:
     engine: str
     args: list[str]
     log: Path
+    ledger: Path
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    #: Epoch seconds of the latest start: older intents in the ledger are a killed process's.
+    started_at: float = 0.0
 
     def start(self) -> None:
         self.starts += 1
+        self.started_at = time.time()
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "deltaguard.localstack.soak_worker", *self.args],
@@ -126,12 +173,28 @@ class _Worker:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
 
+    def kill_if_overdue(self, deadline_s: float) -> float | None:
+        """Kills the writer if its running operation has taken more than ``deadline_s``;
+        returns how long it had run (None: nothing killed)."""
+        if self.process is None or self.process.poll() is not None:
+            return None
+        since = open_operation_since(self.ledger)
+        if since is None or since < self.started_at:
+            return None  # between operations, or an intent a killed process left
+        running = time.time() - since
+        if running <= deadline_s:
+            return None
+        self.kill()
+        return running
+
 
 @dataclass
 class SoakResult:
     commits: int
     faults: int
     kills: int
+    #: Files the cleanup passes deleted while the writers were writing.
+    deleted_while_writing: int
     missing_files: int
     audit_healthy: bool
     verdict: Verdict
@@ -148,12 +211,14 @@ class SoakResult:
         audit = "audit healthy" if self.audit_healthy else "audit NOT healthy"
         return (
             f"soak: {self.commits} commits, {self.faults} faults injected, {self.kills} kills, "
+            f"{self.deleted_while_writing} files deleted while writing, "
             f"{self.verdict.lost} lost, {self.verdict.duplicated} duplicated, "
             f"{self.missing_files} missing files, {audit}"
         )
 
 
 def _cli(*args: str, endpoint: Endpoint, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``deltaguard *args`` against ``endpoint``."""
     return subprocess.run(
         [
             DELTAGUARD,
@@ -266,6 +331,53 @@ def _say(message: str) -> None:
     print(f"[soak {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+@dataclass
+class _PassResult:
+    """One cleanup pass: per table run, when it ended (monotonic) and the files it deleted."""
+
+    runs: list[tuple[float, int]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _cleanup_pass(
+    tables: list[str], endpoint: Endpoint, retention_s: float, manifests: Path
+) -> _PassResult:
+    """``orphans --delete --yes`` at ``retention_s`` on every table, one after the other."""
+    result = _PassResult()
+    for table in tables:
+        manifest = manifests / f"{time.time_ns()}-{table.rsplit('/', 1)[-1]}.json"
+        out = _cli(
+            "orphans",
+            table,
+            "--delete",
+            "--yes",
+            "--retention",
+            repr(retention_s / 3600),
+            "--unsafe-retention",
+            "--json",
+            "--manifest",
+            str(manifest),
+            endpoint=endpoint,
+        )
+        if out.returncode != 0:
+            result.problems.append(f"orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
+            continue
+        cleanup = json.loads(out.stdout).get("cleanup") or {}
+        count = len(cleanup.get("deleted", []))
+        result.runs.append((time.monotonic(), count))
+        _say(f"orphans --delete --yes --retention {retention_s:g}s {table}: {count} deleted")
+    return result
+
+
+def _longest_operations(ops: dict[str, Operation]) -> dict[str, float]:
+    """Per engine, the longest operation that recorded its outcome (seconds)."""
+    longest: dict[str, float] = {}
+    for op in ops.values():
+        if op.seconds is not None:
+            longest[op.engine] = max(longest.get(op.engine, 0.0), op.seconds)
+    return {engine: round(seconds, 1) for engine, seconds in sorted(longest.items())}
+
+
 def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResult:
     """Runs the soak against ``upstream`` (a running S3 server); see the module docstring."""
     rng = random.Random(config.seed)
@@ -311,6 +423,7 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
                     str(workdir / f"spark-{engine}{n}"),
                 ],
                 workdir / f"{engine}{n}.log",
+                ledgers / f"{engine}{n}.jsonl",
             )
             for engine, count in engines.items()
             for n in range(count)
@@ -319,22 +432,35 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             stack.callback(w.kill)
         for w in workers:
             w.start()
-        _say(f"{len(workers)} writers on {len(tables)} tables for {config.duration_s:.0f} s")
+        write_deadline_s = config.write_deadline_s
+        _say(
+            f"{len(workers)} writers on {len(tables)} tables for {config.duration_s:.0f} s; "
+            f"cleanup retention {config.cleanup_retention_s:g} s, write deadline "
+            f"{write_deadline_s:g} s"
+        )
+        cleanup = stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        cleaning: Future[_PassResult] | None = None
+        passes: list[_PassResult] = []
+        deadline_kills = 0
         started = time.monotonic()
         deadline = started + config.duration_s
         # Exponential gaps (mean kill_every_s); the first kill is in the first half of the run,
         # so every run, however short, kills at least one writer.
         next_kill = started + min(rng.expovariate(1 / config.kill_every_s), config.duration_s / 2)
         next_orphans = started + config.orphans_every_s
-        orphan_runs = 0
         while time.monotonic() < deadline:
-            time.sleep(1.0)
+            time.sleep(_TICK_S)
             now = time.monotonic()
             for w in workers:
                 if w.process is not None and w.process.poll() is not None:
                     problems.append(
                         f"{w.name} exited by itself with {w.process.returncode}; log {w.log}"
                     )
+                    w.start()
+                running_s = w.kill_if_overdue(write_deadline_s)
+                if running_s is not None:
+                    deadline_kills += 1
+                    _say(f"SIGKILL {w.name}: its operation ran {running_s:.0f} s; restarting it")
                     w.start()
             if now >= next_kill:
                 victim = rng.choice(workers)
@@ -343,27 +469,49 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
                 _say(f"SIGKILL {victim.name} (kill {kills}); restarting it")
                 victim.start()
                 next_kill = now + rng.expovariate(1 / config.kill_every_s)
-            if now >= next_orphans:
-                table = tables[orphan_runs % len(tables)]
-                orphan_runs += 1
-                out = _cli(
-                    "orphans", table, "--delete", "--yes", endpoint=proxies["tools"].endpoint
+            if cleaning is not None and cleaning.done():
+                passes.append(cleaning.result())
+                cleaning = None
+            if cleaning is None and now >= next_orphans:
+                cleaning = cleanup.submit(
+                    _cleanup_pass,
+                    tables,
+                    proxies["tools"].endpoint,
+                    config.cleanup_retention_s,
+                    workdir / "manifests",
                 )
-                _say(f"orphans --delete --yes {table}: exit {out.returncode}")
-                if out.returncode != 0:
-                    problems.append(f"orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
                 next_orphans = now + config.orphans_every_s
         stop_file.touch()
+        stopped_at = time.monotonic()
         _say("stop: waiting for the writers to finish their current operation")
+        # The write deadline holds here too, so that no operation ever outlives it; a cleanup
+        # pass still running goes on next to the writers' last operations.
+        stop_by = time.monotonic() + 300
+        while cleaning is not None or any(
+            w.process is not None and w.process.poll() is None for w in workers
+        ):
+            time.sleep(_TICK_S)
+            if cleaning is not None and cleaning.done():
+                passes.append(cleaning.result())
+                cleaning = None
+            for w in workers:
+                running_s = w.kill_if_overdue(write_deadline_s)
+                if running_s is not None:
+                    deadline_kills += 1
+                    _say(f"SIGKILL {w.name}: its operation ran {running_s:.0f} s (stopping)")
+            if time.monotonic() > stop_by:
+                problems.append("writers did not stop within 300 s; killed")
+                for w in workers:
+                    w.kill()
+                stop_by = float("inf")
         for w in workers:
             assert w.process is not None
-            try:
-                w.process.wait(timeout=300)
-            except subprocess.TimeoutExpired:
-                problems.append(f"{w.name} did not stop within 300 s; killed")
-                w.kill()
             if w.process.returncode not in (0, -signal.SIGKILL):
                 problems.append(f"{w.name} exited with {w.process.returncode}; log {w.log}")
+        # Counted only from table runs that ended before the stop: all writers were writing.
+        deleted_while_writing = sum(n for p in passes for end, n in p.runs if end <= stopped_at)
+        deleted_by_passes = sum(n for p in passes for _, n in p.runs)
+        problems += [problem for p in passes for problem in p.problems]
         faults = sum(sum(proxy.fired()) for proxy in proxies.values())
         fault_stats = {e: p.fired() for e, p in proxies.items()}
     _say(f"writers stopped; faults fired per proxy (rule order of fault_rules): {fault_stats}")
@@ -399,11 +547,18 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
     }
     ops = read_ledgers(sorted(ledgers.glob("*.jsonl")))
     verdict = check(ops, readers, tables)
+    longest = _longest_operations(ops)
+    if longest and max(longest.values()) > write_deadline_s + _TICK_S:
+        problems.append(
+            f"an operation ran {max(longest.values())} s, past the write deadline of "
+            f"{write_deadline_s:g} s: the cleanup retention no longer covers every write"
+        )
     commits = sum(len(readers["delta-rs"][t]["versions"]) - 1 for t in tables)
     result = SoakResult(
         commits=commits,
         faults=faults,
         kills=kills,
+        deleted_while_writing=deleted_while_writing,
         missing_files=len(missing),
         audit_healthy=audit_healthy,
         verdict=verdict,
@@ -412,6 +567,12 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             "outcomes": dict(sorted(verdict.outcomes.items())),
             "faults_per_proxy": fault_stats,
             "writer_starts": {w.name: w.starts for w in workers},
+            "cleanup_retention_s": config.cleanup_retention_s,
+            "write_deadline_s": write_deadline_s,
+            "longest_operation_s": longest,
+            "deadline_kills": deadline_kills,
+            "cleanup_passes": len(passes),
+            "deleted_by_passes_in_all": deleted_by_passes,
             "rows": {t: readers["spark"][t]["rows"] for t in tables},
             "versions": {t: len(readers["spark"][t]["versions"]) for t in tables},
         },
@@ -453,7 +614,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-writers", type=int, default=2)
     parser.add_argument("--deltars-writers", type=int, default=2)
     parser.add_argument("--kill-every", type=float, default=60.0, help="mean seconds between kills")
-    parser.add_argument("--orphans-every", type=float, default=60.0)
+    parser.add_argument(
+        "--orphans-every", type=float, default=60.0, help="seconds between cleanup passes"
+    )
+    parser.add_argument(
+        "--cleanup-retention",
+        type=float,
+        default=180.0,
+        help="seconds: the retention of the cleanup passes while writers write; an operation "
+        f"running longer than this minus {settle_margin_s():g} s has its writer killed "
+        "(default 180)",
+    )
     parser.add_argument("--fault-rate", type=float, default=1.0, help="scales every fault rate")
     parser.add_argument("--workdir", type=Path, help="logs, ledgers (default: a new temp dir)")
     args = parser.parse_args(argv)
@@ -468,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
         deltars_writers=args.deltars_writers,
         kill_every_s=args.kill_every,
         orphans_every_s=args.orphans_every,
+        cleanup_retention_s=args.cleanup_retention,
         fault_rate=args.fault_rate,
     )
     _say(f"server {args.server}, seed {args.seed}, work directory {workdir}")

@@ -8,6 +8,9 @@ Engines:
   OPTIMIZE. Delta writes a checkpoint every 10 commits by itself.
 - ``python``: deltaguard's Python blind-append committer
   (:class:`~deltaguard.localstack.delta_append.BlindAppender` on the Python conditional store).
+  One operation in :data:`ABANDON_SHARE` writes its data file and never commits it
+  (``abandoned``), as a job that dies between writing and committing does: these files are
+  what the soak's cleanup passes must find and delete while the writers run.
 - ``deltars``: delta-rs (``deltalake.write_deltalake``, append). delta-rs >= 1.6.1 commits with
   a conditional PUT (If-None-Match) on S3 by default; it is given endpoint and credentials only,
   never a locking provider or an unsafe-rename option (either would take away the conditional
@@ -40,6 +43,9 @@ from deltaguard.spark_conf.preset_name import PresetName
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+#: The share of the Python writers' operations that write a data file and never commit it.
+ABANDON_SHARE = 0.25
 
 #: The soak tables' columns (Spark SQL DDL; :func:`arrow_schema` is the same for Arrow).
 SCHEMA_DDL = "append_id STRING, writer STRING, seq BIGINT, touched INT"
@@ -119,8 +125,25 @@ def _record(
     return op_id, True
 
 
-def _appends_until_stopped(writer: Writer, append: Callable[[str, str], None]) -> None:
+def _appends_until_stopped(
+    writer: Writer,
+    append: Callable[[str, str], None],
+    abandon: Callable[[str, str], None] | None = None,
+) -> None:
+    """Appends until the stop file appears; with ``abandon``, one operation in
+    :data:`ABANDON_SHARE` is an ``abandoned`` one instead (told failed: never committed)."""
+
     def one_append(table: str) -> None:
+        if abandon is not None and writer.rng.random() < ABANDON_SHARE:
+            op_id = f"{writer.new_id()}-abandoned"
+            writer.ledger.intent(op_id, table, "abandoned")
+            note = "abandoned: data file written, never committed"
+            try:
+                abandon(table, op_id)
+            except Exception as exc:
+                note = f"abandoned: writing the data file failed: {type(exc).__name__}: {exc}"
+            writer.ledger.outcome(op_id, "failed", note[:400])
+            return
         _record(writer, table, "append", lambda op_id: append(table, op_id))
 
     while not writer.stopped():
@@ -130,7 +153,7 @@ def _appends_until_stopped(writer: Writer, append: Callable[[str, str], None]) -
 
 def run_python(writer: Writer, endpoint: Endpoint) -> None:
     from deltaguard.localstack.append_job import python_log_store
-    from deltaguard.localstack.delta_append import BlindAppender
+    from deltaguard.localstack.delta_append import BlindAppender, data_file_name, parquet_bytes
     from deltaguard.logstore.s3_location import S3Location
 
     s3 = endpoint.s3_client()
@@ -145,7 +168,10 @@ def run_python(writer: Writer, endpoint: Endpoint) -> None:
     def append(table: str, op_id: str) -> None:
         appenders[table].append(arrow_rows(op_id, writer.args.writer), user_metadata=op_id)
 
-    _appends_until_stopped(writer, append)
+    def abandon(table: str, op_id: str) -> None:
+        put(f"{table}/{data_file_name()}", parquet_bytes(arrow_rows(op_id, writer.args.writer)))
+
+    _appends_until_stopped(writer, append, abandon)
 
 
 def run_deltars(writer: Writer, endpoint: Endpoint) -> None:
@@ -217,11 +243,27 @@ def run_spark(writer: Writer, endpoint: Endpoint) -> None:
                 mine.append(op_id)
 
     try:
-        while not writer.stopped():
+        warm_up(spark, writer.tables[0])
+        # A writer's first start makes one operation even if the stop file appeared meanwhile:
+        # on a loaded machine a driver's start and warm-up outlast a short soak.
+        first = not writer.ledger.resumed
+        while first or not writer.stopped():
+            first = False
             one_operation(writer.rng.choice(writer.tables))
             time.sleep(writer.rng.uniform(0.0, writer.args.pause))
     finally:
         spark.stop()
+
+
+def warm_up(spark: Any, table: str) -> None:
+    """Reads ``table`` once before the first operation: a fresh driver JVM loads and compiles
+    Delta's and S3A's code on its first use, which on a loaded machine takes a minute, and an
+    operation is timed from its intent (the soak kills the writer of an operation that runs
+    past its deadline). Writes nothing; a failure (an injected fault) is only printed."""
+    try:
+        spark.read.format("delta").load(table).count()
+    except Exception as exc:
+        print(f"warm-up read of {table} failed: {type(exc).__name__}: {exc}", flush=True)
 
 
 def spark_read(tables: list[str], endpoint: Endpoint, local_dir: Path | None) -> dict[str, Any]:

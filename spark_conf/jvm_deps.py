@@ -9,7 +9,8 @@ Contract:
   already ships (a second Hadoop, Jackson or Parquet on the classpath breaks Spark). Re-running
   it with the same pom is a no-op. Maven's own cache (``~/.m2``) makes a fresh resolve cheap.
 - :func:`runtime_jars` never downloads: it returns the resolved jars or raises
-  :class:`JarsNotResolvedError` saying which command resolves them.
+  :class:`JarsNotResolvedError` saying which command resolves them. :func:`submit_jars` is
+  the part of them a ``spark.jars`` setting carries (presets' ``jars="cache"``).
 - Every function defaults to the line of the pyspark this interpreter imports
   (:func:`~deltaguard.spark_conf.spark_lines.installed_line`).
 """
@@ -106,6 +107,20 @@ def runtime_jars(line: SparkLine | None = None) -> list[Path]:
             f"resolved jars missing from the cache: {missing}; run `make jars`"
         )
     return jars
+
+
+def submit_jars(line: SparkLine | None = None) -> list[Path]:
+    """The resolved jars a ``spark.jars`` setting adds to a Spark of ``line``: the same set
+    ``spark.jars.packages`` with :func:`maven_coordinates` brings, that is :func:`runtime_jars`
+    without the Hadoop client jars the test bed puts ahead of a pyspark that ships another
+    Hadoop (a cluster of that line runs its own). Raises JarsNotResolvedError."""
+    line = line or installed_line()
+    own_hadoop = {coordinate.split(":")[1] for coordinate in line.hadoop_client}
+    return [
+        jar
+        for jar in runtime_jars(line)
+        if not ((match := _JAR_NAME.match(jar.name)) and match.group("artifact") in own_hadoop)
+    ]
 
 
 def resolve(mvn: str = "mvn") -> list[Path]:

@@ -21,6 +21,17 @@ Presets (:class:`PresetName`):
 
 Jar settings follow the Spark line (:mod:`deltaguard.spark_conf.spark_lines`):
 ``PresetOptions.spark_version`` / ``hadoop_version``, by default the installed pyspark's.
+``PresetOptions.jars`` (:data:`JAR_MODES`) says where they come from:
+
+- ``cache``: ``spark.jars`` lists the plugin jar and the line's jars from deltaguard's jar
+  cache (:func:`~deltaguard.spark_conf.jvm_deps.submit_jars`, filled by ``make jars`` or
+  ``python -m deltaguard.spark_conf.jvm_deps``): no resolution, no download, offline;
+- ``packages``: ``spark.jars.packages`` (the line's Maven coordinates), resolved by
+  spark-submit's Ivy from Maven Central only (``spark.jars.ivySettings`` =
+  :data:`IVY_SETTINGS`): Spark's default chain also reads ``~/.m2``, where Maven builds leave
+  POM-only entries that make Ivy fail with "download failed: ...jar";
+- ``auto`` (the default): ``cache`` when the cache holds the line's jars, else ``packages``;
+- ``none``: no jar settings (the cluster provides them).
 
 :func:`render` returns the settings as a dict; :func:`apply` puts them on a
 ``SparkSession.Builder``; :func:`to_properties`, :func:`to_json` and :func:`to_env` format
@@ -44,6 +55,7 @@ from typing import Any
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.logstore.s3_location import S3Location
+from deltaguard.spark_conf.jvm_deps import JarsNotResolvedError, submit_jars
 from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.spark_conf.request_tuning import setting_notes
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
@@ -54,6 +66,10 @@ MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
 #: Below this, a completed DynamoDB entry may expire while its commit is still being discovered.
 MIN_SAFE_TTL_SECONDS = 3600
 PRESET_DIR = Path(__file__).with_name("presets")
+#: Ivy settings for ``spark.jars.packages``: Maven Central only, never ``~/.m2``.
+IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
+#: Where the jar settings come from (module docstring); ``auto`` is the default.
+JAR_MODES = ("auto", "cache", "packages", "none")
 
 
 class PresetError(ValueError):
@@ -75,9 +91,9 @@ class PresetOptions:
     dynamodb_region: str | None = None
     dynamodb_endpoint: str | None = None
     ttl_seconds: int = 86400
-    #: ``packages``: Maven coordinates (spark.jars.packages) plus the packaged plugin jar;
-    #: ``none``: no jar settings (the cluster provides them).
-    jars: str = "packages"
+    #: Where the jars come from, one of :data:`JAR_MODES` (module docstring): ``cache``,
+    #: ``packages``, ``auto`` (cache if resolved, else packages) or ``none``.
+    jars: str = "auto"
     plugin_jar_path: str | None = None
     #: The Spark line (``3.5``, ``4.0``, ``4.2``; default: the installed pyspark's, else the
     #: newest) and the cluster's Hadoop (default: the one pyspark ships for that Spark).
@@ -103,14 +119,27 @@ def _storage(options: PresetOptions) -> S3Storage:
 
 
 def _jars(options: PresetOptions, with_plugin: bool) -> dict[str, str]:
+    """The jar settings of ``options.jars`` (module docstring); the plugin jar comes first."""
     if options.jars == "none":
         return {}
-    if options.jars != "packages":
-        raise PresetError(f"jars must be 'packages' or 'none', got {options.jars!r}")
+    if options.jars not in JAR_MODES:
+        raise PresetError(f"jars must be one of {', '.join(JAR_MODES)}, got {options.jars!r}")
     line = options.line()
-    conf = {"spark.jars.packages": ",".join(line.coordinates)}
-    if with_plugin:
-        conf["spark.jars"] = options.plugin_jar_path or str(plugin_jar(line.sdk))
+    plugin = [options.plugin_jar_path or str(plugin_jar(line.sdk))] if with_plugin else []
+    if options.jars in ("auto", "cache"):
+        try:
+            cached = [str(jar) for jar in submit_jars(line)]
+        except JarsNotResolvedError as exc:
+            if options.jars == "cache":
+                raise PresetError(f"jars=cache: {exc}") from None
+        else:
+            return {"spark.jars": ",".join([*plugin, *cached])}
+    conf = {
+        "spark.jars.packages": ",".join(line.coordinates),
+        "spark.jars.ivySettings": str(IVY_SETTINGS),
+    }
+    if plugin:
+        conf["spark.jars"] = plugin[0]
     return conf
 
 

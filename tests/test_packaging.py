@@ -62,6 +62,7 @@ def test_wheel_carries_jar_and_namespace(wheel):
     for jar in JAR_NAMES.values():
         assert f"deltaguard/logstore/jars/{jar}" in names
     assert "deltaguard/localstack/install.sh" in names
+    assert "deltaguard/spark_conf/ivysettings.xml" in names, "presets with jars=packages name it"
     assert "deltaguard/tools/deltalog/snapshot.py" in names
     top_level = {n.split("/")[0] for n in names if not n.startswith("deltaguard-")}
     assert top_level == {"deltaguard"}, "no top-level module besides deltaguard"

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from xml.etree import ElementTree
 
 import pytest
 
 from deltaguard.logstore.jars import plugin_jar
 from deltaguard.spark_conf.conf_check import check, parse_properties
+from deltaguard.spark_conf.jvm_deps import submit_jars
 from deltaguard.spark_conf.presets import (
+    IVY_SETTINGS,
     MULTI_WRITER_BUCKETS_KEY,
     PresetError,
     PresetName,
@@ -16,6 +19,7 @@ from deltaguard.spark_conf.presets import (
     render,
     shipped_preset_file,
     shipped_preset_text,
+    to_properties,
 )
 
 
@@ -26,7 +30,12 @@ def _codes(text: str) -> list[str]:
 def test_conditional_preset():
     conf = render(
         "s3-conditional",
-        PresetOptions(table_root="s3://lake/events", endpoint="http://x:9000", path_style=True),
+        PresetOptions(
+            table_root="s3://lake/events",
+            endpoint="http://x:9000",
+            path_style=True,
+            jars="packages",
+        ),
     )
     assert conf["spark.delta.logStore.s3a.impl"] == "io.deltaguard.logstore.S3ConditionalLogStore"
     assert conf["spark.delta.logStore.s3.impl"] == "io.deltaguard.logstore.S3ConditionalLogStore"
@@ -37,6 +46,34 @@ def test_conditional_preset():
     assert conf[MULTI_WRITER_BUCKETS_KEY] == "lake"
     assert "spark.driver.bindAddress" not in conf, "no test-bed settings in user presets"
     assert _codes("\n".join(f"{k}={v}" for k, v in conf.items())) == []
+
+
+def test_jars_cache_lists_the_cached_jars_after_the_plugin():
+    conf = render("s3-conditional", PresetOptions(jars="cache"))
+    assert conf["spark.jars"].split(",") == [str(plugin_jar())] + [str(j) for j in submit_jars()]
+    assert "spark.jars.packages" not in conf
+    assert render("s3-conditional") == conf, "auto: the cache when it holds the line's jars"
+    assert _codes(to_properties(conf)) == []
+
+
+def test_jars_without_a_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELTAGUARD_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(PresetError, match=r"jars=cache: .* run `make jars`"):
+        render("s3-conditional", PresetOptions(jars="cache"))
+    conf = render("s3-conditional")
+    assert conf == render("s3-conditional", PresetOptions(jars="packages"))
+    assert conf["spark.jars.ivySettings"] == str(IVY_SETTINGS)
+
+
+def test_ivy_settings_never_read_the_local_maven_repository():
+    """Spark's own Ivy chain reads ~/.m2 (`local-m2-cache`), where Maven leaves POM-only
+    entries; the settings packages renders resolve from Maven Central only."""
+    root = ElementTree.parse(IVY_SETTINGS).getroot()
+    resolvers = list(root.iterfind("resolvers/*"))
+    assert [(r.tag, r.get("root")) for r in resolvers] == [
+        ("ibiblio", "https://repo1.maven.org/maven2/")
+    ]
+    assert root.find("settings").get("defaultResolver") == resolvers[0].get("name")
 
 
 def test_single_driver_needs_acknowledgement(run_cli):

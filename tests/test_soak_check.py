@@ -4,7 +4,12 @@ written by hand)."""
 from __future__ import annotations
 
 from deltaguard.localstack.soak_check import check
-from deltaguard.localstack.soak_ledger import ROWS_PER_APPEND, Ledger, read_ledgers
+from deltaguard.localstack.soak_ledger import (
+    ROWS_PER_APPEND,
+    Ledger,
+    open_operation_since,
+    read_ledgers,
+)
 
 R = ROWS_PER_APPEND
 T = "s3://b/t"
@@ -72,3 +77,28 @@ def test_a_line_cut_by_sigkill_leaves_the_op_unknown(tmp_path):
         f.write('{"op": "a", "ev')
     assert read_ledgers([tmp_path / "w.jsonl"])["a"].outcome == "unknown"
     assert check(ops, _report({}), [T]).ok
+
+
+def test_abandoned_data_must_stay_absent(tmp_path):
+    """An abandoned operation's data file was never committed: rows of it are a violation."""
+    ops = _ops(tmp_path, [("a", "abandoned", "failed", None)])
+    assert check(ops, _report({}), [T]).ok
+    verdict = check(ops, _report({"a": R}), [T])
+    assert "present although its writer was told it failed" in "\n".join(verdict.violations)
+
+
+def test_open_operation_since_reads_the_newest_line(tmp_path):
+    """What the soak's write deadline reads: the intent's time while an operation runs."""
+    path = tmp_path / "w.jsonl"
+    assert open_operation_since(path) is None
+    ledger = Ledger(path, "w", "python")
+    ledger.intent("a", T, "append")
+    started = read_ledgers([path])["a"].started
+    assert started is not None and open_operation_since(path) == started
+    ledger.outcome("a", "ok")
+    assert open_operation_since(path) is None
+    ledger.intent("b", T, "append")
+    ledger.close()
+    with path.open("a") as file:
+        file.write('{"op": "b", "ev')  # cut by SIGKILL
+    assert open_operation_since(path) == read_ledgers([path])["b"].started

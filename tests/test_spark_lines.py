@@ -81,7 +81,7 @@ def test_unknown_lines_are_clean_errors(run_cli):
 @pytest.mark.parametrize("line", LINES, ids=lambda line: line.name)
 @pytest.mark.parametrize("preset", [PresetName.S3_CONDITIONAL, PresetName.S3_DYNAMODB])
 def test_rendered_presets_pass_conf_check(line, preset, tmp_path):
-    options = PresetOptions(spark_version=line.spark, hadoop_version=line.hadoop)
+    options = PresetOptions(spark_version=line.spark, hadoop_version=line.hadoop, jars="packages")
     if preset is PresetName.S3_DYNAMODB and not line.has_dynamodb_store:
         with pytest.raises(PresetError, match=r"not available on Spark line 3\.5"):
             render(preset, options)
@@ -97,7 +97,7 @@ def _findings(conf: dict[str, str]) -> list[str]:
 
 
 def test_check_flags_coordinates_that_do_not_belong_together():
-    conf = render(PresetName.S3_CONDITIONAL, PresetOptions(spark_version="3.5"))
+    conf = render(PresetName.S3_CONDITIONAL, PresetOptions(spark_version="3.5", jars="packages"))
     # the SDK v2 plugin jar on hadoop-aws 3.3.4 (S3A on SDK v1)
     wrong_jar = {**conf, "spark.jars": str(plugin_jar("sdk2"))}
     assert any("use deltaguard-logstore-sdk1-0.1.0.jar" in m for m in _findings(wrong_jar))
@@ -122,11 +122,14 @@ def test_check_flags_coordinates_that_do_not_belong_together():
         "Delta 4.4.0" in m and "Spark 4.2 runs hadoop-aws 3.5.0" in m for m in _findings(delta44)
     )
     # a second SDK
-    v2 = render(PresetName.S3_CONDITIONAL, PresetOptions(spark_version="4.0"))
+    v2 = render(PresetName.S3_CONDITIONAL, PresetOptions(spark_version="4.0", jars="packages"))
     two_sdks = {**v2, "spark.jars.packages": v2["spark.jars.packages"].replace("2.24.6", "2.35.4")}
     assert any("a second AWS SDK breaks S3A" in m for m in _findings(two_sdks))
     # the DynamoDB store with the SDK v1 jar
-    ddb = render(PresetName.S3_DYNAMODB, PresetOptions(spark_version="3.5", hadoop_version="3.4.1"))
+    ddb = render(
+        PresetName.S3_DYNAMODB,
+        PresetOptions(spark_version="3.5", hadoop_version="3.4.1", jars="packages"),
+    )
     v1_ddb = {
         **ddb,
         "spark.jars.packages": conf["spark.jars.packages"],

@@ -18,6 +18,7 @@ from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
 from deltaguard.spark_conf.conf_check import Entry, check, parse_properties
 from deltaguard.spark_conf.conf_check_across import check_across
 from deltaguard.spark_conf.presets import (
+    JAR_MODES,
     PresetError,
     PresetName,
     PresetOptions,
@@ -115,10 +116,12 @@ def conf_group() -> None:
 )
 @click.option(
     "--jars",
-    type=click.Choice(["packages", "none"]),
-    default="packages",
+    type=click.Choice(JAR_MODES),
+    default="auto",
     show_default=True,
-    help="packages: Maven coordinates + the packaged plugin jar; none: no jar settings",
+    help="cache: spark.jars from deltaguard's jar cache (`make jars`); packages: Maven "
+    "coordinates resolved from Maven Central (not ~/.m2); auto: cache if resolved, else "
+    "packages; none: no jar settings (docs/logstore.md)",
 )
 @click.option(
     "--format",
