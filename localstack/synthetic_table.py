@@ -2,7 +2,8 @@
 a 200,000-file table for the orphan benchmark.
 
 :class:`SyntheticTable` writes real Delta log files on local disk (protocol 1/2 JSON commits
-created exclusively, classic parquet checkpoints, ``_last_checkpoint``) and data files whose
+created exclusively, classic parquet checkpoints, ``_last_checkpoint``; each published whole, as
+Delta's local log store does, so a reader running meanwhile never sees half a file) and data files whose
 content does not matter (Delta readers here only read the log). Modification times can be set,
 so "old" and "recent" files exist without waiting. It keeps the reconciled state itself, so it
 can write checkpoints and tell tests which files each version references.
@@ -187,16 +188,31 @@ class SyntheticTable:
 
         return unquote(action["path"]), dv_id
 
+    def _publish(self, name: str, data: bytes, mtime_ms: int | None, exclusive: bool) -> None:
+        """Writes ``_delta_log/name`` as Delta's local log store does: into a hidden temp file,
+        then linked (``exclusive``: raises FileExistsError if taken) or renamed into place, so
+        a concurrent reader sees the whole file or none of it. ``mtime_ms``: its modification
+        time (None: now)."""
+        temp = self.log / f".{name}.{uuid.uuid4()}.tmp"
+        temp.write_bytes(data)
+        if mtime_ms is not None:
+            os.utime(temp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        try:
+            if exclusive:
+                os.link(temp, self.log / name)
+            else:
+                os.replace(temp, self.log / name)
+        finally:
+            temp.unlink(missing_ok=True)
+
     def commit(self, actions: list[dict[str, Any]], timestamp_ms: int) -> int:
-        """Writes the next commit (created exclusively: raises FileExistsError if taken) and
-        applies its add/remove actions to the tracked state."""
+        """Writes the next commit (created exclusively and atomically: raises FileExistsError
+        if taken) and applies its add/remove actions to the tracked state."""
         self.log.mkdir(parents=True, exist_ok=True)
         version = self.version + 1
         lines = [{"commitInfo": {"timestamp": timestamp_ms, "operation": "WRITE"}}, *actions]
-        path = self.log / f"{version:020d}.json"
-        with path.open("x") as f:
-            f.write("\n".join(json.dumps(a) for a in lines) + "\n")
-        os.utime(path, ns=(timestamp_ms * 1_000_000, timestamp_ms * 1_000_000))
+        data = ("\n".join(json.dumps(a) for a in lines) + "\n").encode()
+        self._publish(f"{version:020d}.json", data, timestamp_ms, exclusive=True)
         self.version = version
         self.last_commit_ms = timestamp_ms
         for a in actions:
@@ -235,13 +251,12 @@ class SyntheticTable:
         for rm in self.tombstones.values():
             rows.append({"remove": {**rm, "partitionValues": list(rm["partitionValues"].items())}})
         table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
         name = f"{self.version:020d}.checkpoint.parquet"
-        pq.write_table(table, self.log / name)
-        stamp = self.last_commit_ms * 1_000_000
-        os.utime(self.log / name, ns=(stamp, stamp))
-        (self.log / "_last_checkpoint").write_text(
-            json.dumps({"version": self.version, "size": len(rows)})
-        )
+        self._publish(name, sink.getvalue().to_pybytes(), self.last_commit_ms, exclusive=False)
+        last = json.dumps({"version": self.version, "size": len(rows)}).encode()
+        self._publish("_last_checkpoint", last, None, exclusive=False)
 
     def drop_commits_before(self, version: int) -> list[int]:
         """Delta's log cleanup: deletes commit files older than ``version`` (which must have a
