@@ -11,8 +11,9 @@ sidecars, URL-encoded and absolute paths, tombstones, change data, log cleanup):
 
 Where the oracles are wrong (measured with delta-rs 1.6.6 and Delta 4.4.0 on these
 histories), the model alone decides: delta-rs's vacuum lists the deletion-vector files of live
-files and live files added by absolute path; Spark's VACUUM lists live files added by absolute
-path and live files whose name has a ``+`` (both would delete live data).
+files and live files added by absolute path; Spark's VACUUM lists live files added by an
+absolute path with URL-encoded characters and live files whose name has a ``+`` (``%2B`` in the
+log). Both would delete live data.
 """
 
 from __future__ import annotations
