@@ -106,6 +106,7 @@ def run(
     out: dict[str, Any] = {
         "what": f"scan of {files} data files in {PARTITIONS} partitions ({orphans} orphans), "
         "deltaguard orphans (whole process) vs Spark VACUUM RETAIN 0 HOURS DRY RUN (warm session)",
+        "partitions": PARTITIONS,
         "build_s": round(time.perf_counter() - started, 1),
         "local": _side(str(root), None, runs, spark_runs, workdir),
     }

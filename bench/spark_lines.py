@@ -107,7 +107,7 @@ def run(
 
 def markdown(section: dict[str, Any]) -> list[str]:
     lines = [
-        "| Spark line (plugin jar) | plain PutObject | conditional commit | ratio (median, min-max) |",
+        "| Spark line (plugin jar) | plain PutObject | conditional commit | ratio: median of per-run ratios (min-max) |",
         "|---|---|---|---|",
     ]
     for name, s in section["lines"].items():

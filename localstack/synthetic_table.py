@@ -2,7 +2,8 @@
 a 200,000-file table for the orphan benchmark.
 
 :class:`SyntheticTable` writes real Delta log files on local disk (protocol 1/2 JSON commits
-created exclusively, classic parquet checkpoints, ``_last_checkpoint``) and data files whose
+created exclusively, classic parquet checkpoints, ``_last_checkpoint``; each published whole, as
+Delta's local log store does, so a reader running meanwhile never sees half a file) and data files whose
 content does not matter (Delta readers here only read the log). Modification times can be set,
 so "old" and "recent" files exist without waiting. It keeps the reconciled state itself, so it
 can write checkpoints and tell tests which files each version references.
@@ -77,7 +78,21 @@ METADATA = pa.struct(
         ("createdTime", pa.int64()),
     ]
 )
-PROTOCOL = pa.struct([("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32())])
+PROTOCOL = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+#: A protocol with table features for deletion vectors and V2 checkpoints (3/7).
+DV_V2_PROTOCOL: dict[str, Any] = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors", "v2Checkpoint"],
+    "writerFeatures": ["deletionVectors", "v2Checkpoint"],
+}
 TXN = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
 CHECKPOINT_SCHEMA = pa.schema(
     [("txn", TXN), ("add", ADD), ("remove", REMOVE), ("metaData", METADATA), ("protocol", PROTOCOL)]
@@ -121,6 +136,9 @@ class SyntheticTable:
 
     root: Path
     configuration: dict[str, str] = field(default_factory=dict)
+    protocol: dict[str, Any] = field(
+        default_factory=lambda: {"minReaderVersion": 1, "minWriterVersion": 2}
+    )
     version: int = -1
     live: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
     tombstones: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
@@ -143,11 +161,7 @@ class SyntheticTable:
     def create(self, timestamp_ms: int) -> int:
         """Version 0: protocol and metadata."""
         return self.commit(
-            [
-                {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-                {"metaData": self._metadata()},
-            ],
-            timestamp_ms,
+            [{"protocol": self.protocol}, {"metaData": self._metadata()}], timestamp_ms
         )
 
     def write_file(self, rel: str, mtime_ms: int, size: int = 0) -> str:
@@ -187,16 +201,31 @@ class SyntheticTable:
 
         return unquote(action["path"]), dv_id
 
+    def _publish(self, name: str, data: bytes, mtime_ms: int | None, exclusive: bool) -> None:
+        """Writes ``_delta_log/name`` as Delta's local log store does: into a hidden temp file,
+        then linked (``exclusive``: raises FileExistsError if taken) or renamed into place, so
+        a concurrent reader sees the whole file or none of it. ``mtime_ms``: its modification
+        time (None: now)."""
+        temp = self.log / f".{name}.{uuid.uuid4()}.tmp"
+        temp.write_bytes(data)
+        if mtime_ms is not None:
+            os.utime(temp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        try:
+            if exclusive:
+                os.link(temp, self.log / name)
+            else:
+                os.replace(temp, self.log / name)
+        finally:
+            temp.unlink(missing_ok=True)
+
     def commit(self, actions: list[dict[str, Any]], timestamp_ms: int) -> int:
-        """Writes the next commit (created exclusively: raises FileExistsError if taken) and
-        applies its add/remove actions to the tracked state."""
+        """Writes the next commit (created exclusively and atomically: raises FileExistsError
+        if taken) and applies its add/remove actions to the tracked state."""
         self.log.mkdir(parents=True, exist_ok=True)
         version = self.version + 1
         lines = [{"commitInfo": {"timestamp": timestamp_ms, "operation": "WRITE"}}, *actions]
-        path = self.log / f"{version:020d}.json"
-        with path.open("x") as f:
-            f.write("\n".join(json.dumps(a) for a in lines) + "\n")
-        os.utime(path, ns=(timestamp_ms * 1_000_000, timestamp_ms * 1_000_000))
+        data = ("\n".join(json.dumps(a) for a in lines) + "\n").encode()
+        self._publish(f"{version:020d}.json", data, timestamp_ms, exclusive=True)
         self.version = version
         self.last_commit_ms = timestamp_ms
         for a in actions:
@@ -227,7 +256,7 @@ class SyntheticTable:
         """A classic checkpoint of the current version (modified at that version's commit
         time, as if written right after it), and ``_last_checkpoint``."""
         rows: list[dict[str, Any]] = [
-            {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+            {"protocol": self.protocol},
             {"metaData": {**self._metadata(), "configuration": list(self.configuration.items())}},
         ]
         for add in self.live.values():
@@ -235,13 +264,56 @@ class SyntheticTable:
         for rm in self.tombstones.values():
             rows.append({"remove": {**rm, "partitionValues": list(rm["partitionValues"].items())}})
         table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
         name = f"{self.version:020d}.checkpoint.parquet"
-        pq.write_table(table, self.log / name)
-        stamp = self.last_commit_ms * 1_000_000
-        os.utime(self.log / name, ns=(stamp, stamp))
-        (self.log / "_last_checkpoint").write_text(
-            json.dumps({"version": self.version, "size": len(rows)})
-        )
+        self._publish(name, sink.getvalue().to_pybytes(), self.last_commit_ms, exclusive=False)
+        last = json.dumps({"version": self.version, "size": len(rows)}).encode()
+        self._publish("_last_checkpoint", last, None, exclusive=False)
+
+    def v2_checkpoint(self, sidecars: int = 1) -> str:
+        """A V2 checkpoint of the current version: ``<v>.checkpoint.<uuid>.json`` (protocol,
+        metadata, ``checkpointMetadata``) whose adds and removes are in ``sidecars`` parquet
+        files under ``_delta_log/_sidecars/``, and ``_last_checkpoint`` at its version. The table's
+        protocol must have the ``v2Checkpoint`` feature for Delta readers to accept it.
+        Returns the checkpoint's name."""
+        side_dir = self.log / "_sidecars"
+        side_dir.mkdir(exist_ok=True)
+        rows = [
+            {"add": {**a, "partitionValues": list(a["partitionValues"].items())}}
+            for a in self.live.values()
+        ] + [
+            {"remove": {**r, "partitionValues": list(r["partitionValues"].items())}}
+            for r in self.tombstones.values()
+        ]
+        schema = pa.schema([("add", ADD), ("remove", REMOVE)])
+        lines: list[dict[str, Any]] = [
+            {"checkpointMetadata": {"version": self.version}},
+            {"protocol": self.protocol},
+            {"metaData": self._metadata()},
+        ]
+        for i in range(sidecars):
+            part = rows[i::sidecars]
+            name = f"{uuid.uuid4()}.parquet"
+            pq.write_table(pa.Table.from_pylist(part, schema=schema), side_dir / name)
+            stamp = self.last_commit_ms * 1_000_000
+            os.utime(side_dir / name, ns=(stamp, stamp))
+            size = (side_dir / name).stat().st_size
+            lines.append(
+                {
+                    "sidecar": {
+                        "path": name,
+                        "sizeInBytes": size,
+                        "modificationTime": self.last_commit_ms,
+                    }
+                }
+            )
+        checkpoint = f"{self.version:020d}.checkpoint.{uuid.uuid4()}.json"
+        data = ("\n".join(json.dumps(line) for line in lines) + "\n").encode()
+        self._publish(checkpoint, data, self.last_commit_ms, exclusive=True)
+        last = {"version": self.version, "size": len(lines)}
+        self._publish("_last_checkpoint", json.dumps(last).encode(), None, exclusive=False)
+        return checkpoint
 
     def drop_commits_before(self, version: int) -> list[int]:
         """Delta's log cleanup: deletes commit files older than ``version`` (which must have a

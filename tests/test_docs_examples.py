@@ -5,8 +5,9 @@ written. Each is parsed by the CLI's own click definitions (an unknown command o
 bad value, fails the fast test). Then each is run for real, in order, by bash (redirections
 included) with the installed ``deltaguard`` on PATH: S3 tables at ``s3://lake/<name>`` are
 uploaded to LocalStack first (into a fresh bucket that stands for ``lake``) and ``--endpoint`` is pointed at it; local tables (``./events``)
-are written in the working directory. A command must end with exit 0 or 1 (findings) and no
-traceback; exit 2 (could not run) fails.
+are written in the working directory. Each command must end with the exit code
+:data:`EXPECTED_EXIT` gives it (README's table: 0 nothing to act on, 1 findings or files to
+clean, ...), and no traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +32,44 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 SHELL_OPERATORS = {">", ">>", "|", "&&", ";", "2>"}
 #: 2023-11-14: before every timestamp the docs time-travel to.
 T0_MS = 1_700_000_000_000
+
+
+#: The exit code of each documented command, keyed by the command as the docs show it (comment
+#: cut off), on the tables this test builds: S3 tables and ``./events``, each with one file no
+#: commit names. On S3 that file was uploaded just now (S3 sets the modification time), so it
+#: is ``recent`` and there is nothing to clean (exit 0); in ``./events`` it is old (exit 1 for a
+#: report or a dry run). The commands run in order (README.md first, then docs/*.md by name),
+#: once each. A new command in the docs needs its line here.
+EXPECTED_EXIT: dict[str, int] = {
+    "deltaguard jar": 0,
+    "deltaguard packages --spark-version 3.5": 0,
+    "deltaguard conf render s3-conditional --table-root s3://lake/events > lake.properties": 0,
+    "deltaguard conf render s3-conditional --table-root s3://lake/entities > lake.properties": 0,
+    "deltaguard conf render s3-conditional --spark-version 3.5 --table-root s3://lake/events": 0,
+    "deltaguard conf render s3-dynamodb --table-root s3://lake/events --dynamodb-table delta_log "
+    "--region eu-west-1": 0,
+    "deltaguard conf check lake.properties": 0,
+    "deltaguard probe s3://lake/events --endpoint https://s3.example.com --path-style": 0,
+    "deltaguard dynamodb create-table delta_log --region eu-west-1": 0,
+    "deltaguard audit s3://lake/events": 0,
+    "deltaguard audit s3://lake/events --version 1 --json": 0,
+    "deltaguard audit ./events --timestamp 2026-11-01T12:00:00": 0,
+    "deltaguard audit ./events --no-check-files": 0,
+    "deltaguard audit s3a://lake/events --dynamodb-table delta_log --region eu-west-1": 0,
+    "deltaguard history s3://lake/events --limit 20": 0,
+    "deltaguard history s3://lake/events --limit 20 --json": 0,
+    "deltaguard orphans s3://lake/events": 0,  # the uncommitted file is recent on S3
+    "deltaguard orphans s3://lake/events --json": 0,
+    "deltaguard orphans s3://lake/events --delete": 0,
+    "deltaguard orphans s3://lake/events --delete --yes --manifest deleted.json": 0,
+    "deltaguard orphans s3://lake/events --json > orphans.json": 0,
+    "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
+}
+
+
+def shown_command(line: str) -> str:
+    """A documented command line as :data:`EXPECTED_EXIT` keys it: its comment cut off."""
+    return line.split("#", 1)[0].strip()
 
 
 def doc_commands() -> list[tuple[str, str]]:
@@ -86,6 +125,13 @@ def test_doc_command_parses(where, line):
         pytest.fail(f"{where}: `{line}`: {exc.format_message()}")
 
 
+def test_every_doc_command_has_an_expected_exit_code():
+    shown = {shown_command(line) for _, line in COMMANDS}
+    missing = sorted(shown - EXPECTED_EXIT.keys())
+    assert missing == [], f"documented commands without an exit code in EXPECTED_EXIT: {missing}"
+    assert sorted(EXPECTED_EXIT.keys() - shown) == [], "EXPECTED_EXIT names commands no doc shows"
+
+
 def _synthetic(root: Path) -> None:
     """A two-version table (create, one append) with one never-committed file."""
     table = SyntheticTable(root)
@@ -131,8 +177,8 @@ def test_doc_commands_run(localstack, ls_bucket, tmp_path):
     }
     failures = []
     ran: set[str] = set()
-    for where, line in COMMANDS:
-        line = re.sub(r"(s3a?)://lake/", rf"\1://{ls_bucket}/", line)
+    for where, line_shown in COMMANDS:
+        line = re.sub(r"(s3a?)://lake/", rf"\1://{ls_bucket}/", line_shown)
         args = cli_args(line)
         rest = line.split("#", 1)[0].strip()[len("deltaguard ") :]
         tail = rest[len(shlex.join(args)) :] if rest.startswith(shlex.join(args)) else ""
@@ -140,9 +186,13 @@ def test_doc_commands_run(localstack, ls_bucket, tmp_path):
         if command in ran:
             continue  # the same line shown in two places runs once
         ran.add(command)
+        expected = EXPECTED_EXIT[shown_command(line_shown)]
         out = subprocess.run(
             ["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True, timeout=600
         )
-        if out.returncode not in (0, 1) or "Traceback" in out.stderr:
-            failures.append(f"{where}: `{command}` exit {out.returncode}: {out.stderr[-600:]}")
-    assert failures == []
+        if out.returncode != expected or "Traceback" in out.stderr:
+            failures.append(
+                f"{where}: `{command}` exit {out.returncode}, expected {expected}: "
+                f"{out.stderr[-600:]}"
+            )
+    assert failures == [], "\n".join(failures)

@@ -167,9 +167,10 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
     assert "Traceback" not in missing.output
 
 
-def test_writer_in_flight_survives_cleanup(tmp_path: Path) -> None:
+def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
     """Scan at retention 0 sees the writer's uncommitted files as orphans; the writer commits
-    (one of its adds even names an old orphan) before the delete; the re-read spares them."""
+    (one of its adds even names an old orphan) between the scan and the delete (staged, not
+    overlapped: see test_writer_in_flight_survives_cleanup); the re-read spares them."""
     root = tmp_path / "t"
     t = _table(root)
     store = open_table(str(root))
@@ -205,6 +206,100 @@ def test_writer_in_flight_survives_cleanup(tmp_path: Path) -> None:
     assert "_change_data/cdc-orphan.parquet" in done.outcome.deleted
     with pytest.raises(RetentionTooShortError):
         execute(store, result, manifest_path=tmp_path / "m2.json")
+
+
+def test_writer_in_flight_survives_cleanup(tmp_path: Path, run_cli) -> None:
+    """A writer really in flight: a thread writes data files and commits them (adds, removes
+    of its earlier files, a checkpoint every 10 commits) without pause, from before
+    ``deltaguard orphans --delete --yes`` starts (its own process, default retention) until
+    after it ends. The cleanup deletes the old orphans; every file the final log references
+    still exists (checked by delta-rs, not by the code under test) and the table holds what
+    the writer committed."""
+    from deltalake import DeltaTable
+
+    root = tmp_path / "t"
+    t = _table(root)
+    old = NOW - 9 * DAY
+    # Old orphans in many directories: the cleanup has work while the writer commits.
+    stale = [t.write_file(f"p=o{i % 40}/part-stale-{i}.parquet", old) for i in range(400)]
+    stop, errors = threading.Event(), []
+    commits_at: list[float] = []
+
+    def writer() -> None:
+        n = 0
+        try:
+            while not stop.is_set():
+                n += 1
+                now = int(time.time() * 1000)
+                actions = [{"add": t.add_action(t.write_file(f"p=w/part-{n}.parquet", now), now)}]
+                mine = sorted(k for k in t.live if k[0].startswith("p=w/"))
+                if n % 4 == 0 and len(mine) > 1:
+                    actions.append({"remove": t.remove_action(mine[0], now)})
+                t.commit(actions, now)
+                commits_at.append(time.monotonic())
+                if n % 10 == 0:
+                    t.checkpoint()
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        while len(commits_at) < 5 and thread.is_alive():
+            time.sleep(0.01)
+        started = time.monotonic()
+        out = run_cli(
+            "orphans", str(root), "--delete", "--yes", "--manifest", str(tmp_path / "m.json")
+        )
+        ended = time.monotonic()
+        while sum(1 for c in commits_at if c > ended) < 3 and thread.is_alive():
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert errors == [] and not thread.is_alive(), errors
+    assert out.returncode == 0, out.stdout + out.stderr
+    during = [c for c in commits_at if started < c < ended]
+    assert len(during) >= 3, f"only {len(during)} commits landed while the cleanup ran"
+    assert not [p for p in stale if (root / p).exists()], "the cleanup deleted the old orphans"
+    table = DeltaTable(str(root))
+    assert table.version() == t.version
+    files = table.file_uris()
+    assert len(files) == len(t.live) and all(Path(f).exists() for f in files)
+    assert len(list(root.glob("deletion_vector_*.bin"))) == 1, "the live file's DV is kept"
+
+
+def test_a_listing_that_raced_a_commit_is_listed_again(tmp_path: Path) -> None:
+    """A listing made while a writer committed can miss commit N and hold N+1 (what
+    test_writer_in_flight_survives_cleanup runs into); the log is listed again. A commit that
+    stays missing is still reported, after LISTINGS_WHILE_A_GAP listings."""
+    from deltaguard.tools.deltalog.errors import VersionNotFoundError
+    from deltaguard.tools.deltalog.listing import LISTINGS_WHILE_A_GAP, list_log
+
+    t = _table(tmp_path / "t")
+    for _ in range(2):
+        t.commit([{"add": t.add_action(t.write_file("p=a/more.parquet", NOW), NOW)}], NOW)
+    store = open_table(str(t.root))
+    real_list_dir = store.list_dir
+    hidden = f"_delta_log/{t.version - 1:020d}.json"
+    listings = []
+
+    def racing_list_dir(prefix: str, **kwargs):  # type: ignore[no-untyped-def]
+        entries = list(real_list_dir(prefix, **kwargs))
+        if prefix == "_delta_log":
+            listings.append(prefix)
+            if len(listings) == 1:
+                return [e for e in entries if e.path != hidden]
+        return entries
+
+    store.list_dir = racing_list_dir  # type: ignore[method-assign]
+    assert t.version - 1 in list_log(store).commits and len(listings) == 2
+    assert scan(store, retention_ms=0).version == t.version
+    (t.root / hidden).unlink()
+    listings.clear()
+    with pytest.raises(VersionNotFoundError, match="is missing"):
+        load_snapshot(store, listing=list_log(store))
+    assert len(listings) == LISTINGS_WHILE_A_GAP
 
 
 def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) -> None:

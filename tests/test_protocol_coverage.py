@@ -1,5 +1,6 @@
 """The whole Delta protocol, not a snapshot of it: every table feature of Delta 4.4 /
-delta-kernel 4.4 is known, deletion vectors outside the table root are checked, Hadoop
+delta-kernel 4.4 is known (both directions: every name here is Delta's, and every feature the
+Delta 4.4.0 jars list is here, with its kind), deletion vectors outside the table root are checked, Hadoop
 checksums in ``_delta_log`` have their own orphans reason, ``_staged_commits/`` is understood,
 and an old ``metaData`` without ``schemaString`` is an incomplete action, not damage."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 import uuid
 import zipfile
@@ -15,6 +17,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyspark
 import pytest
 from click.testing import CliRunner
 
@@ -64,6 +67,78 @@ def test_every_feature_name_is_a_delta_4_4_feature():
     assert "collations" not in READER_FEATURES  # a writer feature
     assert FEATURES["catalogManaged"].support is Support.REFUSED
     assert all(FEATURES[n].kind is FeatureKind.READER_WRITER for n in READER_FEATURES)
+
+
+#: Prints Delta 4.4.0's own feature lists, as the jars define them at run time: the Spark
+#: connector's ``TableFeature.allSupportedFeaturesMap`` (test-only features are in it only
+#: under Delta's test mode, which is off here) and delta-kernel's ``TableFeatures.TABLE_FEATURES``;
+#: one line ``<source> <name> <rw|w>`` per feature.
+_FEATURE_LISTER = """
+public class DeltaFeatureList {
+  public static void main(String[] args) {
+    scala.collection.Iterator<org.apache.spark.sql.delta.TableFeature> spark =
+        org.apache.spark.sql.delta.TableFeature$.MODULE$.allSupportedFeaturesMap()
+            .values().iterator();
+    while (spark.hasNext()) {
+      org.apache.spark.sql.delta.TableFeature f = spark.next();
+      System.out.println("spark " + f.name() + " " + (f.isReaderWriterFeature() ? "rw" : "w"));
+    }
+    for (io.delta.kernel.internal.tablefeatures.TableFeature f :
+        io.delta.kernel.internal.tablefeatures.TableFeatures.TABLE_FEATURES) {
+      System.out.println(
+          "kernel " + f.featureName() + " " + (f.isReaderWriterFeature() ? "rw" : "w"));
+    }
+  }
+}
+"""
+
+
+def _delta_feature_list(tmp_path: Path) -> set[tuple[str, str, FeatureKind]]:
+    """(source, name, kind) of every feature Delta 4.4.0's Spark connector and kernel list,
+    read by running the cached jars (Java's single-file source launcher, no build step)."""
+    source = tmp_path / "DeltaFeatureList.java"
+    source.write_text(_FEATURE_LISTER)
+    classpath = [str(j) for j in runtime_jars()] + [
+        str(Path(pyspark.__file__).parent / "jars" / "*")
+    ]
+    out = subprocess.run(
+        # C1 only and the serial collector: a one-shot listing, twice as fast to start.
+        [
+            "java",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-cp",
+            os.pathsep.join(classpath),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    kinds = {"rw": FeatureKind.READER_WRITER, "w": FeatureKind.WRITER}
+    listed = set()
+    for line in out.stdout.splitlines():
+        where, name, kind = line.split()
+        listed.add((where, name, kinds[kind]))
+    return listed
+
+
+def test_every_delta_4_4_feature_is_known_with_its_kind(tmp_path):
+    """The other direction: a feature Delta 4.4.0 lists and the audit does not know would be
+    refused (a reader feature) or only warned about; each is in FEATURES, with Delta's kind."""
+    listed = _delta_feature_list(tmp_path)
+    sources = {where for where, _, _ in listed}
+    assert sources == {"spark", "kernel"}, f"a feature list came back empty: {sorted(listed)}"
+    assert len(listed) > 50
+    unknown = sorted(f"{where}: {name}" for where, name, _ in listed if name not in FEATURES)
+    assert unknown == [], f"Delta 4.4.0 features missing from features.FEATURES: {unknown}"
+    other_kind = sorted(
+        f"{where}: {name} is {kind}, FEATURES says {FEATURES[name].kind}"
+        for where, name, kind in listed
+        if FEATURES[name].kind is not kind
+    )
+    assert other_kind == []
 
 
 def _table(root: Path) -> SyntheticTable:

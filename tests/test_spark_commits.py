@@ -6,6 +6,10 @@ Each test runs real driver JVMs; the whole module takes several minutes.
 
 from __future__ import annotations
 
+import re
+import statistics
+from pathlib import Path
+
 import pytest
 
 from deltaguard.localstack.fault_proxy import FaultRule
@@ -15,10 +19,24 @@ from deltaguard.localstack.multi_driver import (
     run_multi_driver,
 )
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
+from deltaguard.localstack.spark_driver import build_test_session
 from deltaguard.spark_conf.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10
+#: The one source of the per-append figure: the "after" cell of the "total per append" row of
+#: docs/logstore.md's "Requests per append" table (e.g. ``**6** (3 HEAD, 1 LIST, 2 PUT)``).
+#: Change the figure there; the test reads it.
+LOGSTORE_DOC = Path(__file__).resolve().parents[1] / "docs" / "logstore.md"
+#: The request names the doc uses, as the fault proxy counts them (``request_kind``).
+_DOC_KINDS = {
+    "HEAD": "s3 HeadObject",
+    "LIST": "s3 ListObjects",
+    "GET": "s3 GetObject",
+    "PUT": "s3 PutObject",
+    "COPY": "s3 CopyObject",
+    "DELETE": "s3 DeleteObject",
+}
 
 
 def _run(
@@ -98,6 +116,57 @@ def assert_requests_per_append(localstack, proxy, bucket: str, commits: int, dri
         for o in localstack.endpoint.s3_client().list_objects_v2(Bucket=bucket).get("Contents", [])
     ]
     assert not [k for k in keys if k.endswith(".crc")], keys
+
+
+def documented_requests_per_append() -> tuple[int, dict[str, int]]:
+    """docs/logstore.md's S3 requests per steady append of one driver with the s3-conditional
+    preset: the total and, if the cell breaks it down, the count of each kind."""
+    rows = [
+        line for line in LOGSTORE_DOC.read_text().splitlines() if "**total per append**" in line
+    ]
+    assert len(rows) == 1, f"{LOGSTORE_DOC}: expected one 'total per append' row, got {rows}"
+    after = rows[0].strip().strip("|").split("|")[-1]
+    total = re.match(r"\s*\*\*(\d+)\*\*", after)
+    assert total, f"{LOGSTORE_DOC}: no **N** in the 'after' cell {after!r}"
+    kinds = {
+        _DOC_KINDS[name]: int(n) for n, name in re.findall(r"(\d+) ([A-Z]+)", after[total.end() :])
+    }
+    return int(total.group(1)), kinds
+
+
+def test_one_driver_steady_append_costs_the_documented_requests(
+    localstack, ls_proxy, ls_bucket, tmp_path
+):
+    """docs/logstore.md, "Requests per append", on the installed line (4.2): one driver with
+    the s3-conditional preset appends 6 times through the counting proxy; the median of the 5
+    steady appends' requests is the documented figure, kind by kind. (The 4-driver race keeps
+    its own budget: ``assert_requests_per_append``.)"""
+    documented, documented_kinds = documented_requests_per_append()
+    spark = build_test_session(
+        ls_proxy.endpoint.s3_storage(),
+        PresetName.S3_CONDITIONAL,
+        app_name="requests-per-append",
+        local_dir=tmp_path / "spark",
+    )
+    try:
+        table = f"s3a://{ls_bucket}/requests"
+        rows = spark.range(ROWS).selectExpr("id", "CAST(id % 2 AS STRING) AS p")
+        per_append = []
+        for _ in range(6):
+            before = ls_proxy.stats()["by_kind"]
+            rows.write.format("delta").mode("append").save(table)
+            after = ls_proxy.stats()["by_kind"]
+            per_append.append({k: n - before.get(k, 0) for k, n in after.items()})
+    finally:
+        spark.stop()
+    steady = per_append[1:]  # the first append creates the table
+    kinds = {k for a in steady for k in a}
+    median = {k: statistics.median(a.get(k, 0) for a in steady) for k in kinds}
+    median = {k: n for k, n in median.items() if n}
+    measured = statistics.median(sum(a.values()) for a in steady)
+    assert measured == documented, (LOGSTORE_DOC, measured, median, per_append)
+    if documented_kinds:
+        assert median == documented_kinds, (LOGSTORE_DOC, median, per_append)
 
 
 def test_spark_and_python_writers_together_lose_nothing(localstack, ls_proxy, ls_bucket, tmp_path):

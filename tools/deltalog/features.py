@@ -5,8 +5,10 @@ delta-kernel 4.4. Sources: delta-io/delta ``PROTOCOL.md`` ("Valid Feature Names 
 Features") and ``protocol_rfcs/``; Delta 4.4.0's ``TableFeature.scala``
 (``org.apache.spark.sql.delta.*Feature``); delta-kernel 4.4.0's ``TableFeatures.java``
 (``io.delta.kernel.internal.tablefeatures``). Test-only features (``testWriter`` and the like)
-are left out. ``tests/test_protocol_coverage.py`` checks that every name here is a feature name
-in those Delta 4.4.0 jars.
+are left out. ``tests/test_protocol_coverage.py`` checks both directions: every name here is a
+feature name in those Delta 4.4.0 jars, and every feature the jars list at run time (the Spark
+connector's ``TableFeature.allSupportedFeaturesMap``, kernel's ``TableFeatures.TABLE_FEATURES``)
+is here, with the same kind.
 
 Each feature is a reader-writer feature (readers must understand it) or a writer feature
 (readers may ignore it), and this reader either *reads* tables that use it (the feature's log

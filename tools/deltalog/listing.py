@@ -59,10 +59,41 @@ class LogListing:
         return self.files[name].mtime_ms
 
 
+#: Listings of ``_delta_log`` :func:`list_log` makes at most while its newest commits have a gap.
+LISTINGS_WHILE_A_GAP = 3
+
+
 def list_log(store: TableStore, after_version: int | None = None) -> LogListing:
     """Lists and classifies ``_delta_log`` (plus ``_delta_log/.tmp/``, the DynamoDB store's
     temp commits). With ``after_version``, only names sorting after that version's prefix are
-    listed (``complete`` is then False)."""
+    listed (``complete`` is then False).
+
+    A listing that runs while a writer commits can miss a commit created during it and still
+    hold a later one (a local directory is not listed in name order; an S3 listing may have
+    paged past the key): the log then looks as if a commit were missing. So while the commits
+    after the newest checkpoint have a gap, the log is listed again, up to
+    :data:`LISTINGS_WHILE_A_GAP` listings in all; a gap that stays is the log's, and callers
+    report it as before."""
+    listing = _list_once(store, after_version)
+    for _ in range(LISTINGS_WHILE_A_GAP - 1):
+        if not _commit_gap(listing):
+            break
+        listing = _list_once(store, after_version)
+    return listing
+
+
+def _commit_gap(listing: LogListing) -> bool:
+    """Whether a commit is missing between the newest checkpoint (or the oldest listed commit)
+    and the newest commit: what a listing racing a writer can show."""
+    if not listing.commits:
+        return False
+    checkpoints = [c.version for c in listing.checkpoints]
+    base = max(checkpoints) + 1 if checkpoints else min(listing.commits)
+    newest = max(listing.commits)
+    return any(v not in listing.commits for v in range(base, newest + 1))
+
+
+def _list_once(store: TableStore, after_version: int | None) -> LogListing:
     start_after = f"{after_version:020d}" if after_version is not None else None
     listing = LogListing(complete=after_version is None)
     entries = store.list_dir(LOG_DIR, start_after=start_after)
