@@ -49,6 +49,9 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard conf render s3-dynamodb --table-root s3://lake/events --dynamodb-table delta_log "
     "--region eu-west-1": 0,
     "deltaguard conf check lake.properties": 0,
+    "deltaguard conf render s3-dynamodb-transition --table-root s3://lake/events --dynamodb-table "
+    "delta_log --region eu-west-1 > events.properties": 0,
+    "deltaguard conf check events.properties": 0,
     "deltaguard probe s3://lake/events --endpoint https://s3.example.com --path-style": 0,
     "deltaguard dynamodb create-table delta_log --region eu-west-1": 0,
     "deltaguard audit s3://lake/events": 0,
