@@ -29,6 +29,7 @@ from test_orphans_property import (
     _run_history,
     assert_retained_versions_intact,
 )
+from test_orphans_temp_commits import temp_commit_table
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
@@ -275,6 +276,32 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
         == _skipped(local.notes)
         == [f"skipped checkpoint {newest.name}"]
     )
+
+
+def test_spark_engine_keeps_dynamodb_temp_commits_like_local(spark, tmp_path: Path) -> None:
+    """DynamoDB temp commits (test_orphans_temp_commits.py's table): the same classes and
+    reasons as the local engine, and the cleanup deletes none of them (without
+    --dynamodb-table only the Hadoop-style temp file goes); the stranded commit is damage,
+    exit code 1."""
+    root = tmp_path / "t"
+    temps = temp_commit_table(root)
+    local = scan(open_table(str(root)))  # every file 10 days old or more: no cut-off effects
+    manifest = tmp_path / "m"
+    args = ["--delete", "--yes", "--json", "--manifest", str(manifest)]
+    done = CliRunner().invoke(
+        main,
+        ["orphans", str(root), "--engine", "spark", *args, "--report-table", str(tmp_path / "r")],
+    )
+    assert done.exit_code == 1, done.output
+    report = orjson.loads(done.stdout)
+    assert {(f["path"], f["class"], f["reason"]) for f in report["files"]} == {
+        (c.path, c.file_class.value, c.reason) for c in local.candidates
+    }
+    assert report["totals"]["pending-commit"]["files"] == 7
+    assert report["totals"]["stranded-commit"]["files"] == 1
+    written = orjson.loads((manifest / "manifest.json").read_bytes())
+    assert [d["path"] for d in written["deleted"]] == [temps["hadoop"]]
+    assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
 
 
 def _checkpoint_bytes(path: Path) -> bytes:

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.orphans.classify import log_candidates
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.cleanup import (
     cleanup_classes,
+    log_leftovers,
     manifest_start,
     now_iso,
     spared_because,
@@ -110,6 +111,7 @@ def execute_spark(
     unsafe_retention: bool = False,
     given_retention: bool = False,
     files_per_task: int = 10_000,
+    dynamodb: DynamoDBCheck | None = None,
 ) -> dict[str, Any]:
     """Deletes the scan's targets (see the module docstring) and returns the JSON manifest
     (schema ``deltaguard.orphans.manifest/1``, plus ``manifest_table``; the lists are
@@ -131,7 +133,7 @@ def execute_spark(
     retention = result.retention_ms if given_retention else log.retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
     flags, _live = reference_flags(spark, log.actions, cutoff)
-    log_still = frozenset(c.path for c in log_candidates(store, listing, cutoff))
+    log_still = log_leftovers(store, listing, cutoff, dynamodb)
     try:
         judged = spark.createDataFrame(
             planned.join(

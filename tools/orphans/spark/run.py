@@ -23,7 +23,8 @@ from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.exit_codes import ExitCode
-from deltaguard.tools.orphans.cli_run import OrphansRequest
+from deltaguard.tools.orphans.classify import FileClass
+from deltaguard.tools.orphans.cli_run import OrphansRequest, damage_line, outcome_code
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
@@ -97,6 +98,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             report,
             retention_ms=retention_ms,
             max_report_files=options.max_report_files,
+            dynamodb=req.dynamodb,
         )
         if req.delete:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
@@ -111,6 +113,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
                 include_tombstones=req.include_tombstones,
                 unsafe_retention=req.unsafe_retention,
                 given_retention=retention_ms is not None,
+                dynamodb=req.dynamodb,
             )
             cleanup["manifest_path"] = str(manifest / "manifest.json")
     except (RetentionTooShortError, ValueError) as exc:
@@ -128,9 +131,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     except (OutsideTableError, OSError) as exc:
         err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
         return ExitCode.UNREADABLE
-    code = ExitCode.FOUND if planned else ExitCode.CLEAN
-    if cleanup is not None:
-        code = ExitCode.DELETE_FAILED if cleanup["counts"]["failed"] else ExitCode.CLEAN
+    damaged = scan.totals[FileClass.STRANDED_COMMIT.value]["files"]
+    code = outcome_code(planned, damaged, cleanup)
     if req.as_json:
         doc = json_report(scan, spec.open(), cleanup)
         out.file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -146,6 +148,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         for note in scan.result.notes:
             out.print(f"note: {note}")
     out.print(f"report table: {scan.report_path}")
+    if line := damage_line(damaged):
+        out.print(line, highlight=False)
     if not planned:
         out.print("nothing to clean up")
     elif cleanup is None:
