@@ -304,6 +304,52 @@ def test_spark_engine_keeps_dynamodb_temp_commits_like_local(spark, tmp_path: Pa
     assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
 
 
+@pytest.mark.parametrize("fatal", [False, True])
+def test_spark_cleanup_reports_what_a_failing_delete_job_did(
+    spark, tmp_path: Path, fatal: bool
+) -> None:
+    """The delete of one planned file fails part way in its executor task (one file a
+    task): a batch that raises leaves its files "unknown", the others are "deleted", and the
+    manifest and the summary say so (old code: the job failed, "nothing deleted", exit 2). If
+    the task dies (``fatal``), the job fails: the manifest says "interrupted", every planned
+    file "unknown", and the error says to run again."""
+    import failing_stores
+    from pyspark import cloudpickle
+
+    from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
+
+    cloudpickle.register_pickle_by_value(failing_stores)
+    root = tmp_path / "t"
+    orphans_table(root)
+    poison = "p=b/part-orphan.parquet"
+    spec = failing_stores.PoisonedDeleteSpec(str(root), poison=poison, fatal=fatal)
+    planned = scan_spark(spark, spec, str(tmp_path / "r"))
+    expected = {c.path for c in planned.result.of(FileClass.ORPHAN, FileClass.LOG_TEMP)}
+    assert poison in expected and len(expected) == 3
+    manifest = tmp_path / "m"
+    if fatal:
+        from deltaguard.tools.orphans.cleanup import CleanupInterruptedError
+
+        with pytest.raises(CleanupInterruptedError) as stopped:
+            execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
+        doc = orjson.loads((manifest / "manifest.json").read_bytes())
+        assert doc == stopped.value.manifest
+        assert doc["status"] == "interrupted" and doc["counts"]["unknown"] == 3
+        assert "the delete job failed" in doc["error"] and "run the same command" in doc["error"]
+    else:
+        doc = execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
+        assert doc == orjson.loads((manifest / "manifest.json").read_bytes())
+        unknown = {u["path"] for u in doc["unknown"]}
+        deleted = {d["path"] for d in doc["deleted"]}
+        assert poison in unknown and "connection reset" in doc["unknown"][0]["error"]
+        assert deleted and deleted | unknown == expected and not deleted & unknown
+        assert not any((root / p).exists() for p in deleted)
+        assert (root / poison).exists()
+    assert unfinished(doc)
+    line = summary(doc, "m/manifest.json")
+    assert "nothing deleted" not in line and f"{doc['counts']['unknown']} outcome unknown" in line
+
+
 def _checkpoint_bytes(path: Path) -> bytes:
     if path.suffix == ".json":
         return path.read_bytes()

@@ -59,11 +59,49 @@ class Recheck:
 
 @dataclass
 class CleanupResult:
-    """What :func:`execute` did."""
+    """What :func:`execute` did. ``manifest_error``: the manifest's final write failed after
+    the deletes (the file on disk still says ``deleting``); ``manifest`` is what it would
+    have said."""
 
     recheck: Recheck
     outcome: DeleteOutcome
     manifest: dict[str, Any]
+    manifest_error: str | None = None
+
+
+class CleanupInterruptedError(Exception):
+    """Deleting started and then stopped before every outcome was known (a failed delete
+    job). ``manifest`` says what is known: ``deleted``, and ``unknown`` for the rest."""
+
+    def __init__(self, message: str, manifest: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.manifest = manifest
+
+
+def unfinished(manifest: dict[str, Any]) -> bool:
+    """True if a cleanup's manifest records deletions that failed or whose outcome is unknown,
+    or a failure after the deletes began (``error``): exit code 3, both engines."""
+    counts = manifest.get("counts") or {
+        k: len(manifest.get(k) or []) for k in ("failed", "unknown")
+    }
+    return bool(counts.get("failed") or counts.get("unknown") or manifest.get("error"))
+
+
+def summary(manifest: dict[str, Any], manifest_path: str) -> str:
+    """The one-line outcome of a cleanup (both engines' terminal message): what was deleted,
+    what failed and what is unknown, and any failure after the deletes began. Never says
+    "nothing deleted" once deleting started."""
+    counts = manifest.get("counts") or {
+        k: len(manifest.get(k) or []) for k in ("deleted", "missing", "spared", "failed", "unknown")
+    }
+    line = (
+        f"deleted {counts.get('deleted', 0)} files ({counts.get('missing', 0)} already gone, "
+        f"{counts.get('spared', 0)} spared by the re-read of the log, "
+        f"{counts.get('failed', 0)} failed, {counts.get('unknown', 0)} outcome unknown)"
+    )
+    if manifest.get("error"):
+        line += f"; then: {manifest['error']}"
+    return f"{line}; manifest: {manifest_path}"
 
 
 def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
@@ -185,8 +223,11 @@ def execute(
     (see :mod:`.manifest`). Raises :class:`~.rules.RetentionTooShortError` for a retention
     under 24 hours without ``unsafe_retention`` (before anything is read or deleted),
     :class:`~.deleter.OutsideTableError` for a path outside the root, and
-    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails; files
-    that could not be deleted are in ``outcome.failed``, not raised."""
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails, and
+    OSError if the first manifest cannot be written: all before anything is deleted. Once
+    deleting has begun nothing is raised: files that could not be deleted are in
+    ``outcome.failed``, those whose outcome is unknown in ``outcome.unknown``, and a failed
+    final manifest write in ``manifest_error`` (and the manifest's ``error``)."""
     check_retention(result.retention_ms, unsafe_retention)
     classes = cleanup_classes(include_tombstones)
     planned = targets(result, include_tombstones)
@@ -196,6 +237,8 @@ def execute(
         "missing": [],
         "spared": [],
         "failed": [],
+        "unknown": [],
+        "error": None,
         "requests": 0,
     }
     checked = recheck(store, result, planned, given_retention=given_retention, dynamodb=dynamodb)
@@ -213,9 +256,18 @@ def execute(
         deleted=[_entry(by_path[p]) for p in sorted(outcome.deleted)],
         missing=sorted(outcome.missing),
         failed=[{"path": p, "error": e} for p, e in sorted(outcome.failed)],
+        unknown=[{"path": p, "error": e} for p, e in sorted(outcome.unknown)],
         requests=outcome.requests,
     )
-    write_manifest(manifest_path, doc)
+    try:
+        write_manifest(manifest_path, doc)
+    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
+        error = (
+            f"the manifest could not be written ({exc}); {manifest_path} still says status "
+            "deleting and lists every planned file"
+        )
+        doc["error"] = error
+        return CleanupResult(checked, outcome, doc, manifest_error=error)
     return CleanupResult(checked, outcome, doc)
 
 

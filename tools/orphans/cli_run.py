@@ -1,8 +1,10 @@
 """What ``deltaguard orphans`` does, behind the thin click command in :mod:`deltaguard.tools.cli`.
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to clean, or
-``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run); 2 the
-table could not be read or a setting was refused; 3 some deletions failed. Errors are one line
+``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run), or
+damage (``stranded-commit``); 2 the table could not be read or a setting was refused (nothing
+deleted); 3 some deletions failed or their outcome is unknown, or a failure after deleting
+began (the message and the manifest say what was deleted). Errors are one line
 on stderr, never a traceback. With ``--json`` stdout holds only the JSON report and stderr
 stays empty unless there is an error (no progress display). The manifest of ``--delete --yes``
 goes to ``--manifest`` or, by default, under the state directory
@@ -27,7 +29,7 @@ from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
-from deltaguard.tools.orphans.cleanup import execute, targets
+from deltaguard.tools.orphans.cleanup import execute, summary, targets, unfinished
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.report import print_report, to_json
@@ -113,13 +115,11 @@ def scan_with_progress(
 
 def outcome_code(planned: int, damaged: int, cleanup: dict[str, Any] | None) -> ExitCode:
     """The exit code of a scan (and its cleanup), both engines: 3 if a cleanup left deletions
-    failed or unknown; else 1 if files to clean remain planned (dry run) or the scan found
-    damage (``stranded-commit``); else 0."""
+    failed or unknown or failed after deleting began (:func:`.cleanup.unfinished`); else 1 if
+    files to clean remain planned (dry run) or the scan found damage (``stranded-commit``);
+    else 0."""
     if cleanup is not None:
-        counts = cleanup.get("counts") or {
-            k: len(cleanup.get(k) or []) for k in ("failed", "unknown")
-        }
-        if counts.get("failed") or counts.get("unknown"):
+        if unfinished(cleanup):
             return ExitCode.DELETE_FAILED
         return ExitCode.FOUND if damaged else ExitCode.CLEAN
     return ExitCode.FOUND if planned or damaged else ExitCode.CLEAN
@@ -178,6 +178,8 @@ def run_orphans(req: OrphansRequest) -> int:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
         cleanup = {**done.manifest, "manifest_path": str(manifest)}
+        if done.manifest_error:
+            err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
     code = outcome_code(len(planned), damaged, cleanup)
     if req.as_json:
         out.file.write(
@@ -187,7 +189,7 @@ def run_orphans(req: OrphansRequest) -> int:
         return code
     print_report(result, out)
     if line := damage_line(damaged):
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, soft_wrap=True)
     if not planned:
         out.print("nothing to clean up")
     elif cleanup is None:
@@ -197,9 +199,7 @@ def run_orphans(req: OrphansRequest) -> int:
         hint = hint or " (add --yes to delete)"
         out.print(f"dry run: {verb} {len(planned)} files, {total} bytes{hint}")
     else:
-        out.print(
-            f"deleted {len(cleanup['deleted'])} files ({len(cleanup['missing'])} already gone, "
-            f"{len(cleanup['spared'])} spared by the re-read of the log, "
-            f"{len(cleanup['failed'])} failed); manifest: {cleanup['manifest_path']}"
-        )
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
+        for entry in cleanup["deleted"] if cleanup.get("error") else []:
+            out.print(f"  deleted {entry['path']}", highlight=False, soft_wrap=True)
     return code

@@ -132,8 +132,8 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
         t.add_column(col, justify="left" if col in ("class", "cleanup") else "right")
     for cls, tot in totals(result.candidates).items():
         fc = FileClass(cls)
-        row = (str(tot["files"]), _size(tot["bytes"]), CLEANUP_ACTION[fc])
-        t.add_row(f"[{_STYLE[fc]}]{cls}[/]", *row)
+        cells = (str(tot["files"]), _size(tot["bytes"]), CLEANUP_ACTION[fc])
+        t.add_row(f"[{_STYLE[fc]}]{cls}[/]", *cells)
     console.print(t)
     parts = by_partition(result.candidates)
     if parts:
