@@ -42,6 +42,7 @@ from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import FileClass, scan
+from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA
 from deltaguard.tools.orphans.spark.audit_files import spark_file_check
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
@@ -316,8 +317,6 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
     import failing_stores
     from pyspark import cloudpickle
 
-    from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
-
     cloudpickle.register_pickle_by_value(failing_stores)
     root = tmp_path / "t"
     orphans_table(root)
@@ -333,18 +332,23 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
         with pytest.raises(CleanupInterruptedError) as stopped:
             execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
         doc = orjson.loads((manifest / "manifest.json").read_bytes())
-        assert doc == stopped.value.manifest
+        assert doc == {"schema": MANIFEST_SCHEMA, **stopped.value.manifest}
         assert doc["status"] == "interrupted" and doc["counts"]["unknown"] == 3
         assert "the delete job failed" in doc["error"] and "run the same command" in doc["error"]
     else:
         doc = execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
-        assert doc == orjson.loads((manifest / "manifest.json").read_bytes())
+        assert orjson.loads((manifest / "manifest.json").read_bytes()) == {
+            "schema": MANIFEST_SCHEMA,
+            **doc,
+        }
         unknown = {u["path"] for u in doc["unknown"]}
         deleted = {d["path"] for d in doc["deleted"]}
         assert poison in unknown and "connection reset" in doc["unknown"][0]["error"]
         assert deleted and deleted | unknown == expected and not deleted & unknown
         assert not any((root / p).exists() for p in deleted)
         assert (root / poison).exists()
+    from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
+
     assert unfinished(doc)
     line = summary(doc, "m/manifest.json")
     assert "nothing deleted" not in line and f"{doc['counts']['unknown']} outcome unknown" in line
