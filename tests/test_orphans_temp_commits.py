@@ -152,9 +152,10 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
         *("--retention", "0", "--unsafe-retention", "--json"),
     ]
     env = endpoint.credentials_env()
-    dry = run_cli(*args, env=env, timeout=120)
-    assert dry.returncode == 1, dry.stderr
-    classes = _classes(json.loads(dry.stdout))
+    manifest = tmp_path / "m.json"
+    done = run_cli(*args, "--delete", "--yes", "--manifest", str(manifest), env=env, timeout=120)
+    assert done.returncode == 1, done.stderr  # deleted everything planned; damage remains
+    classes = _classes(json.loads(done.stdout))
     assert {p: classes[p] for p in temps.values()} == {
         temps["pending13"]: "pending-commit",
         temps["stranded5"]: "stranded-commit",
@@ -162,9 +163,6 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
         **{temps[k]: "log-temp" for k in ("done7", "expired9", "won10", "lost10", "old2")},
         temps["hadoop"]: "log-temp",
     }
-    manifest = tmp_path / "m.json"
-    done = run_cli(*args, "--delete", "--yes", "--manifest", str(manifest), env=env, timeout=120)
-    assert done.returncode == 1, done.stderr  # deleted everything planned; damage remains
     deleted = {d["path"] for d in json.loads(manifest.read_text())["deleted"]}
     assert {temps[k] for k in ("done7", "expired9", "won10", "lost10", "old2", "hadoop")} <= deleted
     s3 = endpoint.s3_client()
@@ -175,6 +173,6 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
     }
     assert {temps["pending13"], temps["stranded5"], temps["open8"]} <= keys
     assert not {temps[k] for k in ("done7", "expired9", "won10", "lost10", "old2")} & keys
-    missing = run_cli(*args[:-1], "--dynamodb-table", "no_such_table", env=env, timeout=120)
+    missing = run_cli(*args, "--dynamodb-table", "no_such_table", env=env, timeout=120)
     assert missing.returncode == 2 and "DynamoDB table no_such_table" in missing.stderr
     assert "Traceback" not in missing.stderr
