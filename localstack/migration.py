@@ -46,10 +46,11 @@ from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
+from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.findings import Severity
 from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.storage import open_table
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.migrate_status import migrate_status
 
 COMMIT_KEY = r"/_delta_log/\d{20}\.json$"

@@ -11,8 +11,9 @@ import pytest
 
 from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.deltalog import UnsupportedTableError, load_snapshot
-from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
+from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.findings import CODES
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 
 pytestmark = pytest.mark.spark
 

@@ -29,6 +29,7 @@ from test_orphans_property import (
     _run_history,
     assert_retained_versions_intact,
 )
+from test_orphans_temp_commits import temp_commit_table
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session
@@ -41,6 +42,7 @@ from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import FileClass, scan
+from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA
 from deltaguard.tools.orphans.spark.audit_files import spark_file_check
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
@@ -275,6 +277,81 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
         == _skipped(local.notes)
         == [f"skipped checkpoint {newest.name}"]
     )
+
+
+def test_spark_engine_keeps_dynamodb_temp_commits_like_local(spark, tmp_path: Path) -> None:
+    """DynamoDB temp commits (test_orphans_temp_commits.py's table): the same classes and
+    reasons as the local engine, and the cleanup deletes none of them (without
+    --dynamodb-table only the Hadoop-style temp file goes); the stranded commit is damage,
+    exit code 1."""
+    root = tmp_path / "t"
+    temps = temp_commit_table(root)
+    local = scan(open_table(str(root)))  # every file 10 days old or more: no cut-off effects
+    manifest = tmp_path / "m"
+    args = ["--delete", "--yes", "--json", "--manifest", str(manifest)]
+    done = CliRunner().invoke(
+        main,
+        ["orphans", str(root), "--engine", "spark", *args, "--report-table", str(tmp_path / "r")],
+    )
+    assert done.exit_code == 1, done.output
+    report = orjson.loads(done.stdout)
+    assert {(f["path"], f["class"], f["reason"]) for f in report["files"]} == {
+        (c.path, c.file_class.value, c.reason) for c in local.candidates
+    }
+    assert report["totals"]["pending-commit"]["files"] == 7
+    assert report["totals"]["stranded-commit"]["files"] == 1
+    written = orjson.loads((manifest / "manifest.json").read_bytes())
+    assert [d["path"] for d in written["deleted"]] == [temps["hadoop"]]
+    assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
+
+
+@pytest.mark.parametrize("fatal", [False, True])
+def test_spark_cleanup_reports_what_a_failing_delete_job_did(
+    spark, tmp_path: Path, fatal: bool
+) -> None:
+    """The delete of one planned file fails part way in its executor task (one file a
+    task): a batch that raises leaves its files "unknown", the others are "deleted", and the
+    manifest and the summary say so (old code: the job failed, "nothing deleted", exit 2). If
+    the task dies (``fatal``), the job fails: the manifest says "interrupted", every planned
+    file "unknown", and the error says to run again."""
+    import failing_stores
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(failing_stores)
+    root = tmp_path / "t"
+    orphans_table(root)
+    poison = "p=b/part-orphan.parquet"
+    spec = failing_stores.PoisonedDeleteSpec(str(root), poison=poison, fatal=fatal)
+    planned = scan_spark(spark, spec, str(tmp_path / "r"))
+    expected = {c.path for c in planned.result.of(FileClass.ORPHAN, FileClass.LOG_TEMP)}
+    assert poison in expected and len(expected) == 3
+    manifest = tmp_path / "m"
+    if fatal:
+        from deltaguard.tools.orphans.cleanup import CleanupInterruptedError
+
+        with pytest.raises(CleanupInterruptedError) as stopped:
+            execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
+        doc = orjson.loads((manifest / "manifest.json").read_bytes())
+        assert doc == {"schema": MANIFEST_SCHEMA, **stopped.value.manifest}
+        assert doc["status"] == "interrupted" and doc["counts"]["unknown"] == 3
+        assert "the delete job failed" in doc["error"] and "run the same command" in doc["error"]
+    else:
+        doc = execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
+        assert orjson.loads((manifest / "manifest.json").read_bytes()) == {
+            "schema": MANIFEST_SCHEMA,
+            **doc,
+        }
+        unknown = {u["path"] for u in doc["unknown"]}
+        deleted = {d["path"] for d in doc["deleted"]}
+        assert poison in unknown and "connection reset" in doc["unknown"][0]["error"]
+        assert deleted and deleted | unknown == expected and not deleted & unknown
+        assert not any((root / p).exists() for p in deleted)
+        assert (root / poison).exists()
+    from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
+
+    assert unfinished(doc)
+    line = summary(doc, "m/manifest.json")
+    assert "nothing deleted" not in line and f"{doc['counts']['unknown']} outcome unknown" in line
 
 
 def _checkpoint_bytes(path: Path) -> bytes:

@@ -189,6 +189,37 @@ dynamodb_options = _options(
 )
 
 
+#: The ``tablePath`` the DynamoDB LogStore's writers use: shared by audit and orphans.
+dynamodb_table_path_option = click.option(
+    "--dynamodb-table-path",
+    "table_paths",
+    multiple=True,
+    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
+)
+
+
+def _dynamodb_check(
+    table: str,
+    table_paths: tuple[str, ...],
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    endpoint: str | None,
+    region: str | None,
+) -> Any:
+    """The :class:`~deltaguard.tools.deltalog.temp_commits.DynamoDBCheck` of
+    ``--dynamodb-table`` (None without it): audit's and orphans' one reading of the options."""
+    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+
+    if not dynamodb_table:
+        return None
+    return DynamoDBCheck(
+        _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
+        dynamodb_table,
+        _dynamodb_table_paths(table, table_paths),
+    )
+
+
 def engine_option(help: str) -> Callable[[F], F]:
     """``--engine local|spark`` (default local): shared by audit and orphans."""
     return click.option(
@@ -207,9 +238,11 @@ spark_master_option = click.option(
 
 
 def _dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]:
-    """The tablePath values DynamoDB writers use: ``given``, else TABLE as s3a:// and s3://."""
+    """The tablePath values DynamoDB writers use: ``given``, else TABLE (no trailing ``/``) as
+    s3a:// and s3://."""
+    root = table.rstrip("/")
     return given or tuple(
-        dict.fromkeys(table.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://")))
+        dict.fromkeys(root.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://")))
     )
 
 
@@ -343,11 +376,17 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
 )
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
 @spark_master_option
+@dynamodb_options
+@dynamodb_table_path_option
 def orphans_command(
     table: str,
     endpoint: str | None,
     region: str | None,
     path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    table_paths: tuple[str, ...],
     retention_hours: float | None,
     delete: bool,
     yes: bool,
@@ -363,11 +402,14 @@ def orphans_command(
     """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
 
     Classes: orphan (no retained log entry names it), expired-tombstone (what VACUUM would
-    delete), recent (younger than the retention: kept), log-temp (leftovers in _delta_log).
+    delete), recent (younger than the retention: kept), log-temp (leftovers in _delta_log),
+    pending-commit (a DynamoDB temp commit the log may still need: never deleted),
+    stranded-commit (damage: a temp commit of a retained version whose N.json is missing).
+    --dynamodb-table lets the DynamoDB LogStore's table say which temp commits are done.
 
     Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean found
-    (dry run); 2: the table could not be read (or a setting was refused); 3: some deletions
-    failed."""
+    (dry run), or a stranded commit; 2: the table could not be read (or a setting was
+    refused); 3: some deletions failed or their outcome is unknown."""
     from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
 
     request = OrphansRequest(
@@ -383,6 +425,15 @@ def orphans_command(
         as_json=as_json,
         manifest_path=manifest_path,
         workers=workers,
+        dynamodb=_dynamodb_check(
+            table,
+            table_paths,
+            dynamodb_table,
+            dynamodb_endpoint,
+            dynamodb_region,
+            endpoint,
+            region,
+        ),
     )
     if engine == "spark":
         from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark
@@ -434,12 +485,7 @@ def _fail(command: str, exc: Exception) -> None:
     show_default=True,
     help="list the table to find live files and deletion vectors that are missing",
 )
-@click.option(
-    "--dynamodb-table-path",
-    "table_paths",
-    multiple=True,
-    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
-)
+@dynamodb_table_path_option
 @engine_option(
     "the file check's engine: local (one process lists the table) or spark (executors "
     "list it; the latest version only; docs/audit.md)"
@@ -470,7 +516,7 @@ def audit_command(
     findings say why)."""
     import json
 
-    from deltaguard.tools.deltalog.audit import DynamoDBCheck, audit_table
+    from deltaguard.tools.deltalog.audit import audit_table
     from deltaguard.tools.deltalog.errors import DeltaLogError
     from deltaguard.tools.deltalog.storage import S3Options
 
@@ -479,13 +525,9 @@ def audit_command(
     if engine == "spark" and (version is not None or timestamp is not None):
         raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
     timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
-    dynamodb = None
-    if dynamodb_table:
-        dynamodb = DynamoDBCheck(
-            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
-            dynamodb_table,
-            _dynamodb_table_paths(table, table_paths),
-        )
+    dynamodb = _dynamodb_check(
+        table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
+    )
     s3 = S3Options(endpoint, region, path_style)
     file_check = None
     if engine == "spark":

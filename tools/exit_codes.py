@@ -6,7 +6,7 @@ each, for every command (the README's table is this one).
     deleted everything it meant to delete, safe store.
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
-    in a dry run, an unsafe store.
+    in a dry run, damage ``orphans`` found (``stranded-commit``), an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no
     ``_delta_log``, storage or credential errors that outlasted the retries, a snapshot that
@@ -15,7 +15,10 @@ each, for every command (the README's table is this one).
     setting or argument, and a probe that could not run or decide. Whatever could be read is
     still printed (audit findings, history entries with their ``problem``).
 ``3`` (:attr:`ExitCode.DELETE_FAILED`)
-    ``orphans --delete --yes``: some deletions failed (the manifest lists them).
+    ``orphans --delete --yes``: some deletions failed or their outcome is unknown, or the run
+    failed after deleting began (a failed delete job, a manifest that could not be written).
+    The message and the manifest say what was deleted and what is unknown; never "nothing
+    deleted" once deleting began (that message, with code 2, means nothing was).
 """
 
 from __future__ import annotations

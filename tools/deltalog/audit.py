@@ -42,19 +42,15 @@ from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.temp_commits import (
+    DynamoDBCheck,
+    EntryState,
+    judge_temp,
+    read_entries,
+)
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
-
-
-@dataclass(frozen=True)
-class DynamoDBCheck:
-    """Check the DynamoDB LogStore's entries of this table: ``client`` is a boto3 DynamoDB
-    client, ``table_paths`` the ``tablePath`` values writers use (Spark: ``s3a://...``)."""
-
-    client: Any
-    table_name: str
-    table_paths: tuple[str, ...]
 
 
 #: Findings that mean the audit could not read what it needed (exit code 2, not 1).
@@ -155,9 +151,13 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
         )
 
 
-def _check_names(listing: LogListing, out: _Collector) -> None:
+def _check_names(
+    listing: LogListing, entries: dict[str, EntryState] | None, out: _Collector
+) -> None:
     for name in listing.temp_files:
-        out.add("temp-file", f"leftover temp file {name}", _log(name))
+        verdict = judge_temp(name, listing, entries)
+        detail = f": {verdict.reason}" if verdict is not None else ""
+        out.add("temp-file", f"leftover temp file {name}{detail}", _log(name))
     for name in listing.stray_files:
         out.add("stray-log-file", f"unrecognized file {name} in _delta_log", _log(name))
     for ref in listing.incomplete_checkpoints:
@@ -505,7 +505,7 @@ def audit_table(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"
         )
     out = _Collector()
-    _check_names(listing, out)
+    _check_names(listing, read_entries(dynamodb) if dynamodb is not None else None, out)
     _check_last_checkpoint(store, listing, out)
     _check_commits(store, listing, out)
     report = AuditReport(store.uri, None, listing.latest_version)

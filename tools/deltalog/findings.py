@@ -120,8 +120,13 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "temp-file": (
         Severity.WARNING,
-        "A leftover temp file in _delta_log from an interrupted write. Safe to delete once no "
-        "writer is active and no incomplete DynamoDB entry names it.",
+        "A leftover temp file in _delta_log from an interrupted write. Under _delta_log/.tmp/ "
+        "it is the DynamoDB LogStore's temp commit: for a version newer than the latest it may "
+        "be the only copy of that commit (the next reader or writer copies it to N.json), and "
+        "for a retained version whose N.json is missing it may hold the missing commit: never "
+        "delete those. Once N.json exists it is garbage when its DynamoDB entry is complete or "
+        "expired (`deltaguard orphans --dynamodb-table` checks; docs/orphans.md). Other temp "
+        "files are safe to delete once no writer is active.",
     ),
     "stray-log-file": (
         Severity.WARNING,

@@ -62,11 +62,14 @@ _RETRYABLE_KEY_ERRORS = frozenset({"SlowDown", "InternalError", "ServiceUnavaila
 @dataclass
 class DeleteOutcome:
     """Per-path result of deleting files: every path ends in exactly one of ``deleted``,
-    ``missing`` (already gone) or ``failed`` (with the error)."""
+    ``missing`` (already gone), ``failed`` (not deleted, with the error) or ``unknown`` (the
+    request failed in a way that may still have deleted it: no response, a 5xx other than
+    503, an exception part way through a batch; with the error)."""
 
     deleted: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    unknown: list[tuple[str, str]] = field(default_factory=list)
     requests: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -75,6 +78,7 @@ class DeleteOutcome:
             self.deleted += other.deleted
             self.missing += other.missing
             self.failed += other.failed
+            self.unknown += other.unknown
             self.requests += other.requests
 
 
@@ -289,6 +293,15 @@ def _retryable(exc: Exception) -> bool:
     return status >= 500 or status == 429 or error_code(exc) in _RETRYABLE_KEY_ERRORS
 
 
+def _may_have_applied(exc: Exception) -> bool:
+    """A request that failed this way may still have been carried out: no response at all,
+    or a server error other than 503 (which S3 answers to requests it did not process)."""
+    if isinstance(exc, BotoCoreError):
+        return True
+    status = http_status(exc)
+    return status >= 500 and status != 503
+
+
 class S3TableStore:
     """A table under an S3 prefix (``s3``, ``s3a`` and ``s3n`` name the same objects)."""
 
@@ -413,7 +426,8 @@ class S3TableStore:
             except (ClientError, BotoCoreError) as exc:
                 if _retryable(exc) and attempt + 1 < attempts:
                     continue
-                out.failed += [(r, describe(exc)) for r in todo]
+                settled = out.unknown if _may_have_applied(exc) else out.failed
+                settled += [(r, describe(exc)) for r in todo]
                 return out
             errors = {e["Key"][len(prefix) :]: e for e in response.get("Errors", ())}
             out.deleted += [r for r in todo if r not in errors]

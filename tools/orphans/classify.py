@@ -15,9 +15,20 @@ one class:
     visible, not protected, but modified at or after the cut-off: it may belong to a writer
     still in flight, so it is always kept.
 ``log-temp``
-    in ``_delta_log``, older than the cut-off: a log store's temp file, a sidecar no retained
-    checkpoint references, a part of an incomplete multi-part checkpoint, or a Hadoop
-    ``.<name>.crc`` checksum whose file is gone or cleaned up (the reason names the file).
+    in ``_delta_log``, older than the cut-off: a log store's temp file (a DynamoDB temp commit
+    only once the log protocol no longer needs it), a sidecar no retained checkpoint
+    references, a part of an incomplete multi-part checkpoint, or a Hadoop ``.<name>.crc``
+    checksum whose file is gone or cleaned up (the reason names the file).
+``pending-commit``
+    a DynamoDB temp commit (``_delta_log/.tmp/N.json.<uuid>``) the log protocol may still
+    need, whatever its age: of a version newer than the latest (possibly the only copy of
+    commit N), or one whose DynamoDB entry is incomplete or was not checked. Never deleted.
+``stranded-commit``
+    damage: a DynamoDB temp commit of a version inside the retained log whose ``N.json`` is
+    missing; it may hold the missing commit. Reported, never deleted.
+
+The rules for DynamoDB temp commits, and why, are in
+:mod:`deltaguard.tools.deltalog.temp_commits`.
 
 ``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would delete with the
 same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
@@ -28,7 +39,7 @@ Files the snapshot protects are never classified.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -38,6 +49,13 @@ from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.storage import FileInfo, TableStore
+from deltaguard.tools.deltalog.temp_commits import (
+    DynamoDBCheck,
+    EntryState,
+    TempState,
+    judge_temp,
+    read_entries,
+)
 from deltaguard.tools.orphans.listing import ListingProgress, list_table
 from deltaguard.tools.orphans.references import References, collect_references
 from deltaguard.tools.orphans.rules import (
@@ -53,6 +71,17 @@ class FileClass(StrEnum):
     EXPIRED_TOMBSTONE = "expired-tombstone"
     RECENT = "recent"
     LOG_TEMP = "log-temp"
+    PENDING_COMMIT = "pending-commit"
+    STRANDED_COMMIT = "stranded-commit"
+
+
+#: The class of each DynamoDB temp commit state (:mod:`deltaguard.tools.deltalog.temp_commits`).
+_TEMP_CLASS = {
+    TempState.PENDING: FileClass.PENDING_COMMIT,
+    TempState.IN_USE: FileClass.PENDING_COMMIT,
+    TempState.STRANDED: FileClass.STRANDED_COMMIT,
+    TempState.GARBAGE: FileClass.LOG_TEMP,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +187,21 @@ def referenced_sidecars(store: TableStore, listing: LogListing) -> set[str] | No
     return out
 
 
-def log_candidates(store: TableStore, listing: LogListing, cutoff_ms: int) -> list[Candidate]:
-    """``log-temp`` candidates: old temp files, unreferenced sidecars, incomplete multi-part
-    checkpoint parts, and Hadoop checksum files (:func:`checksum_candidates`). Everything else
-    in ``_delta_log`` is left to Delta's own log cleanup; staged commits
-    (``_staged_commits/``) belong to the table's catalog and are never candidates."""
+def log_candidates(
+    store: TableStore,
+    listing: LogListing,
+    cutoff_ms: int,
+    entries: Mapping[str, EntryState] | None = None,
+) -> list[Candidate]:
+    """The candidates in ``_delta_log``. ``log-temp``: old temp files, unreferenced sidecars,
+    incomplete multi-part checkpoint parts, and Hadoop checksum files
+    (:func:`checksum_candidates`). DynamoDB temp commits are judged by
+    :func:`~deltaguard.tools.deltalog.temp_commits.judge_temp` with ``entries`` (the DynamoDB
+    table's entries, None when it was not given): ``log-temp`` only once the protocol no longer
+    needs them (and older than the cut-off), else ``pending-commit`` or ``stranded-commit``
+    whatever their age. Everything else in ``_delta_log`` is left to Delta's own log cleanup;
+    staged commits (``_staged_commits/``) belong to the table's catalog and are never
+    candidates. Both engines call this (the Spark engine on its driver)."""
     out: list[Candidate] = []
 
     def add(rel: str, info: FileInfo | None, reason: str) -> None:
@@ -171,7 +210,15 @@ def log_candidates(store: TableStore, listing: LogListing, cutoff_ms: int) -> li
 
     for name in listing.temp_files:
         rel = f"{LOG_DIR}/{name}"
-        add(rel, listing.files.get(name) or store.stat(rel), "log store temp file")
+        info = listing.files.get(name) or store.stat(rel)
+        verdict = judge_temp(name, listing, entries)
+        if verdict is None:
+            add(rel, info, "log store temp file")
+        elif _TEMP_CLASS[verdict.state] is FileClass.LOG_TEMP:
+            add(rel, info, verdict.reason)
+        elif info is not None:
+            cls = _TEMP_CLASS[verdict.state]
+            out.append(Candidate(rel, info.size, info.mtime_ms, cls, verdict.reason))
     complete_versions = {c.version for c in listing.checkpoints}
     for ref in listing.incomplete_checkpoints:
         for name in ref.files:
@@ -237,11 +284,14 @@ def scan(
     workers: int | None = None,
     progress: ListingProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
+    dynamodb: DynamoDBCheck | None = None,
 ) -> ScanResult:
     """Lists and classifies the table at ``store``. ``retention_ms`` defaults to the table's
-    ``delta.deletedFileRetentionDuration`` (Delta's default: 7 days). Raises
-    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table cannot be read, or
-    ValueError for an invalid retention property. Nothing is modified."""
+    ``delta.deletedFileRetentionDuration`` (Delta's default: 7 days). ``dynamodb``: the
+    DynamoDB LogStore's table, asked about DynamoDB temp commits (without it they are kept).
+    Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table (or the
+    DynamoDB table) cannot be read, or ValueError for an invalid retention property. Nothing
+    is modified."""
     started = time.monotonic()
     phase = on_phase or (lambda _name: None)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -269,7 +319,8 @@ def scan(
         if is_visible(info.path, is_hidden)
         and (c := _data_candidate(info, refs, cutoff, info.path in refs.ever)) is not None
     ]
-    candidates += log_candidates(store, listing, cutoff)
+    entries = read_entries(dynamodb) if dynamodb is not None else None
+    candidates += log_candidates(store, listing, cutoff, entries)
     candidates.sort(key=lambda c: c.path)
     return ScanResult(
         store.uri,

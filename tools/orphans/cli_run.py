@@ -1,8 +1,10 @@
 """What ``deltaguard orphans`` does, behind the thin click command in :mod:`deltaguard.tools.cli`.
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to clean, or
-``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run); 2 the
-table could not be read or a setting was refused; 3 some deletions failed. Errors are one line
+``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run), or
+damage (``stranded-commit``); 2 the table could not be read or a setting was refused (nothing
+deleted); 3 some deletions failed or their outcome is unknown, or a failure after deleting
+began (the message and the manifest say what was deleted). Errors are one line
 on stderr, never a traceback. With ``--json`` stdout holds only the JSON report and stderr
 stays empty unless there is an error (no progress display). The manifest of ``--delete --yes``
 goes to ``--manifest`` or, by default, under the state directory
@@ -16,6 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 from rich.console import Console
@@ -23,9 +26,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
-from deltaguard.tools.orphans.classify import ScanResult, scan
-from deltaguard.tools.orphans.cleanup import execute, targets
+from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
+from deltaguard.tools.orphans.cleanup import execute, summary, targets, unfinished
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.report import print_report, to_json
@@ -49,10 +53,16 @@ class OrphansRequest:
     as_json: bool = False
     manifest_path: Path | None = None
     workers: int | None = None
+    #: ``--dynamodb-table`` and its options: the DynamoDB LogStore's table to ask.
+    dynamodb: DynamoDBCheck | None = None
 
 
 def scan_with_progress(
-    store: TableStore, console: Console, retention_ms: int | None, workers: int | None
+    store: TableStore,
+    console: Console,
+    retention_ms: int | None,
+    workers: int | None,
+    dynamodb: DynamoDBCheck | None = None,
 ) -> ScanResult:
     """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
     bytes, rate) refreshed from the listing counters."""
@@ -96,10 +106,34 @@ def scan_with_progress(
                 workers=workers,
                 progress=counters,
                 on_phase=lambda name: bar.update(task, description=name),
+                dynamodb=dynamodb,
             )
         finally:
             stop.set()
             ticker.join()
+
+
+def outcome_code(planned: int, damaged: int, cleanup: dict[str, Any] | None) -> ExitCode:
+    """The exit code of a scan (and its cleanup), both engines: 3 if a cleanup left deletions
+    failed or unknown or failed after deleting began (:func:`.cleanup.unfinished`); else 1 if
+    files to clean remain planned (dry run) or the scan found damage (``stranded-commit``);
+    else 0."""
+    if cleanup is not None:
+        if unfinished(cleanup):
+            return ExitCode.DELETE_FAILED
+        return ExitCode.FOUND if damaged else ExitCode.CLEAN
+    return ExitCode.FOUND if planned or damaged else ExitCode.CLEAN
+
+
+def damage_line(damaged: int) -> str | None:
+    """The summary line for ``stranded-commit`` files (both engines), or None."""
+    if not damaged:
+        return None
+    return (
+        f"damage: {damaged} DynamoDB temp commit(s) of retained versions whose N.json is "
+        "missing (class stranded-commit): never deleted; see their reasons and "
+        "docs/orphans.md"
+    )
 
 
 def run_orphans(req: OrphansRequest) -> int:
@@ -112,9 +146,11 @@ def run_orphans(req: OrphansRequest) -> int:
             check_retention(retention_ms, req.unsafe_retention)
         store = open_table(req.table, S3Options(req.endpoint, req.region, req.path_style))
         if req.as_json:  # nothing but the report: no progress display on stderr
-            result = scan(store, retention_ms=retention_ms, workers=req.workers)
+            result = scan(
+                store, retention_ms=retention_ms, workers=req.workers, dynamodb=req.dynamodb
+            )
         else:
-            result = scan_with_progress(store, err, retention_ms, req.workers)
+            result = scan_with_progress(store, err, retention_ms, req.workers, req.dynamodb)
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, ValueError) as exc:
@@ -124,8 +160,8 @@ def run_orphans(req: OrphansRequest) -> int:
         err.print(f"deltaguard orphans: cannot read {req.table}: {exc}", highlight=False)
         return ExitCode.UNREADABLE
     planned = targets(result, req.include_tombstones)
+    damaged = len(result.of(FileClass.STRANDED_COMMIT))
     cleanup = None
-    code = ExitCode.FOUND if planned else ExitCode.CLEAN
     if req.delete and req.yes and planned:
         manifest = req.manifest_path or default_manifest_path(store.uri, datetime.now(UTC))
         try:
@@ -136,13 +172,15 @@ def run_orphans(req: OrphansRequest) -> int:
                 include_tombstones=req.include_tombstones,
                 unsafe_retention=req.unsafe_retention,
                 given_retention=retention_ms is not None,
+                dynamodb=req.dynamodb,
             )
         except (DeltaLogError, OutsideTableError, OSError) as exc:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
         cleanup = {**done.manifest, "manifest_path": str(manifest)}
-        # everything planned was deleted, already gone, or spared by the re-read: done
-        code = ExitCode.DELETE_FAILED if done.outcome.failed else ExitCode.CLEAN
+        if done.manifest_error:
+            err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
+    code = outcome_code(len(planned), damaged, cleanup)
     if req.as_json:
         out.file.write(
             orjson.dumps(to_json(result, store, cleanup), option=orjson.OPT_INDENT_2).decode()
@@ -150,6 +188,8 @@ def run_orphans(req: OrphansRequest) -> int:
         )
         return code
     print_report(result, out)
+    if line := damage_line(damaged):
+        out.print(line, highlight=False, soft_wrap=True)
     if not planned:
         out.print("nothing to clean up")
     elif cleanup is None:
@@ -159,9 +199,7 @@ def run_orphans(req: OrphansRequest) -> int:
         hint = hint or " (add --yes to delete)"
         out.print(f"dry run: {verb} {len(planned)} files, {total} bytes{hint}")
     else:
-        out.print(
-            f"deleted {len(cleanup['deleted'])} files ({len(cleanup['missing'])} already gone, "
-            f"{len(cleanup['spared'])} spared by the re-read of the log, "
-            f"{len(cleanup['failed'])} failed); manifest: {cleanup['manifest_path']}"
-        )
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
+        for entry in cleanup["deleted"] if cleanup.get("error") else []:
+            out.print(f"  deleted {entry['path']}", highlight=False, soft_wrap=True)
     return code

@@ -18,8 +18,10 @@ Contract of :func:`delete_files`:
   full-jitter backoff, up to ``attempts`` times. Other per-key errors (``AccessDenied``) are
   recorded and not retried.
 * **Outcome.** Every path ends in exactly one of ``deleted``, ``missing`` (already gone:
-  fine, the goal is reached) or ``failed`` (with the error). Nothing is raised for a file
-  that could not be deleted.
+  fine, the goal is reached), ``failed`` (not deleted, with the error) or ``unknown`` (with
+  the error: a request that failed without an answer, or with a 5xx other than 503, after
+  its retries, and every path of a batch that raised part way). Nothing is raised for a file
+  that could not be deleted, and a batch that fails does not stop the others.
 """
 
 from __future__ import annotations
@@ -82,7 +84,11 @@ def delete_files(
     batches = [rel_paths[i : i + batch_keys] for i in range(0, len(rel_paths), batch_keys)]
 
     def run(batch: Sequence[str]) -> None:
-        total.merge(store.delete_batch(batch, attempts))
+        try:
+            total.merge(store.delete_batch(batch, attempts))
+        except Exception as exc:  # part of the batch may be gone: its outcome is unknown
+            why = f"the batch failed part way: {type(exc).__name__}: {exc}"
+            total.merge(DeleteOutcome(unknown=[(p, why) for p in batch]))
         if on_progress is not None:
             on_progress(len(batch))
 

@@ -7,7 +7,7 @@ may be gone. Schema (``schema`` = :data:`MANIFEST_SCHEMA`)::
 
     {
       "schema": "deltaguard.orphans.manifest/1",
-      "status": "deleting" | "done",
+      "status": "deleting" | "done" | "interrupted",   # interrupted: see "error"
       "table": str, "version_scanned": int, "version_rechecked": int | null,
       "retention_ms": int, "cutoff_ms": int, "classes": [CLASS],
       "started_at": ISO-8601, "finished_at": ISO-8601 | null,
@@ -15,9 +15,17 @@ may be gone. Schema (``schema`` = :data:`MANIFEST_SCHEMA`)::
       "deleted": [{"path", "class", "size", "mtime_ms"}],
       "missing": [str],                          # already gone when deleted
       "spared": [{"path", "class", "why"}],      # dropped by the re-read of the log
-      "failed": [{"path", "error"}],
+      "failed": [{"path", "error"}],             # not deleted
+      "unknown": [{"path", "error"}],            # may or may not be deleted
+      "error": str | null,                       # a failure after deleting began
       "requests": int                            # delete requests sent
     }
+
+``deleted`` is the intent while ``status`` is ``deleting`` and the outcome once ``done``. A
+failure after deleting began never loses what is known: ``done`` with ``error`` (the final
+write failed; the file on disk then still says ``deleting``; the command's output has the
+outcome), or ``interrupted`` (the Spark engine's delete job failed: ``deleted`` lists what
+is known deleted, ``unknown`` the rest).
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "cleanup": MANIFEST | null    # with --delete: see deltaguard.tools.orphans.manifest
     }
 
-``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``; ``path`` is
-relative to the table root and decoded, ``location`` absolute.
+``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``,
+``pending-commit``, ``stranded-commit`` (:mod:`.classify`); ``path`` is relative to the table
+root and decoded, ``location`` absolute.
 """
 
 from __future__ import annotations
@@ -42,6 +43,17 @@ _STYLE = {
     FileClass.EXPIRED_TOMBSTONE: "yellow",
     FileClass.RECENT: "green",
     FileClass.LOG_TEMP: "magenta",
+    FileClass.PENDING_COMMIT: "cyan",
+    FileClass.STRANDED_COMMIT: "bold red",
+}
+#: What cleanup does with each class (the terminal report's column).
+CLEANUP_ACTION = {
+    FileClass.ORPHAN: "--delete",
+    FileClass.EXPIRED_TOMBSTONE: "--delete --include-tombstones",
+    FileClass.RECENT: "kept (may be in flight)",
+    FileClass.LOG_TEMP: "--delete",
+    FileClass.PENDING_COMMIT: "never (the commit protocol may need it)",
+    FileClass.STRANDED_COMMIT: "never (damage: may hold a missing commit)",
 }
 
 
@@ -118,15 +130,10 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
     t = Table(title="Unreferenced files by class")
     for col in ("class", "files", "size", "cleanup"):
         t.add_column(col, justify="left" if col in ("class", "cleanup") else "right")
-    action = {
-        FileClass.ORPHAN: "--delete",
-        FileClass.EXPIRED_TOMBSTONE: "--delete --include-tombstones",
-        FileClass.RECENT: "kept (may be in flight)",
-        FileClass.LOG_TEMP: "--delete",
-    }
     for cls, tot in totals(result.candidates).items():
         fc = FileClass(cls)
-        t.add_row(f"[{_STYLE[fc]}]{cls}[/]", str(tot["files"]), _size(tot["bytes"]), action[fc])
+        cells = (str(tot["files"]), _size(tot["bytes"]), CLEANUP_ACTION[fc])
+        t.add_row(f"[{_STYLE[fc]}]{cls}[/]", *cells)
     console.print(t)
     parts = by_partition(result.candidates)
     if parts:

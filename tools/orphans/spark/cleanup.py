@@ -18,7 +18,11 @@ calls the same rule:
    ``<manifest>/manifest.json`` (status ``deleting``) next to it; executors then delete their
    slice with :func:`~deltaguard.tools.orphans.deleter.delete_files` (batched
    DeleteObjects, retried) and the outcome of each file (``deleted``, ``missing``, ``failed``
-   with the error) is written to ``<manifest>/outcome``; the JSON manifest ends ``done``.
+   or ``unknown``, with the error) is written to ``<manifest>/outcome``; the JSON manifest
+   ends ``done``. If the delete job itself fails, the manifest ends ``interrupted`` (every
+   planned file ``unknown``) and
+   :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised: deleting had
+   begun, so it is never reported as "nothing deleted".
 
 A crash part way leaves the ``deleting`` manifest and its plan. Running the cleanup again
 scans again: files already deleted are not listed, and the re-read spares every file a commit
@@ -29,12 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.orphans.classify import log_candidates
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.cleanup import (
+    CleanupInterruptedError,
     cleanup_classes,
+    log_leftovers,
     manifest_start,
     now_iso,
     spared_because,
@@ -96,6 +102,8 @@ def _deleter(spec: StoreSpec) -> Any:
             yield p, "missing", None
         for p, err in outcome.failed:
             yield p, "failed", err
+        for p, err in outcome.unknown:
+            yield p, "unknown", err
 
     return run
 
@@ -110,11 +118,14 @@ def execute_spark(
     unsafe_retention: bool = False,
     given_retention: bool = False,
     files_per_task: int = 10_000,
+    dynamodb: DynamoDBCheck | None = None,
 ) -> dict[str, Any]:
     """Deletes the scan's targets (see the module docstring) and returns the JSON manifest
     (schema ``deltaguard.orphans.manifest/1``, plus ``manifest_table``; the lists are
     omitted past :data:`MAX_LISTED` files, their counts are always there). Raises what
-    :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted."""
+    :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted, and
+    :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` if the delete job
+    fails. A failed final manifest write is in the returned manifest's ``error``."""
     from pyspark.sql import functions as F
 
     result = scan.result
@@ -131,7 +142,7 @@ def execute_spark(
     retention = result.retention_ms if given_retention else log.retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
     flags, _live = reference_flags(spark, log.actions, cutoff)
-    log_still = frozenset(c.path for c in log_candidates(store, listing, cutoff))
+    log_still = log_leftovers(store, listing, cutoff, dynamodb)
     try:
         judged = spark.createDataFrame(
             planned.join(
@@ -155,16 +166,23 @@ def execute_spark(
         {"path": r.path, "class": r["class"], "why": r.why}
         for r in spared.orderBy("path").limit(MAX_LISTED).collect()
     ]
-    doc["deleted"], doc["missing"], doc["failed"] = [], [], []
+    doc["deleted"], doc["missing"], doc["failed"], doc["unknown"] = [], [], [], []
+    doc["error"] = None
     write_manifest(manifest_dir / "manifest.json", doc)
     count = targets.count()
+    n_spared = spared.count()
     tasks = max(1, -(-count // files_per_task))
     outcome_rdd = targets.repartition(tasks).rdd.mapPartitions(_deleter(spec))
     outcome_path = str(manifest_dir / "outcome")
-    spark.createDataFrame(outcome_rdd, OUTCOME_SCHEMA).write.mode("overwrite").parquet(outcome_path)
-    outcome = spark.read.parquet(outcome_path).join(plan.drop("outcome"), "path", "left")
-    counts = {r.outcome: r["count"] for r in outcome.groupBy("outcome").count().collect()}
-    rows = outcome.orderBy("path").limit(MAX_LISTED).collect()
+    try:
+        spark.createDataFrame(outcome_rdd, OUTCOME_SCHEMA).write.mode("overwrite").parquet(
+            outcome_path
+        )
+        outcome = spark.read.parquet(outcome_path).join(plan.drop("outcome"), "path", "left")
+        counts = {r.outcome: r["count"] for r in outcome.groupBy("outcome").count().collect()}
+        rows = outcome.orderBy("path").limit(MAX_LISTED).collect()
+    except Exception as exc:  # the job may have deleted part of its slice: say so
+        _interrupted(doc, manifest_dir, count, n_spared, exc)
     doc.update(
         status="done",
         finished_at=now_iso(),
@@ -175,13 +193,47 @@ def execute_spark(
         ],
         missing=[r.path for r in rows if r.outcome == "missing"],
         failed=[{"path": r.path, "error": r.error} for r in rows if r.outcome == "failed"],
+        unknown=[{"path": r.path, "error": r.error} for r in rows if r.outcome == "unknown"],
         counts={
             "deleted": counts.get("deleted", 0),
             "missing": counts.get("missing", 0),
             "failed": counts.get("failed", 0),
-            "spared": spared.count(),
+            "unknown": counts.get("unknown", 0),
+            "spared": n_spared,
         },
         requests=None,
     )
-    write_manifest(manifest_dir / "manifest.json", doc)
+    try:
+        write_manifest(manifest_dir / "manifest.json", doc)
+    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
+        doc["error"] = (
+            f"the manifest could not be written ({exc}); {manifest_dir / 'manifest.json'} "
+            "still says status deleting; the outcome table has every file"
+        )
     return doc
+
+
+def _interrupted(
+    doc: dict[str, Any], manifest_dir: Path, planned: int, spared: int, exc: Exception
+) -> NoReturn:
+    """The delete job failed: its tasks may have deleted part of their slices, and no outcome
+    was recorded. Every planned file's outcome is unknown (the plan table ``files`` lists
+    them); the manifest says so (``status: interrupted``) and
+    :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised."""
+    what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    doc.update(
+        status="interrupted",
+        finished_at=now_iso(),
+        error=(
+            f"the delete job failed ({what}): the outcome of the {planned} planned files is "
+            f"unknown (listed in {manifest_dir / 'files'}; {manifest_dir / 'outcome'}, if "
+            "written, has each one's); run the same command again to finish"
+        ),
+        counts={"deleted": 0, "missing": 0, "failed": 0, "unknown": planned, "spared": spared},
+        requests=None,
+    )
+    try:
+        write_manifest(manifest_dir / "manifest.json", doc)
+    except OSError as write_error:
+        doc["error"] += f"; the manifest could not be written either ({write_error})"
+    raise CleanupInterruptedError(doc["error"], doc) from exc

@@ -23,7 +23,9 @@ from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.exit_codes import ExitCode
-from deltaguard.tools.orphans.cli_run import OrphansRequest
+from deltaguard.tools.orphans.classify import FileClass
+from deltaguard.tools.orphans.cleanup import CleanupInterruptedError, summary
+from deltaguard.tools.orphans.cli_run import OrphansRequest, damage_line, outcome_code
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
@@ -82,6 +84,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         default_manifest_path(req.table, stamp).with_suffix(".report.parquet")
     )
     cleanup: dict[str, Any] | None = None
+    manifest = req.manifest_path or default_manifest_path(req.table, stamp).with_suffix("")
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
@@ -97,12 +100,12 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             report,
             retention_ms=retention_ms,
             max_report_files=options.max_report_files,
+            dynamodb=req.dynamodb,
         )
         if req.delete:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
         planned = sum(scan.totals[c]["files"] for c in _classes(req))
         if req.delete and req.yes and planned:
-            manifest = req.manifest_path or default_manifest_path(req.table, stamp).with_suffix("")
             cleanup = execute_spark(
                 spark,
                 spec,
@@ -111,6 +114,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
                 include_tombstones=req.include_tombstones,
                 unsafe_retention=req.unsafe_retention,
                 given_retention=retention_ms is not None,
+                dynamodb=req.dynamodb,
             )
             cleanup["manifest_path"] = str(manifest / "manifest.json")
     except (RetentionTooShortError, ValueError) as exc:
@@ -119,6 +123,10 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     except DeltaLogError as exc:
         err.print(f"deltaguard orphans: cannot read {req.table}: {exc}", highlight=False)
         return ExitCode.UNREADABLE
+    except CleanupInterruptedError as exc:  # deleting had begun: never "nothing deleted"
+        where = str(manifest / "manifest.json")
+        err.print(f"deltaguard orphans: {summary(exc.manifest, where)}", highlight=False)
+        return ExitCode.DELETE_FAILED
     except (PySparkException, Py4JError) as exc:
         ours = spark_failure(exc)
         what = ours or str(exc).strip().splitlines()[0]
@@ -128,9 +136,12 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     except (OutsideTableError, OSError) as exc:
         err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
         return ExitCode.UNREADABLE
-    code = ExitCode.FOUND if planned else ExitCode.CLEAN
-    if cleanup is not None:
-        code = ExitCode.DELETE_FAILED if cleanup["counts"]["failed"] else ExitCode.CLEAN
+    damaged = scan.totals[FileClass.STRANDED_COMMIT.value]["files"]
+    code = outcome_code(planned, damaged, cleanup)
+    if cleanup is not None and cleanup.get("error"):
+        err.print(
+            f"deltaguard orphans: {summary(cleanup, cleanup['manifest_path'])}", highlight=False
+        )
     if req.as_json:
         doc = json_report(scan, spec.open(), cleanup)
         out.file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -146,6 +157,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         for note in scan.result.notes:
             out.print(f"note: {note}")
     out.print(f"report table: {scan.report_path}")
+    if line := damage_line(damaged):
+        out.print(line, highlight=False, soft_wrap=True)
     if not planned:
         out.print("nothing to clean up")
     elif cleanup is None:
@@ -153,12 +166,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         total = sum(scan.totals[c]["bytes"] for c in _classes(req))
         out.print(f"dry run: would delete {planned} files, {total} bytes{hint}")
     else:
-        n = cleanup["counts"]
-        out.print(
-            f"deleted {n['deleted']} files ({n['missing']} already gone, {n['spared']} spared "
-            f"by the re-read of the log, {n['failed']} failed); manifest: "
-            f"{cleanup['manifest_path']}"
-        )
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
     return code
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.storage import FileInfo
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
     Candidate,
     FileClass,
@@ -89,6 +90,7 @@ def scan_spark(
     retention_ms: int | None = None,
     now_ms: int | None = None,
     max_report_files: int = DEFAULT_MAX_REPORT_FILES,
+    dynamodb: DynamoDBCheck | None = None,
 ) -> SparkScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
     ``report_path`` (parquet, replaced). Same arguments and errors as
@@ -110,6 +112,7 @@ def scan_spark(
             else "Delta's default (7 days)"
         )
     cutoff = now_ms - retention_ms
+    entries = read_entries(dynamodb) if dynamodb is not None else None
     flags, live_files = reference_flags(spark, log.actions, cutoff)
     partition_columns = list(log.metadata.partition_columns)
     configuration = dict(log.metadata.configuration)
@@ -122,7 +125,7 @@ def scan_spark(
         )
         logs = [
             (c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition)
-            for c in log_candidates(store, listing, cutoff)
+            for c in log_candidates(store, listing, cutoff, entries)
         ]
         report = data.unionByName(spark.createDataFrame(logs, REPORT_SCHEMA))
         report.write.mode("overwrite").parquet(report_path)

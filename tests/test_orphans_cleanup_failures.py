@@ -1,0 +1,103 @@
+"""A cleanup that fails after it began deleting reports what happened (issue 21, item 5): never
+"nothing deleted"; the message and the manifest say what was deleted and what is unknown;
+exit code 3. The local engine here (a real failing manifest write, a real 500 on
+DeleteObjects through the fault proxy); the Spark engine's delete job in
+test_orphans_spark_engine.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from test_orphans import _table as orphans_table
+
+from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
+from deltaguard.localstack.table_copies import upload_table
+from deltaguard.tools.cli import main
+from deltaguard.tools.deltalog import open_table
+from deltaguard.tools.deltalog.storage import LocalTableStore
+from deltaguard.tools.orphans import execute, scan, targets
+
+#: What test_orphans.py's table has to clean by default.
+PLANNED = [
+    "_change_data/cdc-orphan.parquet",
+    "_delta_log/.00000000000000000009.json.1234.tmp",
+    "p=b/part-orphan.parquet",
+]
+
+
+def test_a_failed_final_manifest_write_still_says_what_was_deleted(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The manifest's directory is replaced by a file while the deletes run, so its final
+    write really fails: the command says which files it deleted, that the manifest still
+    says "deleting", exit code 3 (old code: "nothing deleted", exit 2)."""
+    root = tmp_path / "t"
+    orphans_table(root)
+    folder = tmp_path / "manifests"
+    manifest = folder / "m.json"
+    real_delete = LocalTableStore.delete_batch
+
+    def delete_then_break_the_manifest_folder(self, rel_paths, attempts):
+        out = real_delete(self, rel_paths, attempts)
+        folder.rename(tmp_path / "first")  # keep the first write (status deleting)
+        folder.write_text("a file where the manifest's folder was")
+        return out
+
+    monkeypatch.setattr(LocalTableStore, "delete_batch", delete_then_break_the_manifest_folder)
+    done = CliRunner().invoke(
+        main, ["orphans", str(root), "--delete", "--yes", "--manifest", str(manifest)]
+    )
+    assert done.exit_code == 3, done.output
+    assert "nothing deleted" not in done.output
+    assert "deleted 3 files" in done.stdout and "0 outcome unknown" in done.stdout
+    assert "the manifest could not be written" in done.output
+    assert all(f"deleted {p}" in done.stdout for p in PLANNED)
+    assert not any((root / p).exists() for p in PLANNED)
+    first = json.loads((tmp_path / "first" / "m.json").read_text())
+    assert first["status"] == "deleting"
+    assert sorted(d["path"] for d in first["deleted"]) == PLANNED
+
+
+def test_a_failing_delete_request_is_reported_unknown_not_failed(
+    localstack, ls_bucket: str, tmp_path: Path
+) -> None:
+    """DeleteObjects answers 500 InternalError every time (through the fault proxy): S3 may
+    have applied such a request, so its files are "unknown", not "failed"; the manifest lists
+    them with the error, the summary says so, and the run counts as unfinished (exit 3)."""
+    orphans_table(tmp_path / "t")
+    client = localstack.endpoint.s3_client()
+    upload_table(tmp_path / "t", client, ls_bucket, "lake/t")
+    with FaultProxy(localstack.endpoint, tmp_path / "proxy", seed=3) as proxy:
+        proxy.set_rules(
+            [
+                FaultRule(
+                    "error",
+                    method="POST",
+                    path_regex=rf"^/{ls_bucket}/?$",  # DeleteObjects: POST /bucket?delete
+                    status=500,
+                    code="InternalError",
+                )
+            ]
+        )
+        store = open_table(f"s3://{ls_bucket}/lake/t", client=proxy.endpoint.s3_client())
+        result = scan(store, retention_ms=0)
+        planned = sorted(c.path for c in targets(result, include_tombstones=False))
+        done = execute(
+            store,
+            result,
+            manifest_path=tmp_path / "m.json",
+            unsafe_retention=True,
+            given_retention=True,
+        )
+    from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
+
+    written = json.loads((tmp_path / "m.json").read_text())
+    assert written["status"] == "done" and not written["deleted"] and not written["failed"]
+    assert sorted(u["path"] for u in written["unknown"]) == planned
+    assert all("InternalError" in u["error"] for u in written["unknown"])
+    assert unfinished(written)
+    line = summary(written, "m.json")
+    assert line.startswith("deleted 0 files") and f"{len(planned)} outcome unknown" in line
+    assert done.outcome.requests >= 2  # retried before giving up
