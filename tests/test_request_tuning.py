@@ -12,7 +12,6 @@ import pyspark
 import pytest
 
 from deltaguard.localstack.spark_line_venvs import ensure, venv_dir
-
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
 from deltaguard.spark_conf.request_tuning import (

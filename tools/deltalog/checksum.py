@@ -87,7 +87,9 @@ def parse_checksum(data: bytes) -> VersionChecksum:
     return VersionChecksum(obj)
 
 
-def checksum_after_append(previous: VersionChecksum, sizes: list[int], txn_id: str) -> VersionChecksum:
+def checksum_after_append(
+    previous: VersionChecksum, sizes: list[int], txn_id: str
+) -> VersionChecksum:
     """The checksum of the version a blind append commits right after ``previous``'s version:
     ``sizes`` are the byte sizes of the files it adds (no removes, no deletion vectors, no
     protocol, metadata, transaction or domain changes). Counts, table size and each histogram
