@@ -46,7 +46,10 @@ final class CheckpointPut extends OutputStream {
         void cancel(OutputStream opened);
     }
 
-    private final S3Target target;
+    private final S3Calls s3;
+    private final String endpoint;
+    private final String bucket;
+    private final String key;
     private final LogStoreSettings settings;
     private final boolean overwrite;
     private final long maxBytes;
@@ -55,9 +58,12 @@ final class CheckpointPut extends OutputStream {
     private OutputStream fallbackStream;
     private boolean done;
 
-    CheckpointPut(S3Target target, LogStoreSettings settings, boolean overwrite,
-                  Fallback fallback) {
-        this.target = target;
+    CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
+                  LogStoreSettings settings, boolean overwrite, Fallback fallback) {
+        this.s3 = s3;
+        this.endpoint = endpoint;
+        this.bucket = bucket;
+        this.key = key;
         this.settings = settings;
         this.overwrite = overwrite;
         this.maxBytes = settings.checkpointPutMaxBytes();
@@ -73,8 +79,9 @@ final class CheckpointPut extends OutputStream {
         if (!S3Target.servedByS3A(path, conf)) {
             return null;
         }
-        return new CheckpointPut(S3Target.resolve(path, conf), LogStoreSettings.from(conf),
-            overwrite, fallback);
+        S3Target target = S3Target.resolve(path, conf);
+        return new CheckpointPut(target.calls(), target.endpoint(), target.bucket(), target.key(),
+            LogStoreSettings.from(conf), overwrite, fallback);
     }
 
     @Override
@@ -85,7 +92,7 @@ final class CheckpointPut extends OutputStream {
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
         if (done) {
-            throw new IOException("Stream of " + target.qualified() + " is already closed");
+            throw new IOException("Stream of s3://" + bucket + "/" + key + " is already closed");
         }
         if (fallbackStream == null && buffer.size() + (long) len > maxBytes) {
             fallbackStream = fallback.open();
@@ -119,8 +126,7 @@ final class CheckpointPut extends OutputStream {
         }
         byte[] body = buffer.toByteArray();
         buffer = null;
-        S3ConditionalLogStore.write(target.calls(), settings, target.endpoint(), target.bucket(),
-            target.key(), body, overwrite);
+        S3ConditionalLogStore.write(s3, settings, endpoint, bucket, key, body, overwrite);
     }
 
     /** Drops the file: nothing is sent (or the fallback stream is cancelled). */
