@@ -65,7 +65,8 @@ def run(table: str, endpoint_url: str, appends: int, local_dir: Path) -> dict[st
         python_checksums.append(version if listed else None)
 
     count = spark.read.format("delta").load(table).count()
-    jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a classic (py4j) Spark session has a JVM gateway"
     log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, table)
     snapshot = log.unsafeVolatileSnapshot()
     has_checksum = bool(snapshot.checksumOpt().isDefined())

@@ -111,7 +111,7 @@ def job_descriptions(spark: SparkSession) -> Callable[[], dict[int, str]]:
     its description with digits as ``N`` (Delta's job descriptions name where Delta started
     them: :data:`SNAPSHOT_JOB` is a state reconstruction). Benchmarks count the jobs an append
     adds, by trigger."""
-    status = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+    status = spark.sparkContext._jsc.sc().statusStore()
 
     def jobs() -> dict[int, str]:
         listed = status.jobsList(None)
