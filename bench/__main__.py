@@ -17,6 +17,7 @@ from typing import Any
 
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.logstore.dynamodb_table import create_table
+from deltaguard.spark_conf.spark_lines import by_name
 
 from . import (
     commit_latency,
@@ -27,6 +28,7 @@ from . import (
     spark_lines,
     throughput,
 )
+from .spark_lines import line_python
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -84,6 +86,19 @@ def _tput_row(label: str, writers: str, r: dict[str, Any]) -> str:
     )
 
 
+def _throughput_baseline(spark: dict[str, Any]) -> str:
+    """What the ratios are against: the pre-issue-23 preset where the run measured it, else
+    (a run from before issue 23) the pre-issue-15 preset, when "as shipped" had checksums off."""
+    from bench.throughput import BASELINE
+
+    if BASELINE in spark["stores"]:
+        return "the pre-issue-23 preset (checksums off: the baseline)"
+    return (
+        "the pre-issue-15 preset (untuned: the baseline of this run, measured before issue 23, "
+        "when the preset as shipped still had checksums off)"
+    )
+
+
 def _throughput_lines(tput: dict[str, Any]) -> list[str]:
     """One table for the Spark drivers (with lost commits and ratios against the baseline),
     one for the anchors."""
@@ -96,14 +111,15 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
             "store overwrites a concurrent N.json; counted, not raised). Commit PUTs per "
             "commit: attempts at N.json (1.00: no lost race). CPU: process CPU seconds (JVM + "
             "Python) per append, and Spark jobs per append. Ratios: the median of the per-run "
-            "ratios against the pre-issue-15 preset (baseline) of the same run, not the ratio of "
-            "the medians shown.",
+            f"ratios against {_throughput_baseline(spark)} of the same run, not the ratio of the "
+            "medians shown. Scaling: commits/s at N drivers over the same row's 1-driver figure.",
             "",
             "| commit path | drivers | commits/s | commit p50 / p95 | requests per commit (by kind) "
-            "| commit PUTs per commit | CPU per append | lost (failed) commits, total | commits/s, requests vs baseline |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| commit PUTs per commit | CPU per append | lost (failed) commits, total | commits/s, requests vs baseline | scaling |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         ratios = spark.get("over_baseline_median", {})
+        scaling = spark.get("scaling", {})
         for name, rows in spark["stores"].items():
             label = throughput_labels().get(name, name)
             for writers, r in rows.items():
@@ -116,7 +132,9 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
                 lines.append(
                     _tput_row(label, writers, r)
                     + f" ({r['spark_jobs_per_append_median']:.1f} jobs)"
-                    + f" | {r['lost_commits_total']} ({r['failed_appends_total']}) | {vs} |"
+                    + f" | {r['lost_commits_total']} ({r['failed_appends_total']}) | {vs} | "
+                    + (f"{scaling[name][writers]:.2f}x" if writers in scaling.get(name, {}) else "")
+                    + " |"
                 )
         lines.append("")
     anchors = tput.get("anchors")
@@ -222,11 +240,12 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans"):
         lines += [f"Orphan scan, {_when(results['orphans'])}:", ""]
         lines += _orphans_lines(results["orphans"])
-    if results.get("snapshot_jobs"):
+    if results.get("snapshot_jobs", {}).get("rows"):
         lines += [
             f"Spark jobs per append, alone and with another writer's commit before each append "
-            f"(one driver, local disk, {results['snapshot_jobs']['settings'][0]['appends_per_phase']} "
-            f"appends per phase), {_when(results['snapshot_jobs'])}:",
+            f"(one driver on LocalStack through the conditional store, "
+            f"{results['snapshot_jobs']['rows'][0]['appends_per_phase']} appends per phase; "
+            f"{results['snapshot_jobs'].get('load', '')}), {_when(results['snapshot_jobs'])}:",
             "",
         ]
         lines += snapshot_jobs.markdown(results["snapshot_jobs"])
@@ -307,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
     )
     parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument(
+        "--jobs-appends", type=int, default=6, help="snapshot_jobs: appends per phase (mean)"
+    )
     parser.add_argument(
         "--engine-sizes",
         default="200000,1000000",
@@ -433,7 +455,12 @@ def main(argv: list[str] | None = None) -> int:
                 on_progress=lambda p: keep("spark", p),
             )
         if args.only in (None, "snapshot_jobs"):
-            results["snapshot_jobs"] = stamped(snapshot_jobs.run(workdir), 1)
+            pythons = {name: line_python(by_name(name)) for name in snapshot_jobs.ROWS}
+            results["snapshot_jobs"] = stamped(
+                snapshot_jobs.run(endpoint, bucket, workdir, pythons, args.jobs_appends),
+                1,
+                load=f"load average {os.getloadavg()[0]:.1f} at the end",
+            )
         if args.only in (None, "orphans"):
             results["orphans"] = stamped(
                 orphans.run(

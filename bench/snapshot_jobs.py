@@ -1,123 +1,248 @@
-"""Where a contended Spark append's CPU goes: the Spark jobs one driver runs per Delta append,
-with and without another writer committing between its appends.
+"""Where a contended Spark append's jobs come from: the Spark jobs one driver runs per Delta
+append, alone and with another writer committing right before each of its appends.
 
-One Spark driver (the test bed's ``local[1]`` session, ``s3-conditional`` preset settings, on
-local disk: which jobs Delta runs does not depend on the LogStore) appends to a table in phases
-of ``appends`` appends each, alternating: alone, then with one delta-rs commit landing before
-each of its appends (what every other driver's commits do to it under contention). Per phase:
-the driver's Spark jobs per append, grouped by job description (Delta names its snapshot state
-reconstruction jobs ``Delta: Compute snapshot for version: N``), and its CPU seconds per
-append. Run with checksum files off (the shipped preset) and on (Delta's default), one process
-each (``python -m bench.snapshot_jobs worker CHECKSUM APPENDS DIR``).
+The measured driver (the test bed's ``local[1]`` session, run by the line's own interpreter)
+appends to an ``s3a://`` table on LocalStack through deltaguard's ``S3ConditionalLogStore``, in
+phases of ``appends`` appends each: alone, interleaved (the other writer commits once before
+each append), alone again, then the same two phases as idempotent writes (``txnAppId`` /
+``txnVersion``, as the fan-out writer and streaming sinks write). The other writer is, per row:
+
+- ``spark``: another Spark driver process of the same line and settings (goal 1 of issue 23);
+- ``python``: deltaguard's Python committer (writes ``N.crc`` when ``(N-1).crc`` exists);
+- ``delta-rs``: delta-rs (writes no ``N.crc``: a documented cost).
+
+Per phase: the mean Spark jobs per append, grouped by job description (Delta names its state
+reconstructions ``Delta: Compute snapshot for version: N``, :data:`~deltaguard.localstack.
+spark_driver.SNAPSHOT_JOB`), and CPU seconds per append. Each row runs with the shipped
+``s3-conditional`` preset and with the preset before issue 23 (``checksums_off_conf``: no
+``N.crc``, Spark's rename-based file manager). ``python -m bench.snapshot_jobs worker ...`` is
+one row in one process (its interleaver a child process: ``... interleaver ...``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import subprocess
 import sys
 import tempfile
+import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from deltaguard.localstack.endpoints import Endpoint
 
 from .worker import run_worker
 
-CHECKSUM_KEY = "spark.databricks.delta.writeChecksumFile.enabled"
-PHASES = (("alone", False), ("interleaved", True), ("alone", False), ("interleaved", True))
+#: The measured phases: (name, another writer commits before each append, idempotent write).
+PHASES = (
+    ("alone", False, False),
+    ("interleaved", True, False),
+    ("alone again", False, False),
+    ("idempotent alone", False, True),
+    ("idempotent interleaved", True, True),
+)
+INTERLEAVERS = ("spark", "python", "delta-rs")
+PRESETS = ("shipped", "checksums-off")
+#: Rows per line: the Spark interleaver on every line, the other writers on the newest line.
+ROWS = {
+    "4.2": [(w, p) for w in INTERLEAVERS for p in PRESETS],
+    "4.0": [("spark", p) for p in PRESETS],
+    "3.5": [("spark", p) for p in PRESETS],
+}
 
 
-def _worker(checksum: str, appends: int, workdir: Path) -> dict[str, Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
-    from deltaguard.localstack.spark_driver import build_test_session, driver_cpu_seconds
+def _session(endpoint: Endpoint, preset: str, local_dir: Path) -> Any:
+    from deltaguard.localstack.spark_driver import build_test_session
     from deltaguard.spark_conf.preset_name import PresetName
-    from deltaguard.spark_conf.storage import LocalStorage
+    from deltaguard.spark_conf.request_tuning import checksums_off_conf
+    from deltaguard.spark_conf.spark_lines import installed_line
 
-    spark = build_test_session(
-        LocalStorage(),
-        PresetName.S3_CONDITIONAL,
-        extra_conf={CHECKSUM_KEY: checksum},
-        local_dir=workdir / "spark",
+    extra = checksums_off_conf(installed_line()) if preset == "checksums-off" else {}
+    return build_test_session(
+        endpoint.s3_storage(), PresetName.S3_CONDITIONAL, extra_conf=extra, local_dir=local_dir
     )
-    cpu_s = driver_cpu_seconds(spark)
-    status = spark.sparkContext._jsc.sc().statusStore()
 
-    def jobs() -> dict[int, str]:
-        listed = status.jobsList(None)
-        out: dict[int, str] = {}
-        for i in range(listed.size()):
-            job = listed.apply(i)
-            text = job.description()
-            out[int(job.jobId())] = str(text.get() if text.isDefined() else job.name())
-        return out
 
-    table = str(workdir / f"table-checksum-{checksum}")
+def _interleaver(kind: str, preset: str, table: str, endpoint_url: str, local_dir: str) -> None:
+    """Appends once to ``table`` per ``go`` line on stdin, answering ``ok`` (``ready`` first)."""
+    endpoint = Endpoint(url=endpoint_url)
+    append: Any
+    if kind == "spark":
+        spark = _session(endpoint, preset, Path(local_dir))
+        rows = spark.range(1).selectExpr("id", "'other' as tag")
+
+        def append() -> None:
+            rows.write.format("delta").mode("append").save(table)
+
+    elif kind == "python":
+        import pyarrow as pa
+
+        from deltaguard.localstack.delta_append import BlindAppender
+        from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+        from deltaguard.logstore.s3_location import S3Location
+
+        s3 = endpoint.s3_client()
+
+        def put(uri: str, data: bytes) -> None:
+            loc = S3Location.parse(uri)
+            s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+        appender = BlindAppender(S3ConditionalLogStore(s3), put, "s3://" + table[len("s3a://") :])
+        batch = pa.table({"id": pa.array([1], pa.int64()), "tag": ["python"]})
+
+        def append() -> None:
+            appender.append(batch)
+
+    else:
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        batch = pa.table({"id": pa.array([1], pa.int64()), "tag": ["delta-rs"]})
+        options = endpoint.delta_rs_options()
+
+        def append() -> None:
+            write_deltalake(
+                "s3://" + table[len("s3a://") :],
+                batch,
+                mode="append",
+                storage_options=options,
+            )
+
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        append()
+        print("ok", flush=True)
+
+
+def _ask(proc: subprocess.Popen[str], expect: str) -> None:
+    stdout: IO[str] | None = proc.stdout
+    assert stdout is not None
+    answer = stdout.readline().strip()
+    if answer != expect:
+        raise RuntimeError(f"interleaver answered {answer!r}, expected {expect!r}")
+
+
+def _worker(
+    kind: str, preset: str, appends: int, endpoint_url: str, bucket: str, workdir: Path
+) -> dict[str, Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from deltaguard.localstack.spark_driver import (
+        SNAPSHOT_JOB,
+        driver_cpu_seconds,
+        job_descriptions,
+    )
+
+    endpoint = Endpoint(url=endpoint_url)
+    spark = _session(endpoint, preset, workdir / "spark")
+    cpu_s, jobs = driver_cpu_seconds(spark), job_descriptions(spark)
+    table = f"s3a://{bucket}/jobs-{kind}-{preset}-{uuid.uuid4().hex[:6]}"
     rows = spark.range(10).selectExpr("id", "'spark' as tag")
     rows.write.format("delta").save(table)
-    other = pa.table({"id": pa.array([1], pa.int64()), "tag": ["delta-rs"]})
+    child = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "bench.snapshot_jobs", "interleaver", kind, preset),
+            *(table, endpoint_url, str(workdir / "other")),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     phases = []
-    for name, interleaved in PHASES:
-        kinds: Counter[str] = Counter()
-        cpu = 0.0
-        for _ in range(appends):
-            if interleaved:
-                write_deltalake(table, other, mode="append")
-            before, cpu_before = jobs(), cpu_s()
-            rows.write.format("delta").mode("append").save(table)
-            cpu += cpu_s() - cpu_before
-            kinds.update(re.sub(r"\d+", "N", d) for j, d in jobs().items() if j not in before)
-        phases.append(
-            {
-                "phase": name,
-                "jobs_per_append": sum(kinds.values()) / appends,
-                "snapshot_jobs_per_append": sum(
-                    n for d, n in kinds.items() if d.startswith("Delta: Compute snapshot")
-                )
-                / appends,
-                "cpu_s_per_append": cpu / appends,
-                "jobs_by_description": {d: n / appends for d, n in kinds.most_common()},
-            }
-        )
-    spark.stop()
-    return {"checksum_files": checksum == "true", "appends_per_phase": appends, "phases": phases}
-
-
-def run(workdir: Path, appends: int = 6) -> dict[str, Any]:
-    """Both checksum settings, one fresh process each (their logs: ``workdir``)."""
-    out: dict[str, Any] = {"what": __doc__.split("\n\n")[0].replace("\n", " "), "settings": []}
-    for checksum in ("false", "true"):
-        with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as tmp:
-            result = run_worker(
-                "bench.snapshot_jobs",
-                ["worker", checksum, str(appends), tmp],
-                workdir / "snapshot-jobs.log",
+    try:
+        _ask(child, "ready")
+        txn_version = 0
+        for name, interleaved, idempotent in PHASES:
+            kinds: Counter[str] = Counter()
+            cpu = 0.0
+            for _ in range(appends):
+                if interleaved:
+                    assert child.stdin is not None
+                    child.stdin.write("go\n")
+                    child.stdin.flush()
+                    _ask(child, "ok")
+                before, cpu_before = jobs(), cpu_s()
+                writer = rows.write.format("delta").mode("append")
+                if idempotent:
+                    txn_version += 1
+                    writer = writer.option("txnAppId", "bench").option("txnVersion", txn_version)
+                writer.save(table)
+                cpu += cpu_s() - cpu_before
+                kinds.update(d for j, d in jobs().items() if j not in before)
+            phases.append(
+                {
+                    "phase": name,
+                    "jobs_per_append_mean": sum(kinds.values()) / appends,
+                    "snapshot_jobs_per_append_mean": kinds[SNAPSHOT_JOB] / appends,
+                    "cpu_s_per_append_mean": cpu / appends,
+                    "jobs_by_description_mean": {d: n / appends for d, n in kinds.most_common()},
+                }
             )
-            out["settings"].append(result)
+    finally:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.wait(timeout=300)
+        spark.stop()
+    return {
+        "spark_version": spark.version,
+        "interleaver": kind,
+        "preset": preset,
+        "appends_per_phase": appends,
+        "phases": phases,
+    }
+
+
+def run(
+    endpoint: Endpoint,
+    bucket: str,
+    workdir: Path,
+    pythons: dict[str, str],
+    appends: int = 6,
+) -> dict[str, Any]:
+    """Every row of :data:`ROWS` for the lines in ``pythons`` (line name -> its interpreter),
+    one fresh process each (their logs: ``workdir``)."""
+    out: dict[str, Any] = {"what": __doc__.split("\n\n")[0].replace("\n", " "), "rows": []}
+    for line, python in pythons.items():
+        for kind, preset in ROWS[line]:
+            with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as tmp:
+                result = run_worker(
+                    "bench.snapshot_jobs",
+                    ["worker", kind, preset, str(appends), endpoint.url, bucket, tmp],
+                    workdir / "snapshot-jobs.log",
+                    python=python,
+                )
+            out["rows"].append({"line": line, **result})
     return out
 
 
 def markdown(section: dict[str, Any]) -> list[str]:
     lines = [
-        "| checksum files | phase | Spark jobs per append | of which `Delta: Compute snapshot` | CPU s per append |",
-        "|---|---|---|---|---|",
+        "| line | other writer | preset | phase | Spark jobs per append (mean) | of which "
+        "`Delta: Compute snapshot` | CPU s per append (mean) | jobs by description (mean) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for run_ in section["settings"]:
-        for phase in run_["phases"]:
+    for row in section["rows"]:
+        for phase in row["phases"]:
+            by = "; ".join(f"{d}: {n:.1f}" for d, n in phase["jobs_by_description_mean"].items())
             lines.append(
-                f"| {'on' if run_['checksum_files'] else 'off (shipped preset)'} | "
-                f"{phase['phase']} | {phase['jobs_per_append']:.1f} | "
-                f"{phase['snapshot_jobs_per_append']:.1f} | {phase['cpu_s_per_append']:.2f} |"
+                f"| {row['line']} | {row['interleaver']} | {row['preset']} | {phase['phase']} | "
+                f"{phase['jobs_per_append_mean']:.2f} | "
+                f"{phase['snapshot_jobs_per_append_mean']:.2f} | "
+                f"{phase['cpu_s_per_append_mean']:.2f} | {by} |"
             )
     return [*lines, ""]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "worker":
-        print(json.dumps(_worker(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))))
+    if len(sys.argv) == 8 and sys.argv[1] == "worker":
+        kind, preset, appends, url, bucket, work = sys.argv[2:]
+        print(json.dumps(_worker(kind, preset, int(appends), url, bucket, Path(work))))
+    elif len(sys.argv) == 7 and sys.argv[1] == "interleaver":
+        _interleaver(*sys.argv[2:])
     else:
-        with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as logs:
-            print("\n".join(markdown(run(Path(logs)))))
+        sys.exit(
+            "usage: python -m bench.snapshot_jobs worker KIND PRESET APPENDS ENDPOINT BUCKET DIR"
+        )

@@ -37,7 +37,8 @@ def _spark_jars(line: SparkLine) -> Path:
     return next(python.parent.parent.glob("lib/python*/site-packages/pyspark/jars"))
 
 
-def _python(line: SparkLine) -> str:
+def line_python(line: SparkLine) -> str:
+    """The interpreter that runs ``line``'s drivers: this one, or the line's cached venv's."""
     return sys.executable if line == installed_line() else str(ensure(line))
 
 
@@ -50,7 +51,7 @@ def _race(
     drivers: int,
     appends: int,
 ) -> dict[str, Any]:
-    python = _python(line)
+    python = line_python(line)
     run_dir = workdir / f"race-{line.name}-{store.value}"
     with FaultProxy(endpoint, run_dir, seed=7) as proxy:
         proxy.set_rules([hold_one_commit_put()])

@@ -5,8 +5,11 @@ delay (:data:`LATENCY_MS` per request) on its way to LocalStack.
 Spark drivers, one JVM each (:func:`deltaguard.localstack.multi_driver.run_multi_driver`), for
 three commit paths (:data:`SPARK_STORES`): Delta's own ``S3SingleDriverLogStore`` with default
 settings (it loses commits with more than one driver: they are counted, not raised), the
-conditional store with the pre-issue-15 preset (:func:`baseline_conditional_conf`, the
-baseline) and with the ``s3-conditional`` preset as shipped. Anchors on the same endpoint with
+conditional store with the pre-issue-15 preset (:func:`untuned_conditional_conf`), with the
+pre-issue-23 preset (:func:`baseline_conditional_conf`, the baseline: checksums off) and with
+the ``s3-conditional`` preset as shipped (checksums on, written with one PUT). Per writer count
+the rows report commits/s and the commit call's p50/p95; ``scaling`` is each row's commits/s
+at N writers over its 1-writer figure in the same run (issue 23: 4 drivers >= 1). Anchors on the same endpoint with
 the same delay (:data:`ANCHORS`): deltaguard's Python writer and delta-rs writers.
 
 The runs of one point (commit path, writer count) are rounds of the same writer processes,
@@ -34,7 +37,7 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import MultiDriverResult, run_multi_driver_rounds
 from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.request_tuning import untuned_conf
+from deltaguard.spark_conf.request_tuning import checksums_off_conf, untuned_conf
 from deltaguard.spark_conf.session import delta_conf
 from deltaguard.spark_conf.spark_lines import installed_line
 
@@ -46,18 +49,28 @@ LATENCY_MS = 20.0
 SPARK_APPENDS = {1: 4, 4: 2, 8: 2}
 #: Appends per anchor writer process, by writers (an anchor append takes well under a second).
 ANCHOR_APPENDS = {1: 10, 4: 5, 8: 3}
-BASELINE = "s3-conditional-baseline"
+BASELINE = "s3-conditional-checksums-off"
 
 
-def baseline_conditional_conf(endpoint: Endpoint) -> dict[str, str]:
-    """The pre-issue-15 ``s3-conditional`` preset, the BASELINE of the Spark rows: the shipped
-    preset with the request-saving settings of :mod:`deltaguard.spark_conf.request_tuning` put
-    back to Hadoop's and Delta's defaults (``untuned_conf``), for the installed line. The
-    plugin jar is the one under test: changes inside the store apply to both rows."""
+def untuned_conditional_conf(endpoint: Endpoint) -> dict[str, str]:
+    """The pre-issue-15 ``s3-conditional`` preset: the shipped preset with the request-saving
+    settings of :mod:`deltaguard.spark_conf.request_tuning` put back to Hadoop's and Delta's
+    defaults (``untuned_conf``), for the installed line. The plugin jar is the one under test:
+    changes inside the store apply to every row."""
     line = installed_line()
     return {
         **delta_conf(endpoint.s3_storage(), PresetName.S3_CONDITIONAL, line=line),
         **untuned_conf(line),
+    }
+
+
+def baseline_conditional_conf(endpoint: Endpoint) -> dict[str, str]:
+    """The pre-issue-23 ``s3-conditional`` preset, the BASELINE of the Spark rows: the shipped
+    preset with checksums off and Spark's rename-based file manager (``checksums_off_conf``)."""
+    line = installed_line()
+    return {
+        **delta_conf(endpoint.s3_storage(), PresetName.S3_CONDITIONAL, line=line),
+        **checksums_off_conf(line),
     }
 
 
@@ -80,8 +93,15 @@ SPARK_STORES = (
         PresetName.S3_SINGLE_DRIVER,
     ),
     Writers(
+        "s3-conditional-baseline",
+        "conditional store, pre-issue-15 preset (untuned)",
+        "spark",
+        PresetName.S3_CONDITIONAL,
+        untuned_conditional_conf,
+    ),
+    Writers(
         BASELINE,
-        "conditional store, pre-issue-15 preset (baseline)",
+        "conditional store, pre-issue-23 preset: checksums off (baseline)",
         "spark",
         PresetName.S3_CONDITIONAL,
         baseline_conditional_conf,
@@ -266,6 +286,18 @@ def run(
     return _section(latency_ms, rows, ratios)
 
 
+def _scaling(rows: dict[str, Any]) -> dict[str, Any]:
+    """Per row: commits/s (median) at each writer count over the row's 1-writer figure."""
+    out: dict[str, Any] = {}
+    for name, by_count in rows.items():
+        one = by_count.get("1", {}).get("commits_per_s_median")
+        if one:
+            out[name] = {
+                n: row["commits_per_s_median"] / one for n, row in by_count.items() if n != "1"
+            }
+    return out
+
+
 def merge_counts(earlier: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
     """``section`` (a run of some writer counts) with the rows and ratios of ``earlier`` (a
     previous run's section of the same group) at the writer counts it did not measure."""
@@ -280,6 +312,7 @@ def merge_counts(earlier: dict[str, Any], section: dict[str, Any]) -> dict[str, 
             }
         else:
             merged[key] = _by_count({**earlier[key], **section.get(key, {})})
+    merged["scaling"] = _scaling(merged.get("stores", {}))
     return merged
 
 
@@ -288,7 +321,7 @@ def _by_count(rows: dict[str, Any]) -> dict[str, Any]:
 
 
 def _section(latency_ms: float, rows: dict[str, Any], ratios: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"latency_ms": latency_ms, "stores": rows}
+    out: dict[str, Any] = {"latency_ms": latency_ms, "stores": rows, "scaling": _scaling(rows)}
     if ratios:
         out["over_baseline_median"] = ratios
     return out

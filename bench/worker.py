@@ -13,14 +13,17 @@ from typing import Any
 REPO = Path(__file__).parent.parent
 
 
-def run_worker(module: str, args: list[str], log: Path) -> dict[str, Any]:
-    """Runs ``module`` with ``args`` from the repository root, its stderr appended to ``log``;
+def run_worker(
+    module: str, args: list[str], log: Path, python: str | None = None
+) -> dict[str, Any]:
+    """Runs ``module`` with ``args`` from the repository root (with ``python``, default this
+    interpreter, e.g. another Spark line's), its stderr appended to ``log``;
     returns the JSON object of its last stdout line with ``wall_s`` (the whole process) added.
     Raises RuntimeError naming the log if the process fails."""
     started = time.monotonic()
     with log.open("a") as err:
         proc = subprocess.run(
-            [sys.executable, "-m", module, *args],
+            [python or sys.executable, "-m", module, *args],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,

@@ -17,12 +17,21 @@ time (mixed writers). It implements Delta's optimistic commit for the one case i
 
 Every commit carries ``commitInfo.txnId`` (a random UUID), which makes commit bytes unique per
 transaction: the LogStore's lost-response check relies on that.
+
+5. after the commit, write ``_delta_log/<v+1>.crc``, the version checksum, derived from
+   ``<v>.crc`` plus this commit's one added file (:func:`~deltaguard.tools.deltalog.checksum.
+   checksum_after_append`), so a Spark driver that loads ``v+1`` does not rebuild the table
+   state with Spark jobs. Without ``<v>.crc`` (or with an unreadable one) it writes none: a
+   checksum is optional, and one that is not exact would be worse than none. Like Delta's own,
+   the checksum is written after the commit and best effort: a failure to write it is logged
+   and never fails the append that has already committed.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,8 +45,10 @@ from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.jars import VERSION
 from deltaguard.tools.deltalog.actions import Action, Metadata, Protocol, parse_json_actions
+from deltaguard.tools.deltalog.checksum import checksum_after_append, parse_checksum
 
 ENGINE_INFO = f"deltaguard-python/{VERSION}"
+LOG = logging.getLogger(__name__)
 _APPENDABLE_WRITER_FEATURES = {
     "appendOnly",
     "invariants",
@@ -119,6 +130,35 @@ def latest_version(store: LogStore, table_uri: str, at_least: int = 0) -> int:
     if latest < 0:
         raise FileNotFoundError(f"no Delta commits under {_log(table_uri)}")
     return latest
+
+
+def checksum_uri(table_uri: str, version: int) -> str:
+    return f"{_log(table_uri)}{version:020d}.crc"
+
+
+def write_next_checksum(
+    store: LogStore,
+    write_object: ObjectWriter,
+    table_uri: str,
+    version: int,
+    added_sizes: list[int],
+    txn_id: str,
+) -> bool:
+    """Writes ``<version>.crc`` for a blind append committed at ``version`` that added files of
+    ``added_sizes``, derived from ``<version-1>.crc``; returns whether it wrote one. Best
+    effort (see the module docstring, step 5): never raises."""
+    try:
+        previous = parse_checksum(
+            "\n".join(store.read(checksum_uri(table_uri, version - 1))).encode("utf-8")
+        )
+        after = checksum_after_append(previous, added_sizes, txn_id)
+        write_object(checksum_uri(table_uri, version), after.to_json() + b"\n")
+    except FileNotFoundError:
+        return False
+    except Exception as exc:
+        LOG.warning("%s: no checksum written for version %d: %s", table_uri, version, exc)
+        return False
+    return True
 
 
 def _actions(store: LogStore, table_uri: str, version: int) -> list[Action]:
@@ -309,6 +349,7 @@ class BlindAppender:
         name = data_file_name()
         self.write_object(f"{table_uri.rstrip('/')}/{name}", payload)
         now_ms = int(time.time() * 1000)
+        txn_id = str(uuid.uuid4())
         commit_info: dict[str, Any] = {
             "timestamp": now_ms,
             "operation": "WRITE",
@@ -321,7 +362,7 @@ class BlindAppender:
                 "numOutputBytes": str(len(payload)),
             },
             "engineInfo": ENGINE_INFO,
-            "txnId": str(uuid.uuid4()),
+            "txnId": txn_id,
         }
         if user_metadata is not None:
             commit_info["userMetadata"] = user_metadata
@@ -351,6 +392,9 @@ class BlindAppender:
                     ) from None
                 continue
             self.state = TableState(version, state.protocol, state.metadata)
+            write_next_checksum(
+                self.store, self.write_object, table_uri, version, [len(payload)], txn_id
+            )
             return version
         raise RuntimeError(f"{table_uri}: no free version after {max_commit_attempts} attempts")
 

@@ -8,6 +8,7 @@ make the demo, the tests and the benchmarks start fast and stay off the network.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -99,3 +100,27 @@ def driver_cpu_seconds(spark: SparkSession) -> Callable[[], float]:
         return (int(fields[11]) + int(fields[12])) / ticks + time.process_time()
 
     return cpu_s
+
+
+#: Delta's name for a job that rebuilds the table state (``SnapshotState.computedState``).
+SNAPSHOT_JOB = "Delta: Compute snapshot for version: N"
+
+
+def job_descriptions(spark: SparkSession) -> Callable[[], dict[int, str]]:
+    """A reader of the Spark jobs ``spark``'s driver has run so far, by job id, each named by
+    its description with digits as ``N`` (Delta's job descriptions name where Delta started
+    them: :data:`SNAPSHOT_JOB` is a state reconstruction). Benchmarks count the jobs an append
+    adds, by trigger."""
+    status = spark.sparkContext._jsc.sc().statusStore()
+
+    def jobs() -> dict[int, str]:
+        listed = status.jobsList(None)
+        out: dict[int, str] = {}
+        for i in range(listed.size()):
+            job = listed.apply(i)
+            text = job.description()
+            name = str(text.get() if text.isDefined() else job.name())
+            out[int(job.jobId())] = re.sub(r"\d+", "N", name)
+        return out
+
+    return jobs

@@ -251,6 +251,11 @@ def shipped_preset_text(name: PresetName) -> str:
         "$(deltaguard jar --spark-version V)` (V: 3.5, 4.0 or 4.2), or render it complete: "
         f"deltaguard conf render {name.value} --spark-version V [options]."
     )
+    if name is PresetName.S3_CONDITIONAL:
+        header += (
+            f"\nRendered for Spark {options.line().name}: the checkpoint file manager class "
+            "differs by line, so render it for 3.5 or 4.0 (--spark-version V)."
+        )
     if name.uses_dynamodb:
         header += "\nNeeds an AWS SDK v2 line (hadoop-aws 3.4+): not Spark 3.5 on hadoop-aws 3.3.4."
     if name is PresetName.S3_SINGLE_DRIVER:

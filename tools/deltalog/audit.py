@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
+from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     StorageError,
@@ -326,10 +326,8 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
     if name is None:
         return
     try:
-        crc = orjson.loads(store.read(_log(name)))
-        if not isinstance(crc, dict):
-            raise ValueError("not a JSON object")
-    except (StorageError, ValueError) as exc:
+        crc = parse_checksum(store.read(_log(name)))
+    except (StorageError, ChecksumError) as exc:
         out.add("crc-unreadable", f"{name}: {exc}", _log(name))
         return
     actual = {
@@ -339,24 +337,19 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         "numProtocol": 1,
     }
     for key, value in actual.items():
-        if key in crc and crc[key] != value:
+        if crc.fields[key] != value:
             out.add(
                 "crc-mismatch",
-                f"{name}: {key} is {crc[key]}, the replayed state has {value}",
+                f"{name}: {key} is {crc.fields[key]}, the replayed state has {value}",
                 _log(name),
             )
-    meta = crc.get("metadata")
-    if isinstance(meta, dict) and meta.get("id") not in (None, snap.metadata.id):
+    if crc.metadata_id not in (None, snap.metadata.id):
         out.add(
             "crc-mismatch",
-            f"{name}: metadata id {meta.get('id')} != {snap.metadata.id}",
+            f"{name}: metadata id {crc.metadata_id} != {snap.metadata.id}",
             _log(name),
         )
-    proto = crc.get("protocol")
-    if isinstance(proto, dict) and proto.get("minReaderVersion") not in (
-        None,
-        snap.protocol.min_reader_version,
-    ):
+    if crc.min_reader_version not in (None, snap.protocol.min_reader_version):
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
 
 
