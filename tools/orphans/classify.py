@@ -19,8 +19,10 @@ one class:
     checkpoint references, a part of an incomplete multi-part checkpoint, or a Hadoop
     ``.<name>.crc`` checksum whose file is gone or cleaned up (the reason names the file).
 
-``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would delete with the
-same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
+Streaming checkpoints inside the root and ``_spark_metadata`` are never candidates; they are
+reported in ``kept_dirs`` (:mod:`.streaming`). Apart from the files of a checkpoint with a
+visible name, ``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would
+delete with the same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
 valid set (live files, tombstones deleted at or after the cut-off, and their DV files).
 Files the snapshot protects are never classified.
 """
@@ -46,6 +48,7 @@ from deltaguard.tools.orphans.rules import (
     is_visible,
     partition_of,
 )
+from deltaguard.tools.orphans.streaming import KeptDir, checkpoint_dirs, in_checkpoint, kept_dirs
 
 
 class FileClass(StrEnum):
@@ -88,6 +91,8 @@ class ScanResult:
     log_files: int
     scan_s: float
     notes: list[str] = field(default_factory=list)
+    #: directories never cleaned up, with why (:mod:`deltaguard.tools.orphans.streaming`)
+    kept_dirs: list[KeptDir] = field(default_factory=list)
 
     @property
     def cutoff_ms(self) -> int:
@@ -263,10 +268,12 @@ def scan(
         store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
     )
     phase("classifying")
+    checkpoints = checkpoint_dirs(info.path for info in table.files)
     candidates = [
         c
         for info in table.files
         if is_visible(info.path, is_hidden)
+        and not in_checkpoint(info.path, checkpoints)
         and (c := _data_candidate(info, refs, cutoff, info.path in refs.ever)) is not None
     ]
     candidates += log_candidates(store, listing, cutoff)
@@ -284,4 +291,5 @@ def scan(
         len(listing.files),
         time.monotonic() - started,
         list(snapshot.notes),
+        kept_dirs(checkpoints, table.hidden_dirs),
     )
