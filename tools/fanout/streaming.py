@@ -41,7 +41,7 @@ def checkpoint_query_id(spark: SparkSession, checkpoint: str) -> str:
     jvm = spark.sparkContext._jvm
     assert jvm is not None, "a classic (py4j) Spark session has a JVM gateway"
     path = jvm.org.apache.hadoop.fs.Path(f"{checkpoint.rstrip('/')}/metadata")
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())  # type: ignore[union-attr]
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     stream = fs.open(path)
     try:
         text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
