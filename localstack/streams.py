@@ -5,8 +5,9 @@ workload for the tests and the benchmark.
 :func:`run_streams` creates the table (deltaguard's Python writer), writes each query's file
 source (:func:`~deltaguard.localstack.stream_job.write_source`), starts the batch writer
 (``append_job``) and every query (``stream_job``, each its own driver process and checkpoint),
-and, for the query to kill, freezes its ``kill_at_commit``-th commit PUT at its own fault
-proxy (so its data files are written and its commit is not), SIGKILLs its driver, lists the
+and, for each query to kill, freezes one of its PUTs at its own fault proxy (a Delta commit:
+its data files are written, its commit is not; or the checkpoint's ``commits/<batch>``: the
+table has the micro-batch, the checkpoint does not say so), SIGKILLs its driver, lists the
 table's data files, and restarts it from its checkpoint. It then reads the table back with
 delta-rs (no JVM): rows by (query name, source value), and the data files the table names.
 """
@@ -58,7 +59,8 @@ class StreamsResult:
     #: data files (relative to the root) listed right after the kill, and named at the end
     files_at_kill: set[str]
     live_files: set[str]
-    killed: str | None
+    #: the queries whose driver was killed and restarted
+    killed: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
 
     def missing(self, query: StreamQuery, table: str | None = None) -> list[int]:
@@ -166,25 +168,42 @@ def stream_args(
 
 
 def hang_commit(skip: int) -> FaultRule:
-    """Freezes the commit PUT after the first ``skip`` ones (its data files are written, its
-    commit never lands) until the driver is killed."""
+    """Freezes the Delta commit PUT after the first ``skip`` ones (the micro-batch's data
+    files are written, its commit never lands) until the driver is killed."""
     return FaultRule(
         "hang", method="PUT", path_regex=DATA_COMMIT_FILE_REGEX, skip=skip, times=1, delay_s=600
     )
+
+
+def hang_checkpoint_commit(skip: int) -> FaultRule:
+    """Freezes the PUT of the checkpoint's ``commits/<batch>`` file (or of its temp file,
+    with Spark's rename-based manager) after the first ``skip`` ones: the micro-batch is in
+    the table (its Delta commit landed), the checkpoint does not say so."""
+    return FaultRule(
+        "hang", method="PUT", path_regex=r"/commits/[^/]+$", skip=skip, times=1, delay_s=600
+    )
+
+
+@dataclass
+class Kill:
+    """Kill a query's driver when ``rule`` (a ``hang``) fires at ``proxy``, the fault proxy
+    its driver reaches S3 through; then restart it from its checkpoint."""
+
+    proxy: FaultProxy
+    rule: FaultRule
 
 
 def run_streams(
     table: str,
     *,
     endpoint_url: str,
-    kill_proxy: FaultProxy | None,
     workdir: Path,
+    kills: dict[str, Kill] | None = None,
     queries: int = 2,
     files: int = 4,
     rows_per_file: int = 5,
     batch_appends: int = 4,
     batch_rows: int = 5,
-    kill_at_commit: int = 1,
     python: str | None = None,
     spark_conf: dict[str, str] | None = None,
     fanout_tables: list[str] | None = None,
@@ -194,14 +213,15 @@ def run_streams(
     """Runs ``queries`` streaming queries (``q0``, ``q1``, ...; each ``files`` source files of
     ``rows_per_file`` values, one file per micro-batch) and, with ``batch_appends`` > 0, a
     batch writer of ``batch_appends`` appends, all at once, on ``table`` through
-    ``endpoint_url``. With ``kill_proxy`` (a fault proxy in front of the same S3), the last
-    query reaches S3 through it, its commit PUT number ``kill_at_commit`` (0-based) is frozen,
-    its driver is SIGKILLed then, and it is restarted from its checkpoint. ``python``: the
-    drivers' Spark line interpreter; ``spark_conf``: settings on top of the preset (e.g. a
-    checkpoint file manager); ``fanout_tables``: the queries write through foreachBatch
-    fan-out to these tables instead, ``fanout_workers`` at once (``table`` is then only the
-    batch writer's). Raises
-    DriverFailedError if a driver crashes (other than the kill)."""
+    ``endpoint_url``. ``kills`` by query name: that query reaches S3 through the kill's
+    proxy (in front of the same S3); when the kill's rule fires, its driver is SIGKILLed, the
+    table's data files are listed, and it is restarted from its checkpoint (kills in the
+    order given). ``python``: the drivers' Spark line interpreter; ``spark_conf``: settings on
+    top of the preset (e.g. a checkpoint file manager); ``fanout_tables``: the queries write
+    through foreachBatch fan-out to these tables instead, ``fanout_workers`` at once
+    (``table`` is then only the batch writer's). Raises DriverFailedError if a driver crashes
+    (other than by the kills)."""
+    kills = kills or {}
     run_id = uuid.uuid4().hex[:8]
     root = S3Location.parse(table)
     targets = fanout_tables or [table]
@@ -217,7 +237,7 @@ def run_streams(
     for i in range(queries):
         name = f"q{i}"
         source = workdir / f"{run_id}-source-{name}"
-        killed = kill_proxy is not None and i == queries - 1
+        kill = kills.get(name)
         specs.append(
             StreamQuery(
                 name=name,
@@ -225,7 +245,7 @@ def run_streams(
                 checkpoint=f"s3a://{root.bucket}/checkpoints/{run_id}/{name}",
                 source=source,
                 values=write_source(source, files, rows_per_file),
-                endpoint_url=kill_proxy.endpoint.url if killed and kill_proxy else endpoint_url,
+                endpoint_url=kill.proxy.endpoint.url if kill else endpoint_url,
             )
         )
     module = "deltaguard.localstack.stream_job"
@@ -242,8 +262,8 @@ def run_streams(
         )
         return start_job(args, log, module=module, python=python), log
 
-    if kill_proxy is not None:
-        kill_proxy.set_rules([hang_commit(kill_at_commit)])
+    for kill in kills.values():
+        kill.proxy.set_rules([kill.rule])
     batch = None
     if batch_appends:
         batch_log = workdir / f"{run_id}-batch.log"
@@ -254,21 +274,26 @@ def run_streams(
     running = {q.name: start(q, 0) for q in specs}
     reports: dict[str, list[dict[str, Any]]] = {q.name: [] for q in specs}
     files_at_kill: set[str] = set()
-    killed_name = None
-    if kill_proxy is not None:
-        victim = specs[-1]
-        proc, log = running[victim.name]
-        kill_when(proc, lambda: kill_proxy.fired() == [1], log, timeout_s)
-        killed_name = victim.name
-        files_at_kill = data_files(endpoint_url, table) if not fanout_tables else set()
-        kill_proxy.set_rules([])
-        running[victim.name] = start(victim, 1)
-    for q in specs:
-        proc, log = running[q.name]
-        reports[q.name].append(job_result(proc, log, timeout_s, name=f"stream {q.name}")[1])
     batch_report = None
-    if batch is not None:
-        batch_report = job_result(batch[0], batch[1], timeout_s, name="batch writer")[1]
+    try:
+        for name, kill in kills.items():
+            proc, log = running[name]
+            kill_when(proc, lambda k=kill: k.proxy.fired() == [1], log, timeout_s)
+            if not fanout_tables:
+                files_at_kill |= data_files(endpoint_url, table)
+            kill.proxy.set_rules([])
+            running[name] = start(next(q for q in specs if q.name == name), 1)
+        for q in specs:
+            proc, log = running[q.name]
+            reports[q.name].append(job_result(proc, log, timeout_s, name=f"stream {q.name}")[1])
+        if batch is not None:
+            batch_report = job_result(batch[0], batch[1], timeout_s, name="batch writer")[1]
+    finally:
+        # A failure (or an interrupt) leaves no driver running.
+        for proc in [p for p, _ in running.values()] + ([batch[0]] if batch else []):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     counts: dict[str, Counter[tuple[str, int]]] = {}
     live: set[str] = set()
     for t in targets:
@@ -283,6 +308,6 @@ def run_streams(
         counts=counts,
         files_at_kill=files_at_kill,
         live_files=live,
-        killed=killed_name,
+        killed=sorted(kills),
         extra={"run_id": run_id},
     )

@@ -3,8 +3,9 @@
 
 - two streaming queries (file sources, ``writeStream.format("delta")``, each its own driver
   and S3 checkpoint) and a batch writer on one table; one query's driver SIGKILLed while its
-  micro-batch's commit PUT is frozen (data files written, commit not), then restarted from its
-  checkpoint: every source row exactly once by (query, value), ``deltaguard audit`` healthy,
+  micro-batch's commit PUT is frozen (data files written, commit not), the other's while its
+  checkpoint's ``commits/1`` PUT is frozen (Delta committed, the checkpoint does not know),
+  both restarted from their checkpoints: every source row exactly once by (query, value), ``deltaguard audit`` healthy,
   ``deltaguard orphans`` classes the killed batch's files ``orphan``. On Spark 4.2 and on 3.5
   (hadoop-aws 3.3.4, the SDK v1 jar);
 - foreachBatch fan-out to three tables (txnAppId = query id, txnVersion = batch id), killed
@@ -20,19 +21,28 @@ import json
 import pytest
 from test_spark_lines_e2e import line_python  # noqa: F401  (a fixture)
 
-from deltaguard.localstack.streams import StreamsResult, run_streams
+from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.streams import (
+    Kill,
+    StreamsResult,
+    hang_checkpoint_commit,
+    hang_commit,
+    run_streams,
+)
 from deltaguard.spark_conf.spark_lines import by_name
 
 pytestmark = pytest.mark.spark
 FILES, ROWS_PER_FILE, BATCH_APPENDS, BATCH_ROWS = 4, 5, 4, 5
 
 
-def _assert_exactly_once(result: StreamsResult, table: str | None = None) -> None:
+def _assert_exactly_once(
+    result: StreamsResult, table: str | None = None, files: int = FILES
+) -> None:
     summary = result.summary()
     for q in result.queries:
         assert result.missing(q, table) == [], (q.name, summary)
         assert result.duplicated(q, table) == [], (q.name, summary)
-        assert len(q.values) == FILES * ROWS_PER_FILE
+        assert len(q.values) == files * ROWS_PER_FILE
 
 
 def _s3_args(localstack) -> list[str]:
@@ -53,25 +63,33 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
 
     python = sys.executable if line == "4.2" else line_python(line)
     table = f"s3a://{ls_bucket}/events"
-    result = run_streams(
-        table,
-        endpoint_url=localstack.endpoint.url,
-        kill_proxy=ls_proxy,
-        workdir=tmp_path,
-        files=FILES,
-        rows_per_file=ROWS_PER_FILE,
-        batch_appends=BATCH_APPENDS,
-        batch_rows=BATCH_ROWS,
-        kill_at_commit=1,
-        python=python,
-    )
+    with FaultProxy(localstack.endpoint, tmp_path, seed=8) as q0_proxy:
+        result = run_streams(
+            table,
+            endpoint_url=localstack.endpoint.url,
+            workdir=tmp_path,
+            # q1: killed with its second Delta commit frozen (data files written, no commit);
+            # q0: killed with its second checkpoint commits/ file frozen (Delta committed).
+            kills={
+                "q1": Kill(ls_proxy, hang_commit(skip=1)),
+                "q0": Kill(q0_proxy, hang_checkpoint_commit(skip=1)),
+            },
+            files=FILES,
+            rows_per_file=ROWS_PER_FILE,
+            batch_appends=BATCH_APPENDS,
+            batch_rows=BATCH_ROWS,
+            python=python,
+        )
     summary = result.summary()
     print("streams kill/restart", line, json.dumps(summary))
-    assert result.killed == "q1"
+    assert result.killed == ["q0", "q1"]
     _assert_exactly_once(result)
-    # The killed query's restart re-ran the batch it was killed in, and finished the source.
-    assert len(result.reports["q1"]) == 1 and result.reports["q1"][0]["batches"], summary
-    assert sum(len(r["batches"]) for r in result.reports["q0"]) == FILES, summary
+    # Each restart finished its source; q0's re-ran micro-batch 1, which Delta skipped (the
+    # table recorded it: one commit, no rows twice), so q0's restart starts at batch 1.
+    for name in ("q0", "q1"):
+        (rerun,) = result.reports[name]
+        assert rerun["batches"], summary
+    assert result.reports["q0"][0]["batches"][0]["batch_id"] == 1, result.reports["q0"]
     # The batch writer's appends, all committed, once each.
     batch = result.batch_report
     assert batch is not None and batch["errors"] == [], batch
@@ -112,28 +130,27 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
 def test_foreach_batch_fanout_rerun_after_a_kill_writes_nothing_twice(
     localstack, ls_proxy, ls_bucket, tmp_path
 ):
-    """One query, foreachBatch to three tables through write_fanout, one table at a time. Its
-    fifth commit (micro-batch 1, second table) is frozen and the driver killed: micro-batch 1
+    """One query (3 micro-batches), foreachBatch to three tables through write_fanout, one
+    table at a time. Its fifth commit (micro-batch 1, second table) is frozen and the driver killed: micro-batch 1
     is in the first table only. The restart re-runs micro-batch 1: skipped on the first table
     (Delta found txnVersion 1 recorded for the query's app id there), written on the others."""
     tables = [f"s3a://{ls_bucket}/fan/t{i}" for i in range(3)]
     result = run_streams(
         tables[0],
         endpoint_url=localstack.endpoint.url,
-        kill_proxy=ls_proxy,
         workdir=tmp_path,
+        kills={"q0": Kill(ls_proxy, hang_commit(skip=4))},
         queries=1,
-        files=FILES,
+        files=3,
         rows_per_file=ROWS_PER_FILE,
         batch_appends=0,
-        kill_at_commit=4,
         fanout_tables=tables,
         fanout_workers=1,
     )
     summary = result.summary()
     print("fan-out kill/restart", json.dumps(summary))
     for t in tables:
-        _assert_exactly_once(result, t)
+        _assert_exactly_once(result, t, files=3)
     (rerun,) = result.reports["q0"]
     first = rerun["fanout"][0]
     assert first["batch_id"] == 1, rerun["fanout"]
