@@ -8,7 +8,8 @@ argument is the javadoc of ``S3ConditionalLogStore``, which also explains why th
 and overwrites log files with a single request each.
 
 Each setting names the Hadoop versions that know it (:attr:`FewerRequestsSetting.min_hadoop`,
-``max_hadoop``): a line renders only the settings its hadoop-aws reads. Hadoop ignores keys it
+``max_hadoop``) and, where it differs by Spark version, the Spark versions (``min_spark``,
+``max_spark``): a line renders only the settings its hadoop-aws and Spark read. Hadoop ignores keys it
 does not know, so a setting rendered for a newer line and copied to an older cluster is inert,
 not an error.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from deltaguard.spark_conf.spark_lines import SparkLine
 
 
-def _hadoop(version: str) -> tuple[int, ...]:
+def _version(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".")[:3])
 
 
@@ -38,13 +39,40 @@ class FewerRequestsSetting:
     min_hadoop: str | None = None
     #: The first hadoop-aws that no longer needs it (exclusive), or None.
     max_hadoop: str | None = None
+    #: The Spark versions it is for, like the Hadoop bounds (inclusive / exclusive), or None.
+    min_spark: str | None = None
+    max_spark: str | None = None
 
     def applies_to(self, line: SparkLine) -> bool:
-        version = _hadoop(line.hadoop)
-        if self.min_hadoop is not None and version < _hadoop(self.min_hadoop):
-            return False
-        return self.max_hadoop is None or version < _hadoop(self.max_hadoop)
+        return _within(line.hadoop, self.min_hadoop, self.max_hadoop) and _within(
+            line.spark, self.min_spark, self.max_spark
+        )
 
+
+def _within(version: str, low: str | None, high: str | None) -> bool:
+    parsed = _version(version)
+    if low is not None and parsed < _version(low):
+        return False
+    return high is None or parsed < _version(high)
+
+
+#: The Spark setting (read from the Hadoop configuration) that picks the file manager through
+#: which Delta writes ``N.crc`` and Structured Streaming writes its checkpoints.
+MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+CHECKSUM_KEY = "spark.databricks.delta.writeChecksumFile.enabled"
+
+_MANAGER_WHY = (
+    "Delta's N.crc checksums stay on (Delta's default) at 1 PUT instead of about 22 requests: "
+    "Delta writes N.crc, and Structured Streaming its checkpoint files, through this file "
+    "manager, and Spark's default writes a temp file and renames it (on S3A: HEAD/LIST probes, "
+    "PUT, COPY, DELETE). deltaguard's manager keeps the file in memory and stores it with one "
+    "PUT at close: S3 shows a PUT's whole body or nothing, so it is as atomic as the rename, and "
+    "a create without overwrite is the LogStore's conditional PUT (If-None-Match, read-back, "
+    "verifier), which never replaces an existing file. Files over 16 MiB, and paths not on S3A, "
+    "use Spark's default. Without another writer's N.crc a Spark append rebuilds the table "
+    "state (about 6 Spark jobs instead of 1), so the checksum is what keeps contended appends "
+    "cheap. Contract and the streaming behaviour: CheckpointPut's javadoc, docs/logstore.md."
+)
 
 FEWER_REQUESTS: tuple[FewerRequestsSetting, ...] = (
     FewerRequestsSetting(
@@ -75,19 +103,21 @@ FEWER_REQUESTS: tuple[FewerRequestsSetting, ...] = (
         min_hadoop="3.3.1",
         max_hadoop="3.4.0",
     ),
-    FewerRequestsSetting(
-        key="spark.databricks.delta.writeChecksumFile.enabled",
-        value="false",
-        default="true",
-        why=(
-            "no N.crc after each commit: Delta writes it through Spark's CheckpointFileManager "
-            "as a temp file plus rename, about 22 S3 requests (HEAD/LIST probes, PUT, COPY, "
-            "DELETE) per append, most of the total. It is not part of the commit: the protocol "
-            "makes version checksums optional, readers (Delta, delta-rs, deltaguard audit) fall "
-            "back to the log when one is missing, and with several writers it is already "
-            "best-effort (written after the commit, skipped on failure). Readers lose only the "
-            "checksum fast path and its cross-check of the replayed state."
-        ),
+    *(
+        FewerRequestsSetting(
+            key=MANAGER_CLASS_KEY,
+            value=f"io.deltaguard.logstore.{ours}",
+            default=f"org.apache.spark.sql.execution.streaming.{spark_package}"
+            "FileContextBasedCheckpointFileManager",
+            why=_MANAGER_WHY,
+            min_spark=min_spark,
+            max_spark=max_spark,
+        )
+        # Spark 4.2 moved CheckpointFileManager to ...streaming.checkpointing: one class each.
+        for ours, spark_package, min_spark, max_spark in (
+            ("S3PutCheckpointFileManagerSpark35", "", None, "4.1"),
+            ("S3PutCheckpointFileManager", "checkpointing.", "4.1", None),
+        )
     ),
 )
 
@@ -101,6 +131,14 @@ def untuned_conf(line: SparkLine) -> dict[str, str]:
     """The same keys at Hadoop's and Delta's defaults: applied after a preset, it measures the
     preset as it was before these settings (the benchmark's baseline)."""
     return {s.key: s.default for s in FEWER_REQUESTS if s.applies_to(line)}
+
+
+def checksums_off_conf(line: SparkLine) -> dict[str, str]:
+    """Applied after the ``s3-conditional`` preset: the preset as shipped before issue 23
+    (checksums off, Spark's rename-based file manager), the baseline of the benchmarks that
+    measure the checksum path (``bench/throughput.py``, ``bench/snapshot_jobs.py``)."""
+    manager = next(s for s in FEWER_REQUESTS if s.key == MANAGER_CLASS_KEY and s.applies_to(line))
+    return {CHECKSUM_KEY: "false", MANAGER_CLASS_KEY: manager.default}
 
 
 def setting_notes() -> dict[str, str]:

@@ -6,8 +6,12 @@ What they save is measured in the staged race (test_spark_commits) and in docs/l
 from __future__ import annotations
 
 import zipfile
+from pathlib import Path
 
+import pyspark
 import pytest
+
+from deltaguard.localstack.spark_line_venvs import ensure, venv_dir
 
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.spark_conf.presets import PresetName, PresetOptions, render, to_properties
@@ -16,20 +20,22 @@ from deltaguard.spark_conf.request_tuning import (
     fewer_requests_conf,
     untuned_conf,
 )
-from deltaguard.spark_conf.spark_lines import LINES, by_name
+from deltaguard.spark_conf.spark_lines import LINES, SparkLine, by_name, installed_line
 
 FLAGS = "spark.hadoop.fs.s3a.performance.flags"
 MARKERS = "spark.hadoop.fs.s3a.directory.marker.retention"
-CHECKSUM = "spark.databricks.delta.writeChecksumFile.enabled"
+MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+OURS_35 = "io.deltaguard.logstore.S3PutCheckpointFileManagerSpark35"
+OURS_42 = "io.deltaguard.logstore.S3PutCheckpointFileManager"
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("3.5", {MARKERS: "keep", CHECKSUM: "false"}),
-        ("3.5-hadoop3.4", {FLAGS: "create,mkdir", CHECKSUM: "false"}),
-        ("4.0", {FLAGS: "create,mkdir", CHECKSUM: "false"}),
-        ("4.2", {FLAGS: "create,mkdir", CHECKSUM: "false"}),
+        ("3.5", {MARKERS: "keep", MANAGER: OURS_35}),
+        ("3.5-hadoop3.4", {FLAGS: "create,mkdir", MANAGER: OURS_35}),
+        ("4.0", {FLAGS: "create,mkdir", MANAGER: OURS_35}),
+        ("4.2", {FLAGS: "create,mkdir", MANAGER: OURS_42}),
     ],
 )
 def test_each_line_renders_only_the_keys_its_hadoop_reads(line, expected):
@@ -38,6 +44,8 @@ def test_each_line_renders_only_the_keys_its_hadoop_reads(line, expected):
     conf = render("s3-conditional", PresetOptions(spark_version=spark, hadoop_version=hadoop))
     assert {k: conf[k] for k in expected} == expected
     assert set(untuned_conf(by_name(line))) == set(expected)
+    # Checksums stay on (Delta's default): the preset does not turn them off any more.
+    assert "spark.databricks.delta.writeChecksumFile.enabled" not in conf
 
 
 def test_only_the_conditional_preset_carries_them():
@@ -50,9 +58,17 @@ def test_only_the_conditional_preset_carries_them():
 def test_rendered_properties_say_why_each_setting_is_safe():
     text = to_properties(render("s3-conditional", PresetOptions(spark_version="4.2")))
     lines = text.splitlines()
-    for key in (FLAGS, CHECKSUM):
+    for key in (FLAGS, MANAGER):
         at = next(i for i, line in enumerate(lines) if line.startswith(key + "="))
         assert lines[at - 1].startswith("# "), f"no reason above {key}"
+
+
+def _spark_sql_jar(line: SparkLine) -> Path:
+    """The line's own spark-sql jar: the installed pyspark's, or its cached virtualenv's."""
+    if line == installed_line():
+        return next((Path(pyspark.__file__).parent / "jars").glob("spark-sql_*.jar"))
+    ensure(line)
+    return next(venv_dir(line).glob("lib/python*/site-packages/pyspark/jars/spark-sql_*.jar"))
 
 
 @pytest.mark.spark  # needs every line's resolved jars (make setup), not a JVM
@@ -68,7 +84,16 @@ def test_rendered_keys_exist_in_the_lines_own_jars_and_the_rest_do_not(line):
     with zipfile.ZipFile(delta) as jar:
         delta_conf = jar.read("org/apache/spark/sql/delta/sources/DeltaSQLConfBase.class")
     rendered = fewer_requests_conf(by_name(line))
+    spark_sql = _spark_sql_jar(by_name(line))
     for setting in FEWER_REQUESTS:
+        if setting.key == MANAGER:
+            # The class Spark's own default would be, and the interface ours implements, exist
+            # in this line's Spark exactly when the setting is rendered for it.
+            interface = setting.default.replace("FileContextBased", "").replace(".", "/")
+            with zipfile.ZipFile(spark_sql) as jar:
+                exists = f"{interface}.class" in jar.namelist()
+            assert exists == (rendered.get(MANAGER) == setting.value), (line, setting.value)
+            continue
         if setting.key.startswith("spark.hadoop."):
             known = setting.key.removeprefix("spark.hadoop.").encode() in constants
         else:

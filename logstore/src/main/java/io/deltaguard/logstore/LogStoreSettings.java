@@ -23,16 +23,26 @@ public final class LogStoreSettings {
     /** Cap of a single backoff delay, in milliseconds. */
     public static final String MAX_DELAY_MS = "retry.maxDelayMs";
 
+    /**
+     * The largest file deltaguard's checkpoint file managers write with one PUT from memory
+     * (bytes, default 16 MiB); larger ones go through Spark's temp file plus rename
+     * ({@link CheckpointPut}).
+     */
+    public static final String CHECKPOINT_PUT_MAX_BYTES = "checkpoint.putMaxBytes";
+
     private final boolean verifyConditionalWrites;
     private final int maxAttempts;
     private final long baseDelayMs;
     private final long maxDelayMs;
+    private final long checkpointPutMaxBytes;
 
-    private LogStoreSettings(boolean verify, int maxAttempts, long baseDelayMs, long maxDelayMs) {
+    private LogStoreSettings(boolean verify, int maxAttempts, long baseDelayMs, long maxDelayMs,
+                             long checkpointPutMaxBytes) {
         this.verifyConditionalWrites = verify;
         this.maxAttempts = maxAttempts;
         this.baseDelayMs = baseDelayMs;
         this.maxDelayMs = maxDelayMs;
+        this.checkpointPutMaxBytes = checkpointPutMaxBytes;
     }
 
     /**
@@ -51,7 +61,12 @@ public final class LogStoreSettings {
                 PREFIX + MAX_DELAY_MS + " (" + max + ") must be >= " + PREFIX + BASE_DELAY_MS
                     + " (" + base + ")");
         }
-        return new LogStoreSettings(verify, maxAttempts, base, max);
+        long putMax = positive(conf, CHECKPOINT_PUT_MAX_BYTES, 16L << 20);
+        if (putMax > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(PREFIX + CHECKPOINT_PUT_MAX_BYTES
+                + " must be below 2 GiB (the bytes are held in memory), got " + putMax);
+        }
+        return new LogStoreSettings(verify, maxAttempts, base, max, putMax);
     }
 
     /** The full key a user sets, for error messages. */
@@ -101,5 +116,9 @@ public final class LogStoreSettings {
 
     public long maxDelayMs() {
         return maxDelayMs;
+    }
+
+    public long checkpointPutMaxBytes() {
+        return checkpointPutMaxBytes;
     }
 }

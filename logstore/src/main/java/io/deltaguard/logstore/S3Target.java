@@ -44,11 +44,20 @@ final class S3Target {
         this.endpoint = endpoint;
     }
 
-    static S3Target resolve(Path path, Configuration hadoopConf) throws IOException {
-        FileSystem fs = path.getFileSystem(hadoopConf);
+    /** Whether S3A serves {@code path} (directly or under a filter filesystem). */
+    static boolean servedByS3A(Path path, Configuration hadoopConf) throws IOException {
+        return s3a(path.getFileSystem(hadoopConf)) instanceof S3AFileSystem;
+    }
+
+    private static FileSystem s3a(FileSystem fs) {
         while (!(fs instanceof S3AFileSystem) && fs instanceof FilterFileSystem) {
             fs = ((FilterFileSystem) fs).getRawFileSystem();
         }
+        return fs;
+    }
+
+    static S3Target resolve(Path path, Configuration hadoopConf) throws IOException {
+        FileSystem fs = s3a(path.getFileSystem(hadoopConf));
         if (!(fs instanceof S3AFileSystem)) {
             throw new IOException("deltaguard's S3 LogStore needs the path " + path + " to be "
                 + "served by org.apache.hadoop.fs.s3a.S3AFileSystem, but its scheme is served by "

@@ -1,0 +1,147 @@
+package io.deltaguard.logstore;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * The write of one file by deltaguard's checkpoint file managers ({@code
+ * S3PutCheckpointFileManager} for Spark 4.2, {@code S3PutCheckpointFileManagerSpark35} for Spark
+ * 3.5 and 4.0): the bytes are kept in memory and stored by <b>one PUT at {@link #close}</b>,
+ * instead of Spark's temp file plus rename (on S3A about 20 requests: probes, PUT, COPY, DELETE).
+ *
+ * <p><b>Contract</b> (Spark's {@code CheckpointFileManager.createAtomic}): the file is visible
+ * with all of its bytes after {@link #close} returns, and not at all before; after
+ * {@link #cancel} (or a failed close) nothing this stream wrote is visible.
+ * <ul>
+ *   <li>{@code overwriteIfPossible = false}: the PUT is the LogStore's conditional create
+ *       ({@link S3ConditionalLogStore#write}: {@code If-None-Match: *}, read-back of an unknown
+ *       outcome, the once-per-JVM fail-closed verifier). If the file exists with other bytes,
+ *       close throws {@link java.nio.file.FileAlreadyExistsException}, and the existing file is
+ *       never replaced. That is stronger than the rename it replaces: S3A's rename checks for
+ *       the target and then copies, so two racing writers could both "win".</li>
+ *   <li>{@code overwriteIfPossible = true}: one unconditional PUT; a reader sees the old or the
+ *       new object, never a mix (the same argument as the LogStore's overwrites, point 6 of the
+ *       {@link S3ConditionalLogStore} javadoc).</li>
+ * </ul>
+ * <b>Why one PUT is as atomic as the rename.</b> S3 stores a PUT's whole body or nothing, and
+ * an object is visible only once its PUT completed; nothing is written before {@link #close}.
+ * A cancelled or failed stream sent no request, or a PUT that S3 rejected: no temp file is left
+ * behind either, unlike an interrupted rename.
+ *
+ * <p><b>Large files.</b> A file larger than {@link LogStoreSettings#CHECKPOINT_PUT_MAX_BYTES}
+ * (16 MiB by default: state-store snapshots, RocksDB archives) is not held in memory: once the
+ * buffer would pass that size, the bytes so far and the rest go through {@code fallback}, the
+ * rename-based stream of Spark's own file manager, with its contract and its cost.
+ */
+final class CheckpointPut extends OutputStream {
+    /** Opens Spark's own atomic stream for the same file, used past the size cap. */
+    interface Fallback {
+        OutputStream open() throws IOException;
+
+        /** Cancels what {@link #open} returned. */
+        void cancel(OutputStream opened);
+    }
+
+    private final S3Target target;
+    private final LogStoreSettings settings;
+    private final boolean overwrite;
+    private final long maxBytes;
+    private final Fallback fallback;
+    private ByteArrayOutputStream buffer = new ByteArrayOutputStream();
+    private OutputStream fallbackStream;
+    private boolean done;
+
+    CheckpointPut(S3Target target, LogStoreSettings settings, boolean overwrite,
+                  Fallback fallback) {
+        this.target = target;
+        this.settings = settings;
+        this.overwrite = overwrite;
+        this.maxBytes = settings.checkpointPutMaxBytes();
+        this.fallback = fallback;
+    }
+
+    /**
+     * The stream for {@code path}, or null when the path is not on S3A (the caller then uses
+     * Spark's own manager unchanged).
+     */
+    static CheckpointPut forPath(Path path, Configuration conf, boolean overwrite,
+                                 Fallback fallback) throws IOException {
+        if (!S3Target.servedByS3A(path, conf)) {
+            return null;
+        }
+        return new CheckpointPut(S3Target.resolve(path, conf), LogStoreSettings.from(conf),
+            overwrite, fallback);
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+        write(new byte[] {(byte) b}, 0, 1);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+        if (done) {
+            throw new IOException("Stream of " + target.qualified() + " is already closed");
+        }
+        if (fallbackStream == null && buffer.size() + (long) len > maxBytes) {
+            fallbackStream = fallback.open();
+            buffer.writeTo(fallbackStream);
+            buffer = null;
+        }
+        if (fallbackStream != null) {
+            fallbackStream.write(b, off, len);
+        } else {
+            buffer.write(b, off, len);
+        }
+    }
+
+    @Override
+    public void flush() throws IOException {
+        if (fallbackStream != null) {
+            fallbackStream.flush();
+        }
+    }
+
+    /** Stores the file: one PUT (see the class contract), or closes the fallback stream. */
+    @Override
+    public void close() throws IOException {
+        if (done) {
+            return;
+        }
+        done = true;
+        if (fallbackStream != null) {
+            fallbackStream.close();
+            return;
+        }
+        byte[] body = buffer.toByteArray();
+        buffer = null;
+        S3ConditionalLogStore.write(target.calls(), settings, target.endpoint(), target.bucket(),
+            target.key(), body, overwrite);
+    }
+
+    /** Drops the file: nothing is sent (or the fallback stream is cancelled). */
+    void cancel() {
+        if (done) {
+            return;
+        }
+        done = true;
+        buffer = null;
+        if (fallbackStream != null) {
+            fallback.cancel(fallbackStream);
+        }
+    }
+
+    /**
+     * Rethrows a checked exception from a method whose Scala interface declares none (Spark's
+     * callers catch {@code IOException}s such as {@code FileAlreadyExistsException} by type, so
+     * they must not be wrapped).
+     */
+    @SuppressWarnings("unchecked")
+    static <T extends Throwable> T sneaky(Throwable e) throws T {
+        throw (T) e;
+    }
+}

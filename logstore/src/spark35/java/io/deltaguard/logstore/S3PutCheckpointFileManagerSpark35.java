@@ -1,0 +1,97 @@
+package io.deltaguard.logstore;
+
+import java.io.IOException;
+import java.io.OutputStream;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.PathFilter;
+import org.apache.spark.sql.execution.streaming.CheckpointFileManager;
+
+/**
+ * {@code S3PutCheckpointFileManager} for Spark 3.5 and 4.0, whose {@code CheckpointFileManager}
+ * is in package {@code org.apache.spark.sql.execution.streaming} (Spark 4.2 moved it to
+ * {@code ...streaming.checkpointing}). The same code; the documentation is that class's javadoc.
+ */
+public class S3PutCheckpointFileManagerSpark35 implements CheckpointFileManager {
+    /** The Spark SQL / Hadoop setting that selects the manager (Spark reads it from Hadoop). */
+    public static final String MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass";
+
+    private final CheckpointFileManager spark;
+    private final Configuration conf;
+
+    public S3PutCheckpointFileManagerSpark35(Path path, Configuration hadoopConf) {
+        Configuration sparkDefault = new Configuration(hadoopConf);
+        sparkDefault.unset(MANAGER_CLASS_KEY);
+        this.spark = CheckpointFileManager.create(path, sparkDefault);
+        this.conf = hadoopConf;
+    }
+
+    @Override
+    public CheckpointFileManager.CancellableFSDataOutputStream createAtomic(
+            Path path, boolean overwriteIfPossible) {
+        CheckpointPut put;
+        try {
+            put = CheckpointPut.forPath(path, conf, overwriteIfPossible,
+                new CheckpointPut.Fallback() {
+                    @Override
+                    public OutputStream open() {
+                        return spark.createAtomic(path, overwriteIfPossible);
+                    }
+
+                    @Override
+                    public void cancel(OutputStream opened) {
+                        ((CheckpointFileManager.CancellableFSDataOutputStream) opened).cancel();
+                    }
+                });
+        } catch (IOException e) {
+            throw CheckpointPut.<RuntimeException>sneaky(e);
+        }
+        if (put == null) {
+            return spark.createAtomic(path, overwriteIfPossible);
+        }
+        return new CheckpointFileManager.CancellableFSDataOutputStream(put) {
+            @Override
+            public void cancel() {
+                put.cancel();
+            }
+        };
+    }
+
+    @Override
+    public FSDataInputStream open(Path path) {
+        return spark.open(path);
+    }
+
+    @Override
+    public FileStatus[] list(Path path, PathFilter filter) {
+        return spark.list(path, filter);
+    }
+
+    @Override
+    public void mkdirs(Path path) {
+        spark.mkdirs(path);
+    }
+
+    @Override
+    public boolean exists(Path path) {
+        return spark.exists(path);
+    }
+
+    @Override
+    public void delete(Path path) {
+        spark.delete(path);
+    }
+
+    @Override
+    public boolean isLocal() {
+        return spark.isLocal();
+    }
+
+    @Override
+    public Path createCheckpointDirectory() {
+        return spark.createCheckpointDirectory();
+    }
+}
