@@ -15,8 +15,10 @@ Delta sink's write and commit) p50/p95; Spark jobs per micro-batch (a streaming 
 carries a ``txn`` action, so Delta reconstructs the snapshot's transactions); S3 requests per
 micro-batch on the query's checkpoint (the fault proxy's request log,
 :func:`~deltaguard.localstack.fault_proxy.requests_under`) by kind, and on everything else.
-``checkpoint_conf`` (e.g. a checkpoint file manager) adds an ``after`` measurement of
-``alone`` with those settings.
+The checkpoint file manager's before and after, in the same run: ``alone`` runs the preset
+as shipped (deltaguard's one-PUT manager, :data:`~deltaguard.spark_conf.request_tuning.
+MANAGER_CLASS_KEY`), ``alone_spark_manager`` the same with Spark's default (rename-based)
+manager: :func:`spark_default_manager_conf`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
 from deltaguard.localstack.streams import StreamsResult, run_streams
 from deltaguard.logstore.s3_location import S3Location
+from deltaguard.spark_conf.request_tuning import MANAGER_CLASS_KEY, untuned_conf
+from deltaguard.spark_conf.spark_lines import installed_line
 
 from .stats import percentile
 
@@ -37,6 +41,12 @@ LATENCY_MS = 20.0
 FILES = 20
 ROWS_PER_FILE = 100
 BATCH_APPENDS = 10
+
+
+def spark_default_manager_conf() -> dict[str, str]:
+    """The installed line's preset with Spark's own checkpoint file manager (a temp file and
+    a rename) instead of the preset's: the "before" of the checkpoint requests."""
+    return {MANAGER_CLASS_KEY: untuned_conf(installed_line())[MANAGER_CLASS_KEY]}
 
 
 def checkpoint_requests(
@@ -70,7 +80,6 @@ def _scenario(
         result = run_streams(
             f"s3a://{bucket}/streaming-{name}",
             endpoint_url=proxy.endpoint.url,
-            kill_proxy=None,
             workdir=workdir / name,
             queries=queries,
             files=files,
@@ -108,28 +117,24 @@ def run(
     endpoint: Endpoint,
     bucket: str,
     workdir: Path,
-    checkpoint_conf: dict[str, str] | None = None,
     files: int = FILES,
     batch_appends: int = BATCH_APPENDS,
 ) -> dict[str, Any]:
-    """Both scenarios with the default checkpoint file manager (``files`` micro-batches per
-    query, ``batch_appends`` for the batch writer), and ``alone`` again with
-    ``checkpoint_conf`` if given."""
-    out: dict[str, Any] = {
+    """Both scenarios with the preset as shipped (``files`` micro-batches per query,
+    ``batch_appends`` for the batch writer), and ``alone`` with Spark's default checkpoint
+    file manager."""
+    return {
         "latency_ms": LATENCY_MS,
         "files": files,
         "rows_per_file": ROWS_PER_FILE,
         "alone": _scenario(endpoint, bucket, workdir, "alone", 1, 0, None, files),
+        "alone_spark_manager": _scenario(
+            endpoint, bucket, workdir, "spark-manager", 1, 0, spark_default_manager_conf(), files
+        ),
         "two_queries_and_batch": _scenario(
             endpoint, bucket, workdir, "two-and-batch", 2, batch_appends, None, files
         ),
     }
-    if checkpoint_conf:
-        out["alone_checkpoint_conf"] = checkpoint_conf
-        out["alone_after"] = _scenario(
-            endpoint, bucket, workdir, "after", 1, 0, checkpoint_conf, files
-        )
-    return out
 
 
 def markdown(section: dict[str, Any]) -> list[str]:
@@ -140,9 +145,9 @@ def markdown(section: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     labels = {
+        "alone_spark_manager": "one query, Spark's checkpoint file manager (before)",
         "alone": "one query",
         "two_queries_and_batch": "two queries + a batch writer",
-        "alone_after": "one query, checkpoint settings",
     }
     for key, label in labels.items():
         row = section.get(key)
