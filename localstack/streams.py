@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,12 +177,17 @@ def hang_commit(skip: int) -> FaultRule:
 
 
 def hang_checkpoint_commit(skip: int) -> FaultRule:
-    """Freezes the PUT of the checkpoint's ``commits/<batch>`` file (or of its temp file,
-    with Spark's rename-based manager) after the first ``skip`` ones: the micro-batch is in
-    the table (its Delta commit landed), the checkpoint does not say so."""
+    """Freezes the write of the checkpoint's ``commits/<batch>`` file (its PUT, or with
+    Spark's rename-based manager the COPY onto it, also a PUT) after the first ``skip`` ones:
+    the micro-batch is in the table (its Delta commit landed), the checkpoint does not say so.
+    Temp files and the LogStore verifier's probe keys in ``commits/`` do not match."""
     return FaultRule(
-        "hang", method="PUT", path_regex=r"/commits/[^/]+$", skip=skip, times=1, delay_s=600
+        "hang", method="PUT", path_regex=r"/commits/\d+$", skip=skip, times=1, delay_s=600
     )
+
+
+def _fired_once(proxy: FaultProxy) -> Callable[[], bool]:
+    return lambda: proxy.fired() == [1]
 
 
 @dataclass
@@ -278,7 +284,7 @@ def run_streams(
     try:
         for name, kill in kills.items():
             proc, log = running[name]
-            kill_when(proc, lambda k=kill: k.proxy.fired() == [1], log, timeout_s)
+            kill_when(proc, _fired_once(kill.proxy), log, timeout_s)
             if not fanout_tables:
                 files_at_kill |= data_files(endpoint_url, table)
             kill.proxy.set_rules([])

@@ -5,7 +5,8 @@
   and S3 checkpoint) and a batch writer on one table; one query's driver SIGKILLed while its
   micro-batch's commit PUT is frozen (data files written, commit not), the other's while its
   checkpoint's ``commits/1`` PUT is frozen (Delta committed, the checkpoint does not know),
-  both restarted from their checkpoints: every source row exactly once by (query, value), ``deltaguard audit`` healthy,
+  both restarted from their checkpoints, all with the preset's one-PUT checkpoint file manager
+  (no COPY or DELETE under the checkpoints): every source row exactly once by (query, value), ``deltaguard audit`` healthy,
   ``deltaguard orphans`` classes the killed batch's files ``orphan``. On Spark 4.2 and on 3.5
   (hadoop-aws 3.3.4, the SDK v1 jar);
 - foreachBatch fan-out to three tables (txnAppId = query id, txnVersion = batch id), killed
@@ -17,11 +18,12 @@ Small sizes (4 micro-batches of 5 rows per query); ``make soak`` has longer runs
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from test_spark_lines_e2e import line_python  # noqa: F401  (a fixture)
 
-from deltaguard.localstack.fault_proxy import FaultProxy
+from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
 from deltaguard.localstack.streams import (
     Kill,
     StreamsResult,
@@ -80,8 +82,20 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
             batch_rows=BATCH_ROWS,
             python=python,
         )
+        logs = ls_proxy.requests() + q0_proxy.requests()
     summary = result.summary()
     print("streams kill/restart", line, json.dumps(summary))
+    # The preset's checkpoint file manager wrote every checkpoint file, before and after the
+    # kills, with one PUT: no rename (COPY + DELETE) anywhere under the checkpoints. (The only
+    # DELETEs are the LogStore verifier's probe keys, once per driver and directory.)
+    on_checkpoints = requests_under(logs, ls_bucket, "checkpoints/")
+    renames = [
+        e
+        for e in on_checkpoints
+        if e["kind"] == "s3 CopyObject"
+        or (e["kind"] == "s3 DeleteObject" and ".deltaguard-probe." not in e["path"])
+    ]
+    assert on_checkpoints and not renames, Counter(e["kind"] for e in on_checkpoints)
     assert result.killed == ["q0", "q1"]
     _assert_exactly_once(result)
     # Each restart finished its source; q0's re-ran micro-batch 1, which Delta skipped (the
