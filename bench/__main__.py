@@ -26,6 +26,7 @@ from . import (
     replay,
     snapshot_jobs,
     spark_lines,
+    streaming,
     throughput,
 )
 from .spark_lines import line_python
@@ -252,6 +253,15 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans_engines"):
         lines += [f"Orphan scan engines, {_when(results['orphans_engines'])}:", ""]
         lines += orphans_engines.markdown(results["orphans_engines"])
+    if results.get("streaming"):
+        st = results["streaming"]
+        lines += [
+            f"Streaming micro-batches ({st['files']} of {st['rows_per_file']} rows per query, "
+            f"one run, {st['latency_ms']:.0f} ms per S3 request, {st.get('load', '')}), "
+            f"{_when(st)}:",
+            "",
+        ]
+        lines += streaming.markdown(st)
     rep = results.get("replay")
     if rep:
         lines += [
@@ -356,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             "replay",
             "orphans",
             "orphans_engines",
+            "streaming",
         ],
     )
     parser.add_argument(
@@ -483,6 +494,13 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 args.engine_runs,
                 spark_only_runs=args.engine_spark_only_runs,
+            )
+        if args.only in (None, "streaming"):
+            load = os.getloadavg()
+            results["streaming"] = stamped(
+                streaming.run(endpoint, bucket, workdir),
+                1,
+                load=f"load average {load[0]:.1f} at the start on {os.cpu_count()} cores",
             )
         if args.only in (None, "replay"):
             from importlib.metadata import version

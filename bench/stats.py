@@ -20,3 +20,10 @@ def summarize(runs: list[dict[str, float]], baseline: str, subject: str) -> dict
         "ratio_max": max(ratios) if ratios else None,
         "per_run": runs,
     }
+
+
+def percentile(values: list[float], q: int) -> float:
+    """The ``q``-th percentile (inclusive method: within the observed range)."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]

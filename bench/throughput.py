@@ -41,6 +41,8 @@ from deltaguard.spark_conf.request_tuning import checksums_off_conf, untuned_con
 from deltaguard.spark_conf.session import delta_conf
 from deltaguard.spark_conf.spark_lines import installed_line
 
+from .stats import percentile
+
 #: The delay the proxy adds to every request: a real S3 round trip is 10-50 ms.
 LATENCY_MS = 20.0
 #: Appends per Spark driver, by drivers: at 20 ms a Spark append takes ~2 s alone and ~15 s
@@ -206,13 +208,6 @@ def _sample(
     }
 
 
-def _percentile(values: list[float], q: int) -> float:
-    """The ``q``-th percentile (inclusive method: within the observed range)."""
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
-
-
 def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
     kinds = sorted({k for x in samples for k in x["by_kind"]})
     calls = [t for x in samples for t in x["commit_call_s"]]
@@ -222,8 +217,8 @@ def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
 
     return {
         "commits_per_s_median": med("commits_per_s"),
-        "commit_latency_s_p50": _percentile(calls, 50),
-        "commit_latency_s_p95": _percentile(calls, 95),
+        "commit_latency_s_p50": percentile(calls, 50),
+        "commit_latency_s_p95": percentile(calls, 95),
         "requests_per_commit_median": med("requests_per_commit"),
         "s3_requests_per_commit_median": med("s3_requests_per_commit"),
         "by_kind_median": {

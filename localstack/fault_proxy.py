@@ -25,11 +25,17 @@ time before it is sent upstream, rules or not (a ``delay`` rule adds to it): an 
 loopback answers in about a millisecond, a real S3 round trip takes 10-50 ms. Requests the
 proxy answers itself (``error``, ``reset``, ``hang``) and the control API are not delayed.
 
+``skip``: the first ``skip`` matching requests pass untouched (a writer's third commit PUT,
+not its first). Request log: every forwarded request's kind, path, ``prefix`` (a listing's)
+and status, in arrival order (the newest :data:`REQUEST_LOG_LIMIT`), to attribute requests to
+a path such as a streaming checkpoint (:func:`requests_under`).
+
 Determinism: every rule draws from its own ``random.Random(seed, rule index)``, in arrival order.
 Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON list), ``GET
 stats`` (per-rule counts, forwarded requests by kind, see :func:`request_kind`, and the
 non-2xx upstream answers by kind and status, e.g. ``s3 PutObject 412``: lost conditional
-creates), ``POST reset``. :class:`FaultProxy` wraps it for tests.
+creates), ``GET requests`` (the request log), ``POST reset`` (the rules), ``POST
+reset-requests`` (the log). :class:`FaultProxy` wraps it for tests.
 
 Run: ``python -m deltaguard.localstack.fault_proxy --upstream URL --port-file F [--seed N]``.
 """
@@ -37,6 +43,7 @@ Run: ``python -m deltaguard.localstack.fault_proxy --upstream URL --port-file F 
 from __future__ import annotations
 
 import argparse
+import collections
 import http.client
 import json
 import random
@@ -60,6 +67,8 @@ Action = Literal[
     "error", "delay", "reset", "hang", "strip_header", "drop_response", "hold_until_peer"
 ]
 CONTROL_PREFIX = "/__faultproxy__/"
+#: The request log keeps the newest this many forwarded requests.
+REQUEST_LOG_LIMIT = 200_000
 _TERMINAL = {"error", "reset", "hang"}
 _HOP_BY_HOP = {
     "connection",
@@ -88,7 +97,6 @@ class FaultRule:
     header: str | None = None
     #: A DynamoDB operation (``PutItem``): the request's X-Amz-Target header must end with it.
     target: str | None = None
-    #: The first ``skip`` matching requests pass untouched (e.g. hang the second PutItem).
     skip: int = 0
 
     def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
@@ -124,6 +132,9 @@ class _Proxy:
         self.forwarded = 0
         self.by_kind: dict[str, int] = {}
         self.by_kind_status: dict[str, int] = {}
+        self.requests: collections.deque[dict[str, Any]] = collections.deque(
+            maxlen=REQUEST_LOG_LIMIT
+        )
 
     def set_rules(self, rules: list[FaultRule]) -> None:
         with self.lock:
@@ -195,6 +206,35 @@ def request_kind(method: str, raw_path: str, headers: dict[str, str]) -> str:
     return f"s3 {op}"
 
 
+def _logged(kind: str, raw_path: str, status: int) -> dict[str, Any]:
+    """One request log entry: kind, decoded path, a listing's decoded ``prefix`` ("" if
+    none), status."""
+    parts = urllib.parse.urlsplit(raw_path)
+    prefix = urllib.parse.parse_qs(parts.query).get("prefix", [""])[0]
+    return {
+        "kind": kind,
+        "path": urllib.parse.unquote(parts.path),
+        "prefix": prefix,
+        "status": status,
+    }
+
+
+def requests_under(log: list[dict[str, Any]], bucket: str, key_prefix: str) -> list[dict[str, Any]]:
+    """The logged requests (path-style) on ``bucket``'s keys that start with ``key_prefix``
+    (e.g. ``checkpoints/q0``: the checkpoint's objects, the probes of its directory, and the
+    listings whose prefix starts with it)."""
+    root = f"/{bucket}"
+    out = []
+    for entry in log:
+        path = entry["path"]
+        if path.rstrip("/") == root:
+            if entry["prefix"].startswith(key_prefix):
+                out.append(entry)
+        elif path.startswith(f"{root}/{key_prefix}"):
+            out.append(entry)
+    return out
+
+
 def _error_body(headers: dict[str, str], status: int, code: str) -> tuple[bytes, str]:
     if "x-amz-target" in headers:  # DynamoDB's JSON protocol
         body = json.dumps(
@@ -261,6 +301,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif name == "reset" and self.command == "POST":
             proxy.set_rules([])
             payload = b"{}"
+        elif name == "requests":
+            with proxy.lock:
+                payload = json.dumps(list(proxy.requests)).encode()
+        elif name == "reset-requests" and self.command == "POST":
+            with proxy.lock:
+                proxy.requests.clear()
+            payload = b"{}"
         else:
             self._send(404, [("Content-Type", "application/json")], b'{"error": "unknown"}', False)
             return
@@ -293,6 +340,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if not 200 <= response.status < 300:
                     key = f"{kind} {response.status}"
                     proxy.by_kind_status[key] = proxy.by_kind_status.get(key, 0) + 1
+                proxy.requests.append(_logged(kind, self.path, response.status))
             return response.status, out, payload
         finally:
             conn.close()
@@ -422,6 +470,15 @@ class FaultProxy:
         (non-2xx answers only), "latency_ms": x, "rules": [{"rule": {...}, "matched": n,
         "fired": n}, ...]}``; kinds are :func:`request_kind`'s."""
         return dict(self._call("GET", "stats"))
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The request log: ``[{"kind", "path", "prefix", "status"}, ...]`` in arrival order
+        (kinds are :func:`request_kind`'s)."""
+        return list(self._call("GET", "requests"))
+
+    def reset_requests(self) -> None:
+        """Empties the request log."""
+        self._call("POST", "reset-requests")
 
     def fired(self) -> list[int]:
         """How often each rule fired, in rule order."""

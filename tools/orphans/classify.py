@@ -30,8 +30,10 @@ one class:
 The rules for DynamoDB temp commits, and why, are in
 :mod:`deltaguard.tools.deltalog.temp_commits`.
 
-``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would delete with the
-same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
+Streaming checkpoints inside the root and ``_spark_metadata`` are never candidates; they are
+reported in ``kept_dirs`` (:mod:`.streaming`). Apart from the files of a checkpoint with a
+visible name, ``orphan`` plus ``expired-tombstone`` is exactly the set VACUUM (FULL) would
+delete with the same cut-off: both take visible files with ``modificationTime < cutoff`` that are not in the
 valid set (live files, tombstones deleted at or after the cut-off, and their DV files).
 Files the snapshot protects are never classified.
 """
@@ -64,6 +66,7 @@ from deltaguard.tools.orphans.rules import (
     is_visible,
     partition_of,
 )
+from deltaguard.tools.orphans.streaming import KeptDir, checkpoint_dirs, in_checkpoint, kept_dirs
 
 
 class FileClass(StrEnum):
@@ -117,6 +120,8 @@ class ScanResult:
     log_files: int
     scan_s: float
     notes: list[str] = field(default_factory=list)
+    #: directories never cleaned up, with why (:mod:`deltaguard.tools.orphans.streaming`)
+    kept_dirs: list[KeptDir] = field(default_factory=list)
 
     @property
     def cutoff_ms(self) -> int:
@@ -313,10 +318,12 @@ def scan(
         store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
     )
     phase("classifying")
+    checkpoints = checkpoint_dirs(info.path for info in table.files)
     candidates = [
         c
         for info in table.files
         if is_visible(info.path, is_hidden)
+        and not in_checkpoint(info.path, checkpoints)
         and (c := _data_candidate(info, refs, cutoff, info.path in refs.ever)) is not None
     ]
     entries = read_entries(dynamodb) if dynamodb is not None else None
@@ -335,4 +342,5 @@ def scan(
         len(listing.files),
         time.monotonic() - started,
         list(snapshot.notes),
+        kept_dirs(checkpoints, table.hidden_dirs),
     )

@@ -12,6 +12,8 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "live_files": int,            # files (incl. DV files) the snapshot's adds name
       "log_files": int,             # files in _delta_log
       "hidden_dirs": [str],         # directories VACUUM does not look into (_delta_log, ...)
+      "kept_dirs": [{"path": str, "reason": str}],  # never cleaned up: streaming checkpoints,
+                                    # _spark_metadata (deltaguard.tools.orphans.streaming)
       "scan_s": float,
       "totals": {CLASS: {"files": int, "bytes": int}},   # every class, zeros included
       "partitions": [{"partition": str, "class": CLASS, "files": int, "bytes": int}],
@@ -92,6 +94,7 @@ def to_json(
         "live_files": result.referenced_files,
         "log_files": result.log_files,
         "hidden_dirs": result.hidden_dirs,
+        "kept_dirs": [{"path": k.path, "reason": k.reason} for k in result.kept_dirs],
         "scan_s": round(result.scan_s, 3),
         "totals": totals(result.candidates),
         "partitions": by_partition(result.candidates),
@@ -155,5 +158,7 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
                 c.path, f"[{_STYLE[c.file_class]}]{c.file_class.value}[/]", _size(c.size), c.reason
             )
         console.print(ft)
+    for kept in result.kept_dirs:
+        console.print(f"kept: {kept.path or '(root)'}/: {kept.reason}")
     for note in result.notes:
         console.print(f"[dim]note: {note}[/]")

@@ -28,9 +28,15 @@ from deltaguard.tools.orphans.classify import (
     log_candidates,
 )
 from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
-from deltaguard.tools.orphans.spark.listing import list_table_distributed
+from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.orphans.streaming import (
+    CHECKPOINT_MARKER_REGEX,
+    checkpoint_dirs,
+    in_checkpoint,
+    kept_dirs,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,11 +63,16 @@ class SparkScan:
         return len(self.result.candidates) == self.candidate_count
 
 
-def _classifier(partition_columns: list[str], configuration: dict[str, str], cutoff_ms: int) -> Any:
+def _classifier(
+    partition_columns: list[str],
+    configuration: dict[str, str],
+    cutoff_ms: int,
+    checkpoints: set[str],
+) -> Any:
     def run(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         is_hidden = hidden_name_rule(partition_columns, configuration)
         for r in rows:
-            if not is_visible(r.path, is_hidden):
+            if not is_visible(r.path, is_hidden) or in_checkpoint(r.path, checkpoints):
                 continue
             c = data_candidate(
                 FileInfo(r.path, r.size, r.mtime_ms),
@@ -75,6 +86,13 @@ def _classifier(partition_columns: list[str], configuration: dict[str, str], cut
                 yield c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition
 
     return run
+
+
+def _checkpoint_dirs(table: DistributedListing) -> set[str]:
+    """The local engine's streaming checkpoint rule (:mod:`deltaguard.tools.orphans.streaming`)
+    on the listed files that can mark a checkpoint (few: collected to the driver)."""
+    markers = table.files.filter(table.files.path.rlike(CHECKPOINT_MARKER_REGEX)).select("path")
+    return checkpoint_dirs(r.path for r in markers.collect())
 
 
 def candidate_of(row: Any) -> Candidate:
@@ -118,9 +136,11 @@ def scan_spark(
     configuration = dict(log.metadata.configuration)
     table = list_table_distributed(spark, spec, partition_columns, configuration)
     try:
+        checkpoints = _checkpoint_dirs(table)
         joined = table.files.join(flags, "path", "left")
+        classify = _classifier(partition_columns, configuration, cutoff, checkpoints)
         data = spark.createDataFrame(
-            joined.rdd.mapPartitions(_classifier(partition_columns, configuration, cutoff)),
+            joined.rdd.mapPartitions(classify),
             REPORT_SCHEMA,
         )
         logs = [
@@ -173,6 +193,7 @@ def scan_spark(
         len(listing.files),
         time.monotonic() - started,
         notes,
+        kept_dirs(checkpoints, table.hidden_dirs),
     )
     return SparkScan(result, report_path, count, totals, partitions)
 
