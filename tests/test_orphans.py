@@ -20,6 +20,8 @@ from deltaguard.localstack.synthetic_table import (
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog.actions import AddFile, parse_action
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.orphans import (
     OutsideTableError,
     RetentionTooShortError,
@@ -27,7 +29,7 @@ from deltaguard.tools.orphans import (
     scan,
 )
 from deltaguard.tools.orphans.deleter import check_contained
-from deltaguard.tools.orphans.rules import hidden_name_rule, relative_to_root
+from deltaguard.tools.orphans.rules import hidden_name_rule
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)
@@ -113,6 +115,33 @@ def test_hidden_rule_and_uri_normalisation(tmp_path: Path) -> None:
     assert relative_to_root("s3://bkt/tbl2/x", s3) is None
     assert relative_to_root("s3://other/tbl/x", s3) is None
     assert relative_to_root("gs://bkt/tbl/x", s3) is None
+
+
+#: Characters a decoded path keeps literally: none of them may end or split it.
+ODD = "a #b?c%41d+e é ü"
+
+
+def test_one_path_rule_keeps_literal_hash_question_percent(tmp_path: Path) -> None:
+    """The one rule (deltaguard.tools.deltalog.paths) on decoded log paths: ``#``, ``?`` and
+    ``%`` are characters of the path, never a fragment, a query or an escape; relative or
+    absolute is decided on the encoded form (``ab%3Ac`` is the relative file ``ab:c``)."""
+    local = open_table(str(tmp_path))
+    for absolute in (f"file://{tmp_path}/p={ODD}/{ODD}", f"file:{tmp_path}/p={ODD}/{ODD}"):
+        assert relative_to_root(absolute, local) == f"p={ODD}/{ODD}"
+    assert relative_to_root(f"{tmp_path}/x/../{ODD}", local) == ODD
+    assert relative_to_root(f"./p={ODD}/x", local) == f"p={ODD}/x"
+    s3 = open_table("s3a://bkt/tbl", client=object())
+    assert relative_to_root(f"s3://bkt/tbl/p={ODD}/{ODD}", s3) == f"p={ODD}/{ODD}"
+    assert relative_to_root(f"s3a://bkt/tbl#/{ODD}", s3) is None  # the prefix tbl#, not tbl
+    assert relative_to_root("s3a://bkt/tbl/a/../../tbl2/x", s3) is None
+    add = parse_action({"add": {**_ADD, "path": "ab%3Ac.parquet"}})
+    assert isinstance(add, AddFile) and relative_to_root(add.path, s3) == "ab:c.parquet"
+    encoded = "s3a://bkt/tbl/p=a%20%23b%3Fc%2541d+e%20%C3%A9/x"
+    add = parse_action({"add": {**_ADD, "path": encoded}})
+    assert isinstance(add, AddFile) and relative_to_root(add.path, s3) == "p=a #b?c%41d+e é/x"
+
+
+_ADD = {"partitionValues": {}, "size": 1, "modificationTime": 0, "dataChange": True}
 
 
 def test_containment_refuses_paths_outside_the_root(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ them in one process:
   as the JSON log does);
 * executors parse each line with the local engine's action parser
   (:func:`~deltaguard.tools.deltalog.actions.parse_action`) and map paths into the table with
-  :func:`~deltaguard.tools.orphans.rules.relative_to_root` and deletion vectors to their files;
+  :func:`~deltaguard.tools.deltalog.paths.relative_to_root` and deletion vectors to their files;
 * the snapshot is reconciled in Spark: newest version wins per ``(path, DV id)`` over the
   snapshot's checkpoint and the commits after it.
 
@@ -47,13 +47,13 @@ from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import (
     DEFAULT_DELETED_FILE_RETENTION_MS,
     parse_interval_ms,
     unreconstructable,
 )
 from deltaguard.tools.orphans.references import checkpoints_besides
-from deltaguard.tools.orphans.rules import relative_to_root
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
