@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -250,12 +251,34 @@ def _skipped(notes: list[str]) -> list[str]:
     return [n.split(":")[0] for n in notes if n.startswith("skipped checkpoint")]
 
 
-@pytest.mark.parametrize("damage", ["truncated", "missing-sidecar"])
+#: Session settings that make Spark skip damaged or vanished files.
+SKIP_DAMAGED = ("spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles")
+
+
+@contextmanager
+def _session_skipping_damaged_files(spark: Any, on: bool) -> Iterator[None]:
+    """The module's session with both :data:`SKIP_DAMAGED` settings on (``on``), as a user's
+    spark-submit could have them; unset afterwards."""
+    for key in SKIP_DAMAGED if on else ():
+        spark.conf.set(key, "true")
+    try:
+        yield
+    finally:
+        for key in SKIP_DAMAGED:
+            spark.conf.unset(key)
+
+
+@pytest.mark.parametrize(
+    ("damage", "skipping"),
+    [("truncated", False), ("missing-sidecar", False), ("truncated", True)],
+    ids=["truncated", "missing-sidecar", "truncated-session-skips-damaged-files"],
+)
 def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
-    spark_tables, spark, tmp_path: Path, damage: str
+    spark_tables, spark, tmp_path: Path, damage: str, skipping: bool
 ) -> None:
     """The newest checkpoint is damaged (a truncated parquet; a V2 checkpoint's sidecar
-    gone): both engines skip it for the next older one, say so, and classify alike."""
+    gone): both engines skip it for the next older one, say so, and classify alike; also in
+    a session whose settings skip damaged files (the engine's reads of the log never do)."""
     name = "dv_cdc" if damage == "truncated" else "v2"
     table = copy_table(spark_tables.path(name), tmp_path / name)
     newest = sorted((table / "_delta_log").glob("*.checkpoint*.*"))[-1]
@@ -266,7 +289,8 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
         referenced = [s for s in sidecars if s.name.encode() in _checkpoint_bytes(newest)]
         assert referenced, f"{newest.name} names none of {sidecars}"
         referenced[0].unlink()
-    ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
+    with _session_skipping_damaged_files(spark, skipping):
+        ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
     local = scan(open_table(str(table)), retention_ms=0, now_ms=ours.result.now_ms)
     assert _classified(ours.result.candidates) == _classified(local.candidates)
     assert ours.result.version == local.version
@@ -285,12 +309,13 @@ def _checkpoint_bytes(path: Path) -> bytes:
     return str(pq.read_table(path).to_pylist()).encode()
 
 
+@pytest.mark.parametrize("skipping", [False, True], ids=["", "session-skips-damaged-files"])
 def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
-    spark_tables, spark, tmp_path: Path
+    spark_tables, spark, tmp_path: Path, skipping: bool
 ) -> None:
     """Every checkpoint damaged and commit 0 cleaned up: both engines refuse with the same
     error; a cleanup planned before the damage deletes nothing (its re-read of the log
-    fails)."""
+    fails); the same in a session whose settings skip damaged files."""
     table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
     spec = StoreSpec(str(table))
     planned = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
@@ -301,18 +326,19 @@ def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
     (table / "_delta_log" / f"{0:020d}.json").unlink()
     with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as local:
         scan(open_table(str(table)), retention_ms=0)
-    with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as ours:
-        scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
-    assert ours.value.path == local.value.path
-    with pytest.raises(CorruptLogError):
-        execute_spark(
-            spark,
-            spec,
-            planned,
-            manifest_dir=tmp_path / "m",
-            unsafe_retention=True,
-            given_retention=True,
-        )
+    with _session_skipping_damaged_files(spark, skipping):
+        with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as ours:
+            scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
+        assert ours.value.path == local.value.path
+        with pytest.raises(CorruptLogError):
+            execute_spark(
+                spark,
+                spec,
+                planned,
+                manifest_dir=tmp_path / "m",
+                unsafe_retention=True,
+                given_retention=True,
+            )
     assert all((table / p).exists() for p in files)
 
 

@@ -18,6 +18,14 @@ them in one process:
 Only the log listing (file names in ``_delta_log``), the newest metadata and protocol, and the
 names of sidecars reach the driver. A line that is not a valid action fails the job with the
 file and the error (a reference we cannot read is one we could miss).
+
+**No read of the log skips a damaged file.** A session with
+``spark.sql.files.ignoreCorruptFiles`` or ``spark.sql.files.ignoreMissingFiles`` on would
+drop a truncated checkpoint part (or one deleted after listing) silently: its references
+would vanish, the fallback to an older checkpoint would never trigger, and live files would
+look unreferenced. Every read here (the scan's, the re-read before delete, the audit's file
+check) goes through :func:`log_reader`, which sets both data-source options to ``false``;
+a read's options win over the session's settings, so the session is left as it is.
 """
 
 from __future__ import annotations
@@ -57,7 +65,7 @@ from deltaguard.tools.orphans.references import checkpoints_besides
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (-1: outside the snapshot's segment), deletion timestamp, and whether the path /
@@ -95,6 +103,16 @@ class SparkLog:
     def retention_ms(self) -> int:
         value = self.metadata.configuration.get("delta.deletedFileRetentionDuration")
         return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
+
+
+#: The data-source options of every read of the log (see the module docstring).
+STRICT_READ_OPTIONS = {"ignoreCorruptFiles": "false", "ignoreMissingFiles": "false"}
+
+
+def log_reader(spark: SparkSession) -> DataFrameReader:
+    """A reader for log files that fails on a damaged or vanished file, whatever the session's
+    ``spark.sql.files.ignoreCorruptFiles``/``ignoreMissingFiles`` say."""
+    return spark.read.options(**STRICT_READ_OPTIONS)
 
 
 def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
@@ -206,8 +224,10 @@ def _json_lines(
     segment includes it (``versions``: file name -> (version, in segment))."""
     from pyspark.sql import functions as F
 
-    df = spark.read.text(paths).select(
-        F.col("value").alias("line"), F.input_file_name().alias("file")
+    df = (
+        log_reader(spark)
+        .text(paths)
+        .select(F.col("value").alias("line"), F.input_file_name().alias("file"))
     )
     by_name = spark.createDataFrame(
         [(name, v, seg) for name, (v, seg) in versions.items()],
@@ -227,7 +247,7 @@ def _parquet_lines(
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(*paths)
+    df = log_reader(spark).parquet(*paths)
     present = [c for c in (*_FILE_ACTIONS, *_SMALL) if c in df.columns]
     line = F.coalesce(
         *[
