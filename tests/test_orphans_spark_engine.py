@@ -385,3 +385,181 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
     codes = {f["code"] for f in ours["findings"]}
     assert {"missing-data-file", "missing-dv-file", "stray-log-file", "external-file"} <= codes
     assert ours["summary"]["missing_data_files"] == 2 and ours["summary"]["missing_dv_files"] == 1
+
+
+#: Partition values and name parts that a decoded path keeps literally.
+ODD_VALUES = ("a #b", "c?d", "e%41f", "g+h", "ké ü")
+ODD_NAME = "x #?%41+ é"
+
+
+def _hadoop_uri(spark: Any, path: Path) -> str:
+    """``path`` as Delta on Spark writes an absolute path into the log (Hadoop's encoding)."""
+    return str(spark._jvm.org.apache.hadoop.fs.Path(f"file:{path}").toUri().toString())
+
+
+def _odd_spark_table(spark: Any, root: Path) -> dict[str, str]:
+    """A Spark table partitioned by :data:`ODD_VALUES` with a deletion vector, then one commit
+    with entries by absolute path: an ``add``, a ``remove`` (a tombstone) and the DV moved to
+    a ``p`` (absolute) descriptor, each file named with :data:`ODD_NAME`. Returns the files
+    those entries name (relative)."""
+    spark.createDataFrame(
+        [(i, ODD_VALUES[i % len(ODD_VALUES)]) for i in range(20)], "id long, p string"
+    ).coalesce(1).write.format("delta").partitionBy("p").option(
+        "delta.enableDeletionVectors", "true"
+    ).save(str(root))
+    spark.sql(f"DELETE FROM delta.`{root}` WHERE id = 0")
+    log = root / "_delta_log"
+    actions = [orjson.loads(x) for x in (log / f"{1:020d}.json").read_bytes().splitlines()]
+    with_dv = next(a["add"] for a in actions if "add" in a and a["add"].get("deletionVector"))
+    dv = with_dv["deletionVector"]
+    snap = load_snapshot(open_table(str(root)))
+    plain = next(p for p in snap.adds.paths() if p.startswith(f"p={ODD_VALUES[4]}/"))
+    files = {
+        "abs_add": f"p={ODD_VALUES[4]}/{ODD_NAME}.parquet",
+        "abs_remove": f"p={ODD_VALUES[3]}/{ODD_NAME}.parquet",
+        "abs_dv": f"{ODD_NAME}.bin",
+    }
+    shutil.copy(root / plain, root / files["abs_add"])
+    shutil.copy(root / plain, root / files["abs_remove"])
+    (dv_source,) = [d.file_path() for p, d in snap.adds.deletion_vectors()]
+    shutil.copy(root / str(dv_source), root / files["abs_dv"])
+    now = int(time.time() * 1000)
+    absolute_dv = {
+        **dv,
+        "storageType": "p",
+        "pathOrInlineDv": _hadoop_uri(spark, root / files["abs_dv"]),
+    }
+    entries = [
+        {"commitInfo": {"operation": "deltaguard test: absolute paths"}},
+        {
+            "remove": {
+                "path": with_dv["path"],
+                "deletionVector": dv,
+                "deletionTimestamp": now,
+                "dataChange": True,
+            }
+        },
+        {"add": {**with_dv, "deletionVector": absolute_dv}},
+        {
+            "add": {
+                "path": _hadoop_uri(spark, root / files["abs_add"]),
+                "partitionValues": {"p": ODD_VALUES[4]},
+                "size": (root / plain).stat().st_size,
+                "modificationTime": now,
+                "dataChange": True,
+            }
+        },
+        {
+            "remove": {
+                "path": _hadoop_uri(spark, root / files["abs_remove"]),
+                "deletionTimestamp": now,
+                "dataChange": True,
+            }
+        },
+    ]
+    (log / f"{2:020d}.json").write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
+    return files
+
+
+def _odd_orphans(root: Path) -> set[str]:
+    """A copy of a data file under an :data:`ODD_NAME` in every partition directory."""
+    planted = set()
+    for part in sorted(d for d in root.iterdir() if d.name.startswith("p=")):
+        source = next(part.glob("part-*"))
+        shutil.copy(source, part / f"orphan {ODD_NAME}.parquet")
+        planted.add(f"{part.name}/orphan {ODD_NAME}.parquet")
+    return planted
+
+
+def _rows(spark: Any, root: Path) -> list[tuple[int, str]]:
+    """Every row of the table, read in full: by Spark for the Spark table, by delta-rs for
+    the delta-rs table (each table read by its own writer's reader)."""
+    if root.name == "spark":
+        return sorted((r.id, r.p) for r in spark.read.format("delta").load(str(root)).collect())
+    import deltalake
+
+    table = deltalake.DeltaTable(str(root)).to_pyarrow_table()
+    return sorted(zip(table["id"].to_pylist(), table["p"].to_pylist(), strict=True))
+
+
+def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
+    spark, tmp_path: Path
+) -> None:
+    """Issue 21 item 3: ``#``, ``?``, ``%``, ``+``, spaces and non-ASCII letters in partition
+    values and file names, in relative paths (Spark- and delta-rs-written) and in ``add``,
+    ``remove`` and deletion-vector entries by absolute path inside the root: both engines
+    classify alike and as ``VACUUM ... RETAIN 0 HOURS DRY RUN`` (except the absolute DV file,
+    which VACUUM never protects: docs/orphans.md), and cleanup deletes nothing live."""
+    import deltalake
+    import pyarrow as pa
+
+    from deltaguard.localstack.failed_job import vacuum_dry_run
+    from deltaguard.tools.orphans import execute
+
+    spark_root, rs_root = tmp_path / "spark", tmp_path / "delta-rs"
+    entries = _odd_spark_table(spark, spark_root)
+    for mode, ids in (("append", range(10)), ("overwrite", range(10, 20))):
+        rows = {"id": list(ids), "p": [ODD_VALUES[i % len(ODD_VALUES)] for i in ids]}
+        deltalake.write_deltalake(str(rs_root), pa.table(rows), partition_by=["p"], mode=mode)
+    planted = {root: _odd_orphans(root) for root in (spark_root, rs_root)}
+    before = {root: _rows(spark, root) for root in (spark_root, rs_root)}
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        vacuum = {
+            root: {p for p in vacuum_dry_run(spark, str(root)) if os.path.isfile(p)}
+            for root in (spark_root, rs_root)
+        }
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    for root in (spark_root, rs_root):
+        ours = scan_spark(
+            spark, StoreSpec(str(root)), str(tmp_path / f"r-{root.name}"), retention_ms=0
+        )
+        local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
+        assert _classified(ours.result.candidates) == _classified(local.candidates), root.name
+        found = {
+            f"{root}/{c.path}" for c in local.candidates if c.file_class is not FileClass.RECENT
+        }
+        classes = {c.path: c.file_class for c in local.candidates}
+        assert planted[root] <= {p for p, c in classes.items() if c is FileClass.ORPHAN}
+        if root == spark_root:
+            assert classes[entries["abs_remove"]] is FileClass.EXPIRED_TOMBSTONE
+            assert entries["abs_add"] not in classes and entries["abs_dv"] not in classes
+            # VACUUM would delete the live absolute DV file; we keep it (docs/orphans.md)
+            assert vacuum[root] - found == {f"{root}/{entries['abs_dv']}"}
+            assert found <= vacuum[root]
+        else:
+            assert any(c is FileClass.EXPIRED_TOMBSTONE for c in classes.values())
+            assert found == vacuum[root]
+    # cleanup: the Spark engine through the CLI (the running session), the local engine
+    run = CliRunner().invoke(
+        main,
+        [
+            "orphans",
+            str(spark_root),
+            "--engine",
+            "spark",
+            "--delete",
+            "--yes",
+            "--retention",
+            "0",
+            "--unsafe-retention",
+            "--manifest",
+            str(tmp_path / "m"),
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    store = open_table(str(rs_root))
+    execute(
+        store,
+        scan(store, retention_ms=0),
+        manifest_path=tmp_path / "m.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    for root in (spark_root, rs_root):
+        assert not [p for p in planted[root] if (root / p).exists()]
+        assert _rows(spark, root) == before[root], root.name
+    assert (spark_root / entries["abs_dv"]).exists() and (spark_root / entries["abs_add"]).exists()
+    assert len(before[rs_root]) == 10 and len(before[spark_root]) == 20 - 1 + 4
+
