@@ -563,3 +563,65 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
     assert (spark_root / entries["abs_dv"]).exists() and (spark_root / entries["abs_add"]).exists()
     assert len(before[rs_root]) == 10 and len(before[spark_root]) == 20 - 1 + 4
 
+
+def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
+    spark, localstack, ls_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 item 4, as under spark-submit: the session's Hadoop configuration reaches
+    LocalStack only through per-bucket settings (endpoint, region, path style, keys; the
+    global endpoint points nowhere), and the command has no S3 options and an environment
+    without credentials whose boto3 endpoint points nowhere. The Spark engine lists, plans
+    and deletes through the session's settings; a different ``--endpoint`` is refused."""
+    root = tmp_path / "t"
+    orphans_table(root)
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_table(root, client, ls_bucket, "lake/tbl")
+    uri = f"s3a://{ls_bucket}/lake/tbl"
+    expected = scan(open_table(uri, client=client), retention_ms=0)
+    planned = {c.path for c in expected.of(FileClass.ORPHAN, FileClass.LOG_TEMP)}
+    assert planned
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    per_bucket = {
+        f"fs.s3a.bucket.{ls_bucket}.{key.removeprefix('spark.hadoop.fs.s3a.')}": value
+        for key, value in endpoint.s3_storage().hadoop_conf().items()
+        if key.startswith("spark.hadoop.fs.s3a.") and not key.endswith(".impl")
+    }
+    saved = hadoop.get("fs.s3a.endpoint")
+    for key, value in per_bucket.items():
+        hadoop.set(key, value)
+    hadoop.set("fs.s3a.endpoint", "http://127.0.0.1:1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    args = ["orphans", uri, "--engine", "spark", "--retention", "0", "--unsafe-retention"]
+    args += ["--report-table", str(tmp_path / "report")]
+    try:
+        refused = CliRunner().invoke(main, [*args, "--endpoint", "http://127.0.0.1:9"])
+        run = CliRunner().invoke(
+            main, [*args, "--json", "--delete", "--yes", "--manifest", str(tmp_path / "m")]
+        )
+    finally:
+        for key in per_bucket:
+            hadoop.unset(key)
+        if saved is None:
+            hadoop.unset("fs.s3a.endpoint")
+        else:
+            hadoop.set("fs.s3a.endpoint", saved)
+    assert refused.exit_code == 2, refused.output
+    assert (
+        f"--endpoint http://127.0.0.1:9 differs from the Spark session's fs.s3a.bucket.{ls_bucket}.endpoint"
+        in refused.stderr
+    )
+    assert run.exit_code == 0, run.output
+    doc = orjson.loads(run.stdout)
+    assert {d["path"] for d in doc["cleanup"]["deleted"]} == planned
+    left = {
+        o["Key"].removeprefix("lake/tbl/")
+        for o in client.list_objects_v2(Bucket=ls_bucket, Prefix="lake/tbl/").get("Contents", [])
+    }
+    assert not planned & left
+    snapshot = load_snapshot(open_table(uri, client=client))
+    assert set(snapshot.adds.paths()) <= left
