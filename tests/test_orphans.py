@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
@@ -23,6 +24,7 @@ from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.deltalog.actions import AddFile, parse_action
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.orphans import (
+    FileClass,
     OutsideTableError,
     RetentionTooShortError,
     execute,
@@ -142,6 +144,36 @@ def test_one_path_rule_keeps_literal_hash_question_percent(tmp_path: Path) -> No
 
 
 _ADD = {"partitionValues": {}, "size": 1, "modificationTime": 0, "dataChange": True}
+
+
+def test_absolute_entries_with_hash_and_question_mark_keep_their_files(tmp_path: Path) -> None:
+    """``add`` and ``remove`` entries by absolute, encoded ``file:`` path with ``#``/``?`` in a
+    directory name; the remove's tombstone has left the checkpoint, so only the retained
+    commit 1 still names that file. The local engine keeps the live file, classes the other
+    ``expired-tombstone`` (the old rule cut the decoded path at the ``#``/``?``, saw no
+    retained entry and called it an orphan, which cleanup deletes by default), and cleanup
+    deletes only the orphan."""
+    t = SyntheticTable(tmp_path / "t")
+    t.create(NOW - 10 * DAY)
+    old = NOW - 9 * DAY
+    names = {"live": "p=a #b/live.parquet", "gone": "p=c?d/gone.parquet"}
+    for rel in (*names.values(), "p=a #b/orphan.parquet"):
+        t.write_file(rel, old)
+    uri = {k: f"file:{tmp_path / 't'}/" + quote(v, safe="/=") for k, v in names.items()}
+    t.commit([{"add": {**t.add_action(v, old), "path": uri[k]}} for k, v in names.items()], old)
+    gone = {"path": uri["gone"], "deletionTimestamp": NOW - 8 * DAY, "dataChange": True}
+    t.commit([{"remove": gone}], NOW - 8 * DAY)
+    t.tombstones.clear()  # expired: a checkpoint no longer carries it
+    t.checkpoint()
+    store = open_table(str(tmp_path / "t"))
+    result = scan(store, retention_ms=DAY)
+    assert {c.path: c.file_class for c in result.candidates} == {
+        "p=a #b/orphan.parquet": FileClass.ORPHAN,
+        names["gone"]: FileClass.EXPIRED_TOMBSTONE,
+    }
+    done = execute(store, result, manifest_path=tmp_path / "m.json")
+    assert done.outcome.deleted == ["p=a #b/orphan.parquet"]
+    assert all((tmp_path / "t" / rel).exists() for rel in names.values())
 
 
 def test_containment_refuses_paths_outside_the_root(tmp_path: Path) -> None:
