@@ -268,17 +268,12 @@ def _session_skipping_damaged_files(spark: Any, on: bool) -> Iterator[None]:
             spark.conf.unset(key)
 
 
-@pytest.mark.parametrize(
-    ("damage", "skipping"),
-    [("truncated", False), ("missing-sidecar", False), ("truncated", True)],
-    ids=["truncated", "missing-sidecar", "truncated-session-skips-damaged-files"],
-)
+@pytest.mark.parametrize("damage", ["truncated", "missing-sidecar"])
 def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
-    spark_tables, spark, tmp_path: Path, damage: str, skipping: bool
+    spark_tables, spark, tmp_path: Path, damage: str
 ) -> None:
     """The newest checkpoint is damaged (a truncated parquet; a V2 checkpoint's sidecar
-    gone): both engines skip it for the next older one, say so, and classify alike; also in
-    a session whose settings skip damaged files (the engine's reads of the log never do)."""
+    gone): both engines skip it for the next older one, say so, and classify alike."""
     name = "dv_cdc" if damage == "truncated" else "v2"
     table = copy_table(spark_tables.path(name), tmp_path / name)
     newest = sorted((table / "_delta_log").glob("*.checkpoint*.*"))[-1]
@@ -289,8 +284,7 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
         referenced = [s for s in sidecars if s.name.encode() in _checkpoint_bytes(newest)]
         assert referenced, f"{newest.name} names none of {sidecars}"
         referenced[0].unlink()
-    with _session_skipping_damaged_files(spark, skipping):
-        ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
+    ours = scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
     local = scan(open_table(str(table)), retention_ms=0, now_ms=ours.result.now_ms)
     assert _classified(ours.result.candidates) == _classified(local.candidates)
     assert ours.result.version == local.version
@@ -301,6 +295,37 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
     )
 
 
+def _truncate_a_part(table: Path) -> Path:
+    """Truncates part 2 of 3 (the one holding adds) of the multipart table's checkpoint;
+    returns its first part."""
+    parts = sorted((table / "_delta_log").glob("*.checkpoint.*.parquet"))
+    assert [p.name.split(".")[2] for p in parts] == ["0000000001", "0000000002", "0000000003"]
+    parts[1].write_bytes(parts[1].read_bytes()[:200])
+    return parts[0]
+
+
+def test_spark_engine_never_skips_a_truncated_checkpoint_part(
+    spark_tables, spark, tmp_path: Path
+) -> None:
+    """The part holding the adds of a multi-part checkpoint truncated, in a session whose
+    settings skip damaged files (where a plain ``spark.read`` drops that part silently and
+    its live files look unreferenced): the Spark engine fails naming the part, as the local
+    engine does (which, with commit 0 retained, reads that checkpoint for the references of
+    older versions), instead of classifying without it."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    table = copy_table(spark_tables.path("multipart"), tmp_path / "multipart")
+    _truncate_a_part(table)
+    part = sorted((table / "_delta_log").glob("*.checkpoint.*.parquet"))[1].name
+    with pytest.raises(CorruptLogError, match=part):
+        scan(open_table(str(table)), retention_ms=0)
+    with _session_skipping_damaged_files(spark, True):
+        with pytest.raises((CorruptLogError, PySparkException, Py4JError)) as ours:
+            scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
+    assert part in str(ours.value)
+
+
 def _checkpoint_bytes(path: Path) -> bytes:
     if path.suffix == ".json":
         return path.read_bytes()
@@ -309,18 +334,25 @@ def _checkpoint_bytes(path: Path) -> bytes:
     return str(pq.read_table(path).to_pylist()).encode()
 
 
-@pytest.mark.parametrize("skipping", [False, True], ids=["", "session-skips-damaged-files"])
+@pytest.mark.parametrize(
+    ("name", "skipping"),
+    [("dv_cdc", False), ("multipart", True)],
+    ids=["", "truncated-part-session-skips-damaged-files"],
+)
 def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
-    spark_tables, spark, tmp_path: Path, skipping: bool
+    spark_tables, spark, tmp_path: Path, name: str, skipping: bool
 ) -> None:
     """Every checkpoint damaged and commit 0 cleaned up: both engines refuse with the same
     error; a cleanup planned before the damage deletes nothing (its re-read of the log
-    fails); the same in a session whose settings skip damaged files."""
-    table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
+    fails). The same with one part of a multi-part checkpoint truncated, in a session whose
+    settings skip damaged files."""
+    table = copy_table(spark_tables.path(name), tmp_path / name)
     spec = StoreSpec(str(table))
     planned = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
     files = [c.path for c in planned.result.candidates]
     assert files
+    if name == "multipart":
+        _truncate_a_part(table)
     for checkpoint in (table / "_delta_log").glob("*.checkpoint.parquet"):
         checkpoint.write_bytes(checkpoint.read_bytes()[:200])
     (table / "_delta_log" / f"{0:020d}.json").unlink()

@@ -20,7 +20,7 @@ from deltaguard.tools.deltalog.errors import DeltaLogError, StorageError
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.orphans.spark.listing import list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files
+from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files, strict_file_reads
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
@@ -59,6 +59,14 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
 
 
 def _find(spark: SparkSession, spec: StoreSpec, snap: Snapshot) -> FileFindings:
+    """:func:`__find` with no file read skipping a damaged file
+    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    result and errors."""
+    with strict_file_reads(spark):
+        return __find(spark, spec, snap)
+
+
+def __find(spark: SparkSession, spec: StoreSpec, snap: Snapshot) -> FileFindings:
     from pyspark.sql import functions as F
 
     log = read_log(spark, spec, snap.listing, segment_only=True)

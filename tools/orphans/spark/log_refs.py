@@ -24,13 +24,16 @@ file and the error (a reference we cannot read is one we could miss).
 drop a truncated checkpoint part (or one deleted after listing) silently: its references
 would vanish, the fallback to an older checkpoint would never trigger, and live files would
 look unreferenced. Every read here (the scan's, the re-read before delete, the audit's file
-check) goes through :func:`log_reader`, which sets both data-source options to ``false``;
-a read's options win over the session's settings, so the session is left as it is.
+check) goes through :func:`log_reader`, which sets both data-source options to ``false``,
+and runs inside :func:`strict_file_reads`, which also sets both session settings to ``false``
+until the engine's work is done and then restores them (the options alone are not enough:
+a truncated part of a multi-part checkpoint was still skipped in one of Spark's jobs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +110,27 @@ class SparkLog:
 
 #: The data-source options of every read of the log (see the module docstring).
 STRICT_READ_OPTIONS = {"ignoreCorruptFiles": "false", "ignoreMissingFiles": "false"}
+
+
+#: The session settings :func:`strict_file_reads` turns off.
+SKIPPING_SETTINGS = ("spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles")
+
+
+@contextmanager
+def strict_file_reads(spark: SparkSession) -> Iterator[None]:
+    """Both :data:`SKIPPING_SETTINGS` off in ``spark`` for the block, restored afterwards (the
+    module docstring says why)."""
+    saved = {key: spark.conf.get(key, None) for key in SKIPPING_SETTINGS}
+    for key in SKIPPING_SETTINGS:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def log_reader(spark: SparkSession) -> DataFrameReader:
