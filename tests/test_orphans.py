@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
@@ -20,14 +21,17 @@ from deltaguard.localstack.synthetic_table import (
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog.actions import AddFile, parse_action
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.orphans import (
+    FileClass,
     OutsideTableError,
     RetentionTooShortError,
     execute,
     scan,
 )
 from deltaguard.tools.orphans.deleter import check_contained
-from deltaguard.tools.orphans.rules import hidden_name_rule, relative_to_root
+from deltaguard.tools.orphans.rules import hidden_name_rule
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)
@@ -113,6 +117,63 @@ def test_hidden_rule_and_uri_normalisation(tmp_path: Path) -> None:
     assert relative_to_root("s3://bkt/tbl2/x", s3) is None
     assert relative_to_root("s3://other/tbl/x", s3) is None
     assert relative_to_root("gs://bkt/tbl/x", s3) is None
+
+
+#: Characters a decoded path keeps literally: none of them may end or split it.
+ODD = "a #b?c%41d+e é ü"
+
+
+def test_one_path_rule_keeps_literal_hash_question_percent(tmp_path: Path) -> None:
+    """The one rule (deltaguard.tools.deltalog.paths) on decoded log paths: ``#``, ``?`` and
+    ``%`` are characters of the path, never a fragment, a query or an escape; relative or
+    absolute is decided on the encoded form (``ab%3Ac`` is the relative file ``ab:c``)."""
+    local = open_table(str(tmp_path))
+    for absolute in (f"file://{tmp_path}/p={ODD}/{ODD}", f"file:{tmp_path}/p={ODD}/{ODD}"):
+        assert relative_to_root(absolute, local) == f"p={ODD}/{ODD}"
+    assert relative_to_root(f"{tmp_path}/x/../{ODD}", local) == ODD
+    assert relative_to_root(f"./p={ODD}/x", local) == f"p={ODD}/x"
+    s3 = open_table("s3a://bkt/tbl", client=object())
+    assert relative_to_root(f"s3://bkt/tbl/p={ODD}/{ODD}", s3) == f"p={ODD}/{ODD}"
+    assert relative_to_root(f"s3a://bkt/tbl#/{ODD}", s3) is None  # the prefix tbl#, not tbl
+    assert relative_to_root("s3a://bkt/tbl/a/../../tbl2/x", s3) is None
+    add = parse_action({"add": {**_ADD, "path": "ab%3Ac.parquet"}})
+    assert isinstance(add, AddFile) and relative_to_root(add.path, s3) == "ab:c.parquet"
+    encoded = "s3a://bkt/tbl/p=a%20%23b%3Fc%2541d+e%20%C3%A9/x"
+    add = parse_action({"add": {**_ADD, "path": encoded}})
+    assert isinstance(add, AddFile) and relative_to_root(add.path, s3) == "p=a #b?c%41d+e é/x"
+
+
+_ADD = {"partitionValues": {}, "size": 1, "modificationTime": 0, "dataChange": True}
+
+
+def test_absolute_entries_with_hash_and_question_mark_keep_their_files(tmp_path: Path) -> None:
+    """``add`` and ``remove`` entries by absolute, encoded ``file:`` path with ``#``/``?`` in a
+    directory name; the remove's tombstone has left the checkpoint, so only the retained
+    commit 1 still names that file. The local engine keeps the live file, classes the other
+    ``expired-tombstone`` (the old rule cut the decoded path at the ``#``/``?``, saw no
+    retained entry and called it an orphan, which cleanup deletes by default), and cleanup
+    deletes only the orphan."""
+    t = SyntheticTable(tmp_path / "t")
+    t.create(NOW - 10 * DAY)
+    old = NOW - 9 * DAY
+    names = {"live": "p=a #b/live.parquet", "gone": "p=c?d/gone.parquet"}
+    for rel in (*names.values(), "p=a #b/orphan.parquet"):
+        t.write_file(rel, old)
+    uri = {k: f"file:{tmp_path / 't'}/" + quote(v, safe="/=") for k, v in names.items()}
+    t.commit([{"add": {**t.add_action(v, old), "path": uri[k]}} for k, v in names.items()], old)
+    gone = {"path": uri["gone"], "deletionTimestamp": NOW - 8 * DAY, "dataChange": True}
+    t.commit([{"remove": gone}], NOW - 8 * DAY)
+    t.tombstones.clear()  # expired: a checkpoint no longer carries it
+    t.checkpoint()
+    store = open_table(str(tmp_path / "t"))
+    result = scan(store, retention_ms=DAY)
+    assert {c.path: c.file_class for c in result.candidates} == {
+        "p=a #b/orphan.parquet": FileClass.ORPHAN,
+        names["gone"]: FileClass.EXPIRED_TOMBSTONE,
+    }
+    done = execute(store, result, manifest_path=tmp_path / "m.json")
+    assert done.outcome.deleted == ["p=a #b/orphan.parquet"]
+    assert all((tmp_path / "t" / rel).exists() for rel in names.values())
 
 
 def test_containment_refuses_paths_outside_the_root(tmp_path: Path) -> None:

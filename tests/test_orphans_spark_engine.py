@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,23 @@ def _skipped(notes: list[str]) -> list[str]:
     return [n.split(":")[0] for n in notes if n.startswith("skipped checkpoint")]
 
 
+#: Session settings that make Spark skip damaged or vanished files.
+SKIP_DAMAGED = ("spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles")
+
+
+@contextmanager
+def _session_skipping_damaged_files(spark: Any, on: bool) -> Iterator[None]:
+    """The module's session with both :data:`SKIP_DAMAGED` settings on (``on``), as a user's
+    spark-submit could have them; unset afterwards."""
+    for key in SKIP_DAMAGED if on else ():
+        spark.conf.set(key, "true")
+    try:
+        yield
+    finally:
+        for key in SKIP_DAMAGED:
+            spark.conf.unset(key)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "missing-sidecar"])
 def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
     spark_tables, spark, tmp_path: Path, damage: str
@@ -354,6 +372,37 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
     assert "nothing deleted" not in line and f"{doc['counts']['unknown']} outcome unknown" in line
 
 
+def _truncate_a_part(table: Path) -> Path:
+    """Truncates part 2 of 3 (the one holding adds) of the multipart table's checkpoint;
+    returns its first part."""
+    parts = sorted((table / "_delta_log").glob("*.checkpoint.*.parquet"))
+    assert [p.name.split(".")[2] for p in parts] == ["0000000001", "0000000002", "0000000003"]
+    parts[1].write_bytes(parts[1].read_bytes()[:200])
+    return parts[0]
+
+
+def test_spark_engine_never_skips_a_truncated_checkpoint_part(
+    spark_tables, spark, tmp_path: Path
+) -> None:
+    """The part holding the adds of a multi-part checkpoint truncated, in a session whose
+    settings skip damaged files (where a plain ``spark.read`` drops that part silently and
+    its live files look unreferenced): the Spark engine fails naming the part, as the local
+    engine does (which, with commit 0 retained, reads that checkpoint for the references of
+    older versions), instead of classifying without it."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    table = copy_table(spark_tables.path("multipart"), tmp_path / "multipart")
+    _truncate_a_part(table)
+    part = sorted((table / "_delta_log").glob("*.checkpoint.*.parquet"))[1].name
+    with pytest.raises(CorruptLogError, match=part):
+        scan(open_table(str(table)), retention_ms=0)
+    with _session_skipping_damaged_files(spark, True):
+        with pytest.raises((CorruptLogError, PySparkException, Py4JError)) as ours:
+            scan_spark(spark, StoreSpec(str(table)), str(tmp_path / "r"), retention_ms=0)
+    assert part in str(ours.value)
+
+
 def _checkpoint_bytes(path: Path) -> bytes:
     if path.suffix == ".json":
         return path.read_bytes()
@@ -362,34 +411,43 @@ def _checkpoint_bytes(path: Path) -> bytes:
     return str(pq.read_table(path).to_pylist()).encode()
 
 
+@pytest.mark.parametrize(
+    ("name", "skipping"),
+    [("dv_cdc", False), ("multipart", True)],
+    ids=["", "truncated-part-session-skips-damaged-files"],
+)
 def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
-    spark_tables, spark, tmp_path: Path
+    spark_tables, spark, tmp_path: Path, name: str, skipping: bool
 ) -> None:
     """Every checkpoint damaged and commit 0 cleaned up: both engines refuse with the same
     error; a cleanup planned before the damage deletes nothing (its re-read of the log
-    fails)."""
-    table = copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
+    fails). The same with one part of a multi-part checkpoint truncated, in a session whose
+    settings skip damaged files."""
+    table = copy_table(spark_tables.path(name), tmp_path / name)
     spec = StoreSpec(str(table))
     planned = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
     files = [c.path for c in planned.result.candidates]
     assert files
+    if name == "multipart":
+        _truncate_a_part(table)
     for checkpoint in (table / "_delta_log").glob("*.checkpoint.parquet"):
         checkpoint.write_bytes(checkpoint.read_bytes()[:200])
     (table / "_delta_log" / f"{0:020d}.json").unlink()
     with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as local:
         scan(open_table(str(table)), retention_ms=0)
-    with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as ours:
-        scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
-    assert ours.value.path == local.value.path
-    with pytest.raises(CorruptLogError):
-        execute_spark(
-            spark,
-            spec,
-            planned,
-            manifest_dir=tmp_path / "m",
-            unsafe_retention=True,
-            given_retention=True,
-        )
+    with _session_skipping_damaged_files(spark, skipping):
+        with pytest.raises(CorruptLogError, match="every usable checkpoint is damaged") as ours:
+            scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
+        assert ours.value.path == local.value.path
+        with pytest.raises(CorruptLogError):
+            execute_spark(
+                spark,
+                spec,
+                planned,
+                manifest_dir=tmp_path / "m",
+                unsafe_retention=True,
+                given_retention=True,
+            )
     assert all((table / p).exists() for p in files)
 
 
@@ -436,3 +494,243 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
     codes = {f["code"] for f in ours["findings"]}
     assert {"missing-data-file", "missing-dv-file", "stray-log-file", "external-file"} <= codes
     assert ours["summary"]["missing_data_files"] == 2 and ours["summary"]["missing_dv_files"] == 1
+
+
+#: Partition values and name parts that a decoded path keeps literally.
+ODD_VALUES = ("a #b", "c?d", "e%41f", "g+h", "ké ü")
+ODD_NAME = "x #?%41+ é"
+
+
+def _hadoop_uri(spark: Any, path: Path) -> str:
+    """``path`` as Delta on Spark writes an absolute path into the log (Hadoop's encoding)."""
+    return str(spark._jvm.org.apache.hadoop.fs.Path(f"file:{path}").toUri().toString())
+
+
+def _odd_spark_table(spark: Any, root: Path) -> dict[str, str]:
+    """A Spark table partitioned by :data:`ODD_VALUES` with a deletion vector, then one commit
+    with entries by absolute path: an ``add``, a ``remove`` (a tombstone) and the DV moved to
+    a ``p`` (absolute) descriptor, each file named with :data:`ODD_NAME`. Returns the files
+    those entries name (relative)."""
+    spark.createDataFrame(
+        [(i, ODD_VALUES[i % len(ODD_VALUES)]) for i in range(20)], "id long, p string"
+    ).coalesce(1).write.format("delta").partitionBy("p").option(
+        "delta.enableDeletionVectors", "true"
+    ).save(str(root))
+    spark.sql(f"DELETE FROM delta.`{root}` WHERE id = 0")
+    log = root / "_delta_log"
+    actions = [orjson.loads(x) for x in (log / f"{1:020d}.json").read_bytes().splitlines()]
+    with_dv = next(a["add"] for a in actions if "add" in a and a["add"].get("deletionVector"))
+    dv = with_dv["deletionVector"]
+    snap = load_snapshot(open_table(str(root)))
+    plain = next(p for p in snap.adds.paths() if p.startswith(f"p={ODD_VALUES[4]}/"))
+    files = {
+        "abs_add": f"p={ODD_VALUES[4]}/{ODD_NAME}.parquet",
+        "abs_remove": f"p={ODD_VALUES[3]}/{ODD_NAME}.parquet",
+        "abs_dv": f"{ODD_NAME}.bin",
+    }
+    shutil.copy(root / plain, root / files["abs_add"])
+    shutil.copy(root / plain, root / files["abs_remove"])
+    (dv_source,) = [d.file_path() for p, d in snap.adds.deletion_vectors()]
+    shutil.copy(root / str(dv_source), root / files["abs_dv"])
+    now = int(time.time() * 1000)
+    absolute_dv = {
+        **dv,
+        "storageType": "p",
+        "pathOrInlineDv": _hadoop_uri(spark, root / files["abs_dv"]),
+    }
+    entries = [
+        {"commitInfo": {"operation": "deltaguard test: absolute paths"}},
+        {
+            "remove": {
+                "path": with_dv["path"],
+                "deletionVector": dv,
+                "deletionTimestamp": now,
+                "dataChange": True,
+            }
+        },
+        {"add": {**with_dv, "deletionVector": absolute_dv}},
+        {
+            "add": {
+                "path": _hadoop_uri(spark, root / files["abs_add"]),
+                "partitionValues": {"p": ODD_VALUES[4]},
+                "size": (root / plain).stat().st_size,
+                "modificationTime": now,
+                "dataChange": True,
+            }
+        },
+        {
+            "remove": {
+                "path": _hadoop_uri(spark, root / files["abs_remove"]),
+                "deletionTimestamp": now,
+                "dataChange": True,
+            }
+        },
+    ]
+    (log / f"{2:020d}.json").write_bytes(b"\n".join(orjson.dumps(e) for e in entries) + b"\n")
+    return files
+
+
+def _odd_orphans(root: Path) -> set[str]:
+    """A copy of a data file under an :data:`ODD_NAME` in every partition directory."""
+    planted = set()
+    for part in sorted(d for d in root.iterdir() if d.name.startswith("p=")):
+        source = next(part.glob("part-*"))
+        shutil.copy(source, part / f"orphan {ODD_NAME}.parquet")
+        planted.add(f"{part.name}/orphan {ODD_NAME}.parquet")
+    return planted
+
+
+def _rows(spark: Any, root: Path) -> list[tuple[int, str]]:
+    """Every row of the table, read in full: by Spark for the Spark table, by delta-rs for
+    the delta-rs table (each table read by its own writer's reader)."""
+    if root.name == "spark":
+        return sorted((r.id, r.p) for r in spark.read.format("delta").load(str(root)).collect())
+    import deltalake
+
+    table = deltalake.DeltaTable(str(root)).to_pyarrow_table()
+    return sorted(zip(table["id"].to_pylist(), table["p"].to_pylist(), strict=True))
+
+
+def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
+    spark, tmp_path: Path
+) -> None:
+    """Issue 21 item 3: ``#``, ``?``, ``%``, ``+``, spaces and non-ASCII letters in partition
+    values and file names, in relative paths (Spark- and delta-rs-written) and in ``add``,
+    ``remove`` and deletion-vector entries by absolute path inside the root: both engines
+    classify alike and as ``VACUUM ... RETAIN 0 HOURS DRY RUN`` (except the absolute DV file,
+    which VACUUM never protects: docs/orphans.md), and cleanup deletes nothing live."""
+    import deltalake
+    import pyarrow as pa
+
+    from deltaguard.localstack.failed_job import vacuum_dry_run
+    from deltaguard.tools.orphans import execute
+
+    spark_root, rs_root = tmp_path / "spark", tmp_path / "delta-rs"
+    entries = _odd_spark_table(spark, spark_root)
+    for mode, ids in (("append", range(10)), ("overwrite", range(10, 20))):
+        rows = {"id": list(ids), "p": [ODD_VALUES[i % len(ODD_VALUES)] for i in ids]}
+        deltalake.write_deltalake(str(rs_root), pa.table(rows), partition_by=["p"], mode=mode)
+    planted = {root: _odd_orphans(root) for root in (spark_root, rs_root)}
+    before = {root: _rows(spark, root) for root in (spark_root, rs_root)}
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        vacuum = {
+            root: {p for p in vacuum_dry_run(spark, str(root)) if os.path.isfile(p)}
+            for root in (spark_root, rs_root)
+        }
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    for root in (spark_root, rs_root):
+        ours = scan_spark(
+            spark, StoreSpec(str(root)), str(tmp_path / f"r-{root.name}"), retention_ms=0
+        )
+        local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
+        assert _classified(ours.result.candidates) == _classified(local.candidates), root.name
+        found = {
+            f"{root}/{c.path}" for c in local.candidates if c.file_class is not FileClass.RECENT
+        }
+        classes = {c.path: c.file_class for c in local.candidates}
+        assert planted[root] <= {p for p, c in classes.items() if c is FileClass.ORPHAN}
+        if root == spark_root:
+            assert classes[entries["abs_remove"]] is FileClass.EXPIRED_TOMBSTONE
+            assert entries["abs_add"] not in classes and entries["abs_dv"] not in classes
+            # VACUUM would delete the live absolute DV file; we keep it (docs/orphans.md)
+            assert vacuum[root] - found == {f"{root}/{entries['abs_dv']}"}
+            assert found <= vacuum[root]
+        else:
+            assert any(c is FileClass.EXPIRED_TOMBSTONE for c in classes.values())
+            assert found == vacuum[root]
+    # cleanup: the Spark engine through the CLI (the running session), the local engine
+    run = CliRunner().invoke(
+        main,
+        [
+            "orphans",
+            str(spark_root),
+            "--engine",
+            "spark",
+            "--delete",
+            "--yes",
+            "--retention",
+            "0",
+            "--unsafe-retention",
+            "--manifest",
+            str(tmp_path / "m"),
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    store = open_table(str(rs_root))
+    execute(
+        store,
+        scan(store, retention_ms=0),
+        manifest_path=tmp_path / "m.json",
+        unsafe_retention=True,
+        given_retention=True,
+    )
+    for root in (spark_root, rs_root):
+        assert not [p for p in planted[root] if (root / p).exists()]
+        assert _rows(spark, root) == before[root], root.name
+    assert (spark_root / entries["abs_dv"]).exists() and (spark_root / entries["abs_add"]).exists()
+    assert len(before[rs_root]) == 10 and len(before[spark_root]) == 20 - 1 + 4
+
+
+def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
+    spark, localstack, ls_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 item 4, as under spark-submit: the session's Hadoop configuration reaches
+    LocalStack only through per-bucket settings (endpoint, region, path style, keys; the
+    global endpoint points nowhere), and the command has no S3 options and an environment
+    without credentials whose boto3 endpoint points nowhere. The Spark engine lists, plans
+    and deletes through the session's settings; a different ``--endpoint`` is refused."""
+    root = tmp_path / "t"
+    orphans_table(root)
+    endpoint = localstack.endpoint
+    client = endpoint.s3_client()
+    upload_table(root, client, ls_bucket, "lake/tbl")
+    uri = f"s3a://{ls_bucket}/lake/tbl"
+    expected = scan(open_table(uri, client=client), retention_ms=0)
+    planned = {c.path for c in expected.of(FileClass.ORPHAN, FileClass.LOG_TEMP)}
+    assert planned
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    per_bucket = {
+        f"fs.s3a.bucket.{ls_bucket}.{key.removeprefix('spark.hadoop.fs.s3a.')}": value
+        for key, value in endpoint.s3_storage().hadoop_conf().items()
+        if key.startswith("spark.hadoop.fs.s3a.") and not key.endswith(".impl")
+    }
+    saved = hadoop.get("fs.s3a.endpoint")
+    for key, value in per_bucket.items():
+        hadoop.set(key, value)
+    hadoop.set("fs.s3a.endpoint", "http://127.0.0.1:1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    args = ["orphans", uri, "--engine", "spark", "--retention", "0", "--unsafe-retention"]
+    args += ["--report-table", str(tmp_path / "report")]
+    try:
+        refused = CliRunner().invoke(main, [*args, "--endpoint", "http://127.0.0.1:9"])
+        run = CliRunner().invoke(
+            main, [*args, "--json", "--delete", "--yes", "--manifest", str(tmp_path / "m")]
+        )
+    finally:
+        for key in per_bucket:
+            hadoop.unset(key)
+        if saved is None:
+            hadoop.unset("fs.s3a.endpoint")
+        else:
+            hadoop.set("fs.s3a.endpoint", saved)
+    assert refused.exit_code == 2, refused.output
+    assert (
+        f"--endpoint http://127.0.0.1:9 differs from the Spark session's fs.s3a.bucket.{ls_bucket}.endpoint"
+        in refused.stderr
+    )
+    assert run.exit_code == 0, run.output
+    doc = orjson.loads(run.stdout)
+    assert {d["path"] for d in doc["cleanup"]["deleted"]} == planned
+    left = {
+        o["Key"].removeprefix("lake/tbl/")
+        for o in client.list_objects_v2(Bucket=ls_bucket, Prefix="lake/tbl/").get("Contents", [])
+    }
+    assert not planned & left
+    snapshot = load_snapshot(open_table(uri, client=client))
+    assert set(snapshot.adds.paths()) <= left

@@ -20,6 +20,8 @@ from typing import Any
 
 import orjson
 
+from deltaguard.tools.deltalog.paths import is_absolute
+
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
 
@@ -34,8 +36,16 @@ class MissingFieldError(ActionError):
 
 
 def decode_path(path: str) -> str:
-    """The decoded form of a log path (``a%20b`` -> ``a b``); absolute URIs keep their scheme."""
-    return urllib.parse.unquote(path) if "%" in path else path
+    """The decoded form of a log path (``a%20b`` -> ``a b``); absolute URIs keep their scheme.
+    A relative path whose decoded form would look absolute (``ab%3Ac``) gets a ``./`` prefix:
+    relative or absolute is decided on the encoded form, as Delta does (the rule:
+    :mod:`deltaguard.tools.deltalog.paths`)."""
+    if "%" not in path:
+        return path
+    decoded = urllib.parse.unquote(path)
+    if is_absolute(decoded) and not is_absolute(path):
+        return "./" + decoded
+    return decoded
 
 
 def z85_decode_uuid(text: str) -> uuid.UUID:

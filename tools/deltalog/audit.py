@@ -38,7 +38,7 @@ from deltaguard.tools.deltalog.listing import (
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.paths import relative_to_root, root_prefixes
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
@@ -409,13 +409,12 @@ def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
     """Every live file and deletion vector file must exist: those inside the root against one
     listing (held in this process), those outside it (absolute paths elsewhere:
     ``external-file``) are returned for :func:`record_file_findings`."""
-    prefixes = root_prefixes(store)
     present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
     missing: list[str] = []
     missing_dv: list[tuple[str, str]] = []
     external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
     for path in snap.adds.paths():
-        rel = relative_to_root(path, prefixes)
+        rel = relative_to_root(path, store)
         if rel is None:
             external.append((path, None))
         elif rel not in present:
@@ -424,7 +423,7 @@ def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
         dv_path = dv.file_path()
         if dv_path is None:
             continue  # inline
-        rel = relative_to_root(dv_path, prefixes)
+        rel = relative_to_root(dv_path, store)
         if rel is None:
             external.append((dv_path, path))
         elif rel not in present:

@@ -9,14 +9,13 @@ typed :class:`~deltaguard.tools.deltalog.actions.AddFile` / ``RemoveFile`` value
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltaguard.tools.deltalog.actions import AddFile, DeletionVector, RemoveFile
+from deltaguard.tools.deltalog.actions import AddFile, DeletionVector, RemoveFile, decode_path
 
 FILE_SCHEMA = pa.schema(
     [
@@ -67,8 +66,7 @@ def _decode(paths: pa.Array) -> pa.Array:
     values = paths.to_pylist()
     flags = encoded.to_pylist()
     return pa.array(
-        [urllib.parse.unquote(v) if f else v for v, f in zip(values, flags, strict=True)],
-        pa.string(),
+        [decode_path(v) if f else v for v, f in zip(values, flags, strict=True)], pa.string()
     )
 
 

@@ -63,7 +63,6 @@ from deltaguard.tools.deltalog.paths import (
     is_absolute,
     relative_to_root,
     relativize,
-    root_prefixes,
 )
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
 
@@ -239,8 +238,8 @@ def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int
 class _Reconciler:
     """Newest-wins replay of JSON pieces on top of a checkpoint."""
 
-    def __init__(self, prefixes: tuple[str, ...]) -> None:
-        self.prefixes = prefixes
+    def __init__(self, store: TableStore) -> None:
+        self.store = store
         self.files: dict[str, AddFile | RemoveFile] = {}
         self.protocol: Protocol | None = None
         self.metadata: Metadata | None = None
@@ -277,7 +276,7 @@ class _Reconciler:
         self.commit_info = None
         for action in parsed.actions:
             if isinstance(action, AddFile | RemoveFile):
-                relative = relative_to_root(action.path, self.prefixes)
+                relative = relative_to_root(action.path, self.store)
                 if relative is not None and relative != action.path:
                     action = dataclasses.replace(action, path=relative)
                 dv = action.deletion_vector
@@ -294,10 +293,10 @@ def _merge(
     tail: list[AddFile | RemoveFile],
     touched: pa.Array,
     kind: type,
-    prefixes: tuple[str, ...],
+    store: TableStore,
 ) -> pa.Table:
     if base.num_rows:
-        base = base.set_column(0, "path", relativize(base["path"], prefixes))
+        base = base.set_column(0, "path", relativize(base["path"], store))
     if len(touched) and base.num_rows:
         base = base.filter(pc.invert(pc.is_in(filetable.keys(base), value_set=touched)))
     newer = filetable.from_actions(a for a in tail if isinstance(a, kind))
@@ -410,8 +409,7 @@ def _replay(
     chain: list[JsonPiece],
     skipped: list[tuple[CheckpointRef, str]],
 ) -> Snapshot:
-    prefixes = root_prefixes(store)
-    rec = _Reconciler(prefixes)
+    rec = _Reconciler(store)
     if state is not None:
         for action in state.actions:
             rec.apply_small(action)
@@ -428,8 +426,8 @@ def _replay(
     touched = pa.array(list(rec.files), pa.string())
     base_adds = state.adds if state is not None else filetable.empty()
     base_removes = state.removes if state is not None else filetable.empty()
-    adds = _merge(base_adds, tail, touched, AddFile, prefixes)
-    removes = _merge(base_removes, tail, touched, RemoveFile, prefixes)
+    adds = _merge(base_adds, tail, touched, AddFile, store)
+    removes = _merge(base_removes, tail, touched, RemoveFile, store)
     commit_name = listing.commits.get(target)
     if rec.commit_info is None and commit_name is not None:
         # the snapshot is a checkpoint with no commit after it: its commit still has the

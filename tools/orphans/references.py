@@ -2,7 +2,7 @@
 
 Built on :mod:`deltaguard.tools.deltalog` (issue 5's replay); nothing here parses the log
 format itself. Every path is decoded and relative to the table root (absolute paths inside
-the table are mapped in, paths outside it dropped: :func:`.rules.relative_to_root`), and each
+the table are mapped in, paths outside it dropped: :func:`~deltaguard.tools.deltalog.paths.relative_to_root`), and each
 deletion vector stored in its own file (``u``/``p`` storage) adds the DV file's path.
 
 * :attr:`References.live`: files of the snapshot's adds (and their DV files).
@@ -35,9 +35,9 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_ch
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.deltalog.storage import TableStore
-from deltaguard.tools.orphans.rules import relative_to_root
 
 _READ_WORKERS = 8
 

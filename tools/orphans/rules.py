@@ -6,8 +6,9 @@
   VACUUM never lists below a hidden directory and never deletes a hidden file, so neither do
   we (``_delta_log`` is handled separately, see :mod:`.classify`).
 * **Paths in the log** are URL-encoded URIs, relative to the table root or absolute. They are
-  compared decoded (the store lists decoded names), and an absolute one is mapped into the
-  table only if it names the same bucket (``s3``, ``s3a`` and ``s3n`` are one scheme) or the
+  compared decoded (the store lists decoded names), and mapped into the table by the one rule
+  every reader uses, :func:`deltaguard.tools.deltalog.paths.relative_to_root`: an absolute
+  one only if it names the same bucket (``s3``, ``s3a`` and ``s3n`` are one scheme) or the
   same local directory; anything else is outside the table and ignored, as VACUUM does for
   shallow clones.
 * **Retention**: files younger than the retention window are never candidates, and a window
@@ -16,11 +17,7 @@
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable, Sequence
-
-from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.tools.deltalog.storage import TableStore
 
 #: The shortest retention cleanup accepts without ``unsafe_retention`` (as Iceberg's procedure).
 MIN_SAFE_RETENTION_MS = 24 * 3600 * 1000
@@ -68,22 +65,6 @@ def check_retention(retention_ms: int, unsafe_retention: bool) -> None:
             f"a retention of {retention_ms / 3_600_000:g} hours is under 24 hours: files of a "
             "writer still in flight could be deleted; pass --unsafe-retention to accept that"
         )
-
-
-def relative_to_root(path: str, store: TableStore) -> str | None:
-    """A decoded log path as a path relative to the table root, or None if it points outside
-    the table. Relative paths are returned unchanged (minus a leading ``./``)."""
-    if ":" not in path and not path.startswith("/"):
-        return path.removeprefix("./")  # no scheme, not absolute: the common case, fast
-    parts = urllib.parse.urlsplit(path)
-    if parts.scheme in S3_SCHEMES:
-        return store.relative_of(parts.scheme, parts.netloc, parts.path)
-    if parts.scheme == "file" or path.startswith("/"):
-        local = parts.path if parts.scheme == "file" else path
-        return store.relative_of(parts.scheme, parts.netloc, local)
-    if parts.scheme and len(parts.scheme) > 1:
-        return None  # another filesystem (abfss:, gs:, hdfs:): never this table
-    return path.removeprefix("./")
 
 
 def partition_of(rel_path: str) -> str:

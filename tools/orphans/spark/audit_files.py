@@ -20,7 +20,7 @@ from deltaguard.tools.deltalog.errors import DeltaLogError, StorageError
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.orphans.spark.listing import list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files
+from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files, strict_file_reads
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
@@ -34,17 +34,23 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
     checks the latest version: it raises :class:`DeltaLogError` if the audit's snapshot is
     another version (an older one asked for, or a commit landed between the two reads), and
     :class:`StorageError` naming the cause if a Spark job fails (a failed listing is not a
-    finding)."""
+    finding). Listing uses the session's S3 settings (:mod:`.hadoop_s3`); ``spec``'s options
+    must agree with them."""
 
     def check(_store: TableStore, snap: Snapshot) -> FileFindings:
         from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
 
+        from deltaguard.tools.orphans.spark.hadoop_s3 import SessionSettingsConflict
         from deltaguard.tools.orphans.spark.run import spark_failure
 
         spark = session()
         try:
-            return _find(spark, spec, snap)
+            of_session = StoreSpec.of_session(spark, spec.uri, spec.s3)  # one I/O stack
+        except SessionSettingsConflict as exc:
+            raise StorageError(f"{spec.uri}: {exc}") from None
+        try:
+            return _find(spark, of_session, snap)
         except (PySparkException, Py4JError) as exc:
             why = spark_failure(exc) or str(exc).strip().splitlines()[0]
             raise StorageError(f"{spec.uri}: the Spark file check failed: {why}") from None
@@ -53,6 +59,14 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
 
 
 def _find(spark: SparkSession, spec: StoreSpec, snap: Snapshot) -> FileFindings:
+    """:func:`__find` with no file read skipping a damaged file
+    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    result and errors."""
+    with strict_file_reads(spark):
+        return __find(spark, spec, snap)
+
+
+def __find(spark: SparkSession, spec: StoreSpec, snap: Snapshot) -> FileFindings:
     from pyspark.sql import functions as F
 
     log = read_log(spark, spec, snap.listing, segment_only=True)

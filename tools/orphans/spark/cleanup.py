@@ -48,7 +48,7 @@ from deltaguard.tools.orphans.cleanup import (
 from deltaguard.tools.orphans.deleter import OutsideTableError, check_contained, delete_files
 from deltaguard.tools.orphans.manifest import write_manifest
 from deltaguard.tools.orphans.rules import check_retention
-from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags
+from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
 from deltaguard.tools.orphans.spark.scan import SparkScan, candidate_of, report_frame
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
@@ -109,6 +109,35 @@ def _deleter(spec: StoreSpec) -> Any:
 
 
 def execute_spark(
+    spark: SparkSession,
+    spec: StoreSpec,
+    scan: SparkScan,
+    *,
+    manifest_dir: Path,
+    include_tombstones: bool = False,
+    unsafe_retention: bool = False,
+    given_retention: bool = False,
+    files_per_task: int = 10_000,
+    dynamodb: DynamoDBCheck | None = None,
+) -> dict[str, Any]:
+    """:func:`_execute_spark` with no file read skipping a damaged file
+    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    result and errors."""
+    with strict_file_reads(spark):
+        return _execute_spark(
+            spark,
+            spec,
+            scan,
+            manifest_dir=manifest_dir,
+            include_tombstones=include_tombstones,
+            unsafe_retention=unsafe_retention,
+            given_retention=given_retention,
+            files_per_task=files_per_task,
+            dynamodb=dynamodb,
+        )
+
+
+def _execute_spark(
     spark: SparkSession,
     spec: StoreSpec,
     scan: SparkScan,

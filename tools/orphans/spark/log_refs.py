@@ -11,18 +11,29 @@ them in one process:
   as the JSON log does);
 * executors parse each line with the local engine's action parser
   (:func:`~deltaguard.tools.deltalog.actions.parse_action`) and map paths into the table with
-  :func:`~deltaguard.tools.orphans.rules.relative_to_root` and deletion vectors to their files;
+  :func:`~deltaguard.tools.deltalog.paths.relative_to_root` and deletion vectors to their files;
 * the snapshot is reconciled in Spark: newest version wins per ``(path, DV id)`` over the
   snapshot's checkpoint and the commits after it.
 
 Only the log listing (file names in ``_delta_log``), the newest metadata and protocol, and the
 names of sidecars reach the driver. A line that is not a valid action fails the job with the
 file and the error (a reference we cannot read is one we could miss).
+
+**No read of the log skips a damaged file.** A session with
+``spark.sql.files.ignoreCorruptFiles`` or ``spark.sql.files.ignoreMissingFiles`` on would
+drop a truncated checkpoint part (or one deleted after listing) silently: its references
+would vanish, the fallback to an older checkpoint would never trigger, and live files would
+look unreferenced. Every read here (the scan's, the re-read before delete, the audit's file
+check) goes through :func:`log_reader`, which sets both data-source options to ``false``,
+and runs inside :func:`strict_file_reads`, which also sets both session settings to ``false``
+until the engine's work is done and then restores them (the options alone are not enough:
+a truncated part of a multi-part checkpoint was still skipped in one of Spark's jobs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,17 +58,17 @@ from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import (
     DEFAULT_DELETED_FILE_RETENTION_MS,
     parse_interval_ms,
     unreconstructable,
 )
 from deltaguard.tools.orphans.references import checkpoints_besides
-from deltaguard.tools.orphans.rules import relative_to_root
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (-1: outside the snapshot's segment), deletion timestamp, and whether the path /
@@ -95,6 +106,37 @@ class SparkLog:
     def retention_ms(self) -> int:
         value = self.metadata.configuration.get("delta.deletedFileRetentionDuration")
         return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
+
+
+#: The data-source options of every read of the log (see the module docstring).
+STRICT_READ_OPTIONS = {"ignoreCorruptFiles": "false", "ignoreMissingFiles": "false"}
+
+
+#: The session settings :func:`strict_file_reads` turns off.
+SKIPPING_SETTINGS = ("spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles")
+
+
+@contextmanager
+def strict_file_reads(spark: SparkSession) -> Iterator[None]:
+    """Both :data:`SKIPPING_SETTINGS` off in ``spark`` for the block, restored afterwards (the
+    module docstring says why)."""
+    saved = {key: spark.conf.get(key, None) for key in SKIPPING_SETTINGS}
+    for key in SKIPPING_SETTINGS:
+        spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def log_reader(spark: SparkSession) -> DataFrameReader:
+    """A reader for log files that fails on a damaged or vanished file, whatever the session's
+    ``spark.sql.files.ignoreCorruptFiles``/``ignoreMissingFiles`` say."""
+    return spark.read.options(**STRICT_READ_OPTIONS)
 
 
 def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
@@ -206,8 +248,10 @@ def _json_lines(
     segment includes it (``versions``: file name -> (version, in segment))."""
     from pyspark.sql import functions as F
 
-    df = spark.read.text(paths).select(
-        F.col("value").alias("line"), F.input_file_name().alias("file")
+    df = (
+        log_reader(spark)
+        .text(paths)
+        .select(F.col("value").alias("line"), F.input_file_name().alias("file"))
     )
     by_name = spark.createDataFrame(
         [(name, v, seg) for name, (v, seg) in versions.items()],
@@ -227,7 +271,7 @@ def _parquet_lines(
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(*paths)
+    df = log_reader(spark).parquet(*paths)
     present = [c for c in (*_FILE_ACTIONS, *_SMALL) if c in df.columns]
     line = F.coalesce(
         *[

@@ -32,7 +32,7 @@ from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retenti
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.log_refs import segment
 from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
-from deltaguard.tools.orphans.spark.session import engine_session
+from deltaguard.tools.orphans.spark.session import engine_session, session_running
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.state_dir import default_manifest_path
 
@@ -79,7 +79,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
     s3 = S3Options(req.endpoint, req.region, req.path_style)
     stamp = datetime.now(UTC)
-    spec = StoreSpec(req.table, s3)
+    spec = StoreSpec(req.table, s3)  # until the session is known: see below
     report = options.report_table or str(
         default_manifest_path(req.table, stamp).with_suffix(".report.parquet")
     )
@@ -88,10 +88,12 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
-        segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
+        if not session_running():  # the session will be built from the command's options
+            segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
         spark = engine_session(
             req.table, s3, master=options.master, driver_memory=options.driver_memory
         )
+        spec = StoreSpec.of_session(spark, req.table, s3)  # one I/O stack: .hadoop_s3
         if not req.as_json:
             err.print(f"scanning {req.table} with Spark ({spark.sparkContext.master})")
         scan = scan_spark(
@@ -102,6 +104,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             max_report_files=options.max_report_files,
             dynamodb=req.dynamodb,
         )
+        if spec.note:
+            scan.result.notes.append(spec.note)
         if req.delete:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
         planned = sum(scan.totals[c]["files"] for c in _classes(req))

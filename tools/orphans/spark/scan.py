@@ -29,7 +29,7 @@ from deltaguard.tools.orphans.classify import (
 )
 from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags
+from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.orphans.streaming import (
     CHECKPOINT_MARKER_REGEX,
@@ -101,6 +101,31 @@ def candidate_of(row: Any) -> Candidate:
 
 
 def scan_spark(
+    spark: SparkSession,
+    spec: StoreSpec,
+    report_path: str,
+    *,
+    retention_ms: int | None = None,
+    now_ms: int | None = None,
+    max_report_files: int = DEFAULT_MAX_REPORT_FILES,
+    dynamodb: DynamoDBCheck | None = None,
+) -> SparkScan:
+    """:func:`_scan_spark` with no file read skipping a damaged file
+    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    result and errors."""
+    with strict_file_reads(spark):
+        return _scan_spark(
+            spark,
+            spec,
+            report_path,
+            retention_ms=retention_ms,
+            now_ms=now_ms,
+            max_report_files=max_report_files,
+            dynamodb=dynamodb,
+        )
+
+
+def _scan_spark(
     spark: SparkSession,
     spec: StoreSpec,
     report_path: str,

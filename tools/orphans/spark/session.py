@@ -5,7 +5,9 @@ it is: its preset and cluster settings came with the submit (``--properties-file
 spark_conf/presets/<name>.properties``). Otherwise a local session is built with
 :func:`deltaguard.spark_conf.session.build_spark_session`: the ``local`` preset for a table on
 local disk, ``s3-conditional`` with the command's endpoint, region and path-style options for
-``s3://``/``s3a://`` tables (credentials: S3A's and boto3's default chains).
+``s3://``/``s3a://`` tables (credentials: S3A's and boto3's default chains). Either way the
+executors list and delete with the S3 settings of the session's Hadoop configuration
+(:mod:`.hadoop_s3`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ from deltaguard.tools.deltalog.storage import S3Options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+def session_running() -> bool:
+    """True if this process already has a session, or runs under ``spark-submit``: then
+    :func:`engine_session` uses it as it is and the command's S3 options configure nothing."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return True
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
 
 
 def engine_session(

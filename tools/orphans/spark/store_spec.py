@@ -4,23 +4,56 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
+from deltaguard.tools.orphans.spark.hadoop_s3 import Credentials, session_s3
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
 class StoreSpec:
-    """The table root and the S3 options: what an executor needs to open the same
-    :class:`~deltaguard.tools.deltalog.storage.TableStore` as the driver (credentials come from
-    the executor's environment, boto3's default chain)."""
+    """The table root, the S3 options and the credentials: what an executor needs to open
+    the same :class:`~deltaguard.tools.deltalog.storage.TableStore` as the driver. Built from
+    the session with :meth:`of_session`; ``credentials`` None means boto3's default chain in
+    the executor's environment. ``note``: what the report should say about the credentials."""
 
     uri: str
     s3: S3Options = field(default_factory=S3Options)
+    credentials: Credentials | None = None
+    note: str | None = field(default=None, compare=False)
 
     def open(self) -> TableStore:
         return _open(self)
 
+    @classmethod
+    def of_session(cls, spark: SparkSession, uri: str, cli: S3Options) -> StoreSpec:
+        """The spec whose S3 client matches the session's Hadoop configuration (one I/O stack:
+        :mod:`.hadoop_s3`). Raises
+        :class:`~deltaguard.tools.orphans.spark.hadoop_s3.SessionSettingsConflict` if the
+        command's options ``cli`` disagree with it."""
+        settings = session_s3(spark, uri, cli)
+        if settings is None:
+            return cls(uri, cli)
+        return cls(uri, settings.s3, settings.credentials, settings.note)
+
 
 @functools.lru_cache(maxsize=8)
 def _open(spec: StoreSpec) -> TableStore:
-    return open_table(spec.uri, spec.s3)
+    if spec.credentials is None:
+        return open_table(spec.uri, spec.s3)
+    from deltaguard.logstore.clients import ClientPolicy, s3_client
+
+    creds = spec.credentials
+    client = s3_client(
+        spec.s3.endpoint,
+        spec.s3.region,
+        creds.access_key,
+        creds.secret_key,
+        creds.session_token,
+        path_style=spec.s3.path_style,
+        policy=ClientPolicy.READ,
+    )
+    return open_table(spec.uri, spec.s3, client=client)
