@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The prefix of S3A's Hadoop settings (``fs.s3a.endpoint``, ...).
+S3A_PREFIX = "fs.s3a."
+
+
+def s3a_keys(name: str, bucket: str) -> tuple[str, str]:
+    """The Hadoop keys that give S3A setting ``name`` (``endpoint``, ``access.key``, ...) for
+    ``bucket``, in S3A's order: ``fs.s3a.bucket.<bucket>.<name>`` overrides ``fs.s3a.<name>``."""
+    return (f"{S3A_PREFIX}bucket.{bucket}.{name}", f"{S3A_PREFIX}{name}")
+
 
 @dataclass(frozen=True)
 class LocalStorage:

@@ -7,12 +7,12 @@ reach the same objects with the same identity, so the boto3 client is configured
 Hadoop configuration the log is read with, under ``spark-submit`` as in a session the command
 builds itself:
 
-* endpoint ``fs.s3a.endpoint`` (without a scheme: ``https://`` unless
-  ``fs.s3a.connection.ssl.enabled`` is ``false``), region ``fs.s3a.endpoint.region``,
-  path-style ``fs.s3a.path.style.access``, keys ``fs.s3a.access.key``/``secret.key``/
-  ``session.token``; each ``fs.s3a.bucket.<bucket>.<name>`` overrides ``fs.s3a.<name>``
-  (S3A's per-bucket rule);
-* credentials providers (``fs.s3a.aws.credentials.provider``): the key providers (Simple,
+* of S3A's settings (the ``fs.s3a.`` keys, named here without that prefix; the key names and
+  S3A's per-bucket override rule are :func:`deltaguard.spark_conf.storage.s3a_keys`): the
+  endpoint ``endpoint`` (without a scheme: ``https://`` unless ``connection.ssl.enabled`` is
+  ``false``), region ``endpoint.region``, path-style ``path.style.access``, keys
+  ``access.key``/``secret.key``/``session.token``;
+* credentials providers (``aws.credentials.provider``): the key providers (Simple,
   Temporary) use the keys above; providers of the SDK's default chain (environment, profile,
   container, instance role) are boto3's default chain, which reads the same sources; any other
   provider (assumed roles, custom classes) cannot be mapped: boto3's default chain is used
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
+from deltaguard.spark_conf.storage import s3a_keys
 from deltaguard.tools.deltalog.storage import S3Options
 
 if TYPE_CHECKING:
@@ -83,12 +84,13 @@ def s3a_settings(get: Callable[[str], str | None], bucket: str) -> HadoopS3:
     sources: dict[str, str] = {}
 
     def value(name: str) -> str | None:
-        for key in (f"fs.s3a.bucket.{bucket}.{name}", f"fs.s3a.{name}"):
+        keys = s3a_keys(name, bucket)
+        for key in keys:
             found = get(key)
             if found is not None and found.strip():
                 sources[name] = key
                 return found.strip()
-        sources[name] = f"fs.s3a.{name}"
+        sources[name] = keys[-1]
         return None
 
     endpoint = value("endpoint")
