@@ -67,6 +67,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         app_name="orphans-spark-engine",
         master="local[2]",
         local_dir=tmp_path_factory.mktemp("spark-engine"),
+        # Also as executor settings: a JVM that an earlier module's session launched (pyspark
+        # keeps one per process) does not have this environment.
+        extra_conf={f"spark.executorEnv.{k}": v for k, v in creds.items()},
     )
     yield session
     session.stop()
