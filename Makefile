@@ -79,13 +79,15 @@ test-java: ## the JUnit suite of logstore/, once per SDK generation
 	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
 	done
 
-test: setup test-java  ## set everything up, run every test (JUnit, then pytest; prints the wall time)
-	@bash .ci/timed-tests
+# Tests marked `long` (the long variants of races, soaks and property tests) run in `make soak`;
+# `make test` runs their short variants.
+test: setup test-java  ## set everything up, run every test but the long variants (JUnit, then pytest; prints the wall time)
+	@bash .ci/timed-tests -m "not long"
 
 # Everything that needs no Spark JVM (the CLI, the Python LogStores, audit and orphans on
 # synthetic tables, the test-bed servers): a few minutes.
 test-fast: venv jar localstack  ## the tests that need no Spark JVM (a few minutes)
-	@bash .ci/timed-tests -m "not spark"
+	@bash .ci/timed-tests -m "not spark and not long"
 
 lint: venv  ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
@@ -101,7 +103,8 @@ wheel: jar  ## build the wheel (plugin jar inside) into dist/
 # The soak (docs/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
 # line is its summary. Longer: make soak SOAK_DURATION=3600; more options: SOAK_ARGS (see --help).
 SOAK_DURATION ?= 900
-soak: setup  ## set everything up, run the soak on LocalStack (15 min; SOAK_DURATION=seconds), then the long rolling migration
+soak: setup  ## set everything up, run the long test variants, the soak on LocalStack (15 min; SOAK_DURATION=seconds), then the long rolling migration
+	@bash .ci/timed-tests -m long
 	$(PY) -m deltaguard.localstack.soak --duration $(SOAK_DURATION) $(SOAK_ARGS)
 	$(PY) -m deltaguard.localstack.migration --long --workdir $(DELTAGUARD_CACHE)/migration-run
 
