@@ -112,7 +112,7 @@ soak: setup  ## set everything up, run the long test variants, the soak on Local
 bench-classes: ## compile the JVM benchmark tool (test code of logstore/)
 	$(MVN) -q -f logstore/pom.xml -P sdk2 test-compile
 
-# One section only, keeping the others' latest results: make bench BENCH_ARGS="--only throughput".
+# Some sections only, keeping the others' latest results: make bench BENCH_ARGS="--only throughput,streaming".
 bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + markdown in bench/results)
 	$(PY) -m bench $(BENCH_ARGS)
 

@@ -34,13 +34,15 @@ from deltaguard.tools.fanout.writer import (
     _TableGate,
 )
 
-ENTITIES = 20
-BATCHES = 5
+ENTITIES = 10
+BATCHES = 4
 ROWS = 4
 #: Tables that exist before the job (created by deltaguard's Python writer).
-EXISTING = range(10)
-#: Entities that gain a `note` attribute from batch 2 on: 5-9 existing, 10-14 new.
-EVOLVING = range(5, 15)
+EXISTING = range(5)
+#: Entities that gain a `note` attribute from batch 2 on: 3-4 existing, 5-7 new.
+EVOLVING = range(3, 8)
+#: The example job is killed once this many of its ENTITIES x BATCHES commits landed.
+KILL_AFTER = 16
 
 
 # --- contracts that need no Spark -------------------------------------------------------------
@@ -203,9 +205,9 @@ def _create_existing_tables(endpoint, root: str) -> None:
 def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
     localstack, ls_bucket, tmp_path
 ):
-    """20 tables x 5 batches (10 tables new, 10 existing; 10 gain a column in batch 2) through
-    the example job under spark-submit with the s3-conditional preset. Killed (SIGKILL) after 40
-    of its 100 commits, re-run with the same run version: every row exactly once."""
+    """10 tables x 4 batches (5 tables new, 5 existing; 5 gain a column in batch 2) through
+    the example job under spark-submit with the s3-conditional preset. Killed (SIGKILL) after 16
+    of its 40 commits, re-run with the same run version: every row exactly once."""
     endpoint = localstack.endpoint
     root = f"s3a://{ls_bucket}/entities"
     batches = [[r for e in range(ENTITIES) for r in _records(e, b)] for b in range(BATCHES)]
@@ -222,13 +224,13 @@ def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
     first = fanout_run.start_job(props, endpoint, args, first_log)
     kill_when(
         first,
-        lambda: fanout_run.count_commits(endpoint, root) - pre_existing >= 40,
+        lambda: fanout_run.count_commits(endpoint, root) - pre_existing >= KILL_AFTER,
         first_log,
         timeout_s=600,
     )
     time.sleep(2)  # nothing may commit after the kill: the count must stay put
     committed_by_first = fanout_run.count_commits(endpoint, root) - pre_existing
-    assert 40 <= committed_by_first < ENTITIES * BATCHES, "killed half way"
+    assert KILL_AFTER <= committed_by_first < ENTITIES * BATCHES, "killed half way"
     time.sleep(1)
     assert fanout_run.count_commits(endpoint, root) - pre_existing == committed_by_first
 

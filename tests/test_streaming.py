@@ -12,7 +12,7 @@
 - foreachBatch fan-out to three tables (txnAppId = query id, txnVersion = batch id), killed
   between two tables' commits of one micro-batch: the re-run skips the table that has it.
 
-Small sizes (4 micro-batches of 5 rows per query); ``make soak`` has longer runs.
+Small sizes (3 micro-batches of 5 rows per query); ``make soak`` has longer runs.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from deltaguard.localstack.streams import (
 from deltaguard.spark_conf.spark_lines import by_name
 
 pytestmark = pytest.mark.spark
-FILES, ROWS_PER_FILE, BATCH_APPENDS, BATCH_ROWS = 4, 5, 4, 5
+FILES, ROWS_PER_FILE, BATCH_APPENDS, BATCH_ROWS = 3, 5, 3, 5
 
 
 def _assert_exactly_once(
