@@ -34,12 +34,14 @@ $(UV):
 PACKAGE_FILES := $(shell find logstore/python spark_conf tools localstack -name '*.py' -o -name py.typed 2>/dev/null | sort)
 # It links package data too, as it finds it when it is made: the plugin jars are built first
 # (and a rebuilt jar re-links), or the installed package would carry none.
-$(VENV)/.installed: pyproject.toml VERSION $(PACKAGE_FILES) $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1) $(UV)
+# The test bed (localstack/) is a second, development-only distribution installed editable
+# next to it (its link tree: localstack/build/__editable__.*); the wheel carries the product only.
+$(VENV)/.installed: pyproject.toml localstack/pyproject.toml VERSION $(PACKAGE_FILES) $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1) $(UV)
 	$(UV) venv -q --allow-existing -p python3.11 $(VENV)
-	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[spark,test,dev]' --config-settings editable_mode=strict
+	VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q -e '.[spark,test,dev]' -e ./localstack --config-settings editable_mode=strict
 	touch $@
 
-venv: $(VENV)/.installed  ## the project virtualenv (.venv, strict editable install with the spark, test and dev extras)
+venv: $(VENV)/.installed  ## the project virtualenv (.venv, strict editable install with the spark, test and dev extras, and the test bed)
 
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
@@ -93,11 +95,14 @@ lint: venv  ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# mypy reads the package through the strict editable install's link tree (laid out as imports).
-typecheck: venv  ## mypy (strict) on the deltaguard package, with boto3 stubs
-	MYPYPATH=build/__editable__.deltaguard-$(VERSION)-py3-none-any $(VENV)/bin/mypy -p deltaguard
+# mypy reads the package through the strict editable installs' link trees (laid out as imports):
+# the product's and the test bed's. mypy does not join a namespace package across MYPYPATH
+# entries, so the test bed is named on its own (-p deltaguard alone would skip it).
+TYPECHECK_PATH := build/__editable__.deltaguard-$(VERSION)-py3-none-any:localstack/build/__editable__.deltaguard_testbed-0-py3-none-any
+typecheck: venv  ## mypy (strict) on the deltaguard package and the test bed, with boto3 stubs
+	MYPYPATH=$(TYPECHECK_PATH) $(VENV)/bin/mypy -p deltaguard -p deltaguard.localstack
 
-wheel: jar  ## build the wheel (plugin jar inside) into dist/
+wheel: jar  ## build the wheel (the product: plugin jars inside, no test bed) into dist/
 	$(UV) build --wheel -q -o dist .
 
 # The soak (docs/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
@@ -117,4 +122,4 @@ bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + mar
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## remove the venv, build outputs and the packaged jar
-	rm -rf $(VENV) logstore/target logstore/python/jars build dist *.egg-info
+	rm -rf $(VENV) logstore/target logstore/python/jars build localstack/build dist *.egg-info localstack/*.egg-info

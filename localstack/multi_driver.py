@@ -428,65 +428,32 @@ def run_multi_driver_rounds(
     if writers == 0:
         for t in tables:
             _create_table_with_python(t, writer_endpoint_url, logstore, dynamodb_table)
-    conf_args: list[str] = []
-    if spark_conf is not None:
-        conf_path = workdir / f"{run_id}-spark-conf.json"
-        conf_path.parent.mkdir(parents=True, exist_ok=True)
-        conf_path.write_text(json.dumps(spark_conf, indent=1))
-        conf_args = ["--conf-json", str(conf_path)]
     barrier_dir = workdir / f"{run_id}-barrier"
     if start_together:
         barrier_dir.mkdir(parents=True)
-
-    def one(writer: int) -> dict[str, Any]:
-        if writer < writers:
-            engine = "spark"
-        elif writer < writers + python_writers:
-            engine = "python"
-        else:
-            engine = "delta-rs"
-        args = [
-            "append",
-            "--engine",
-            engine,
-            "--table",
-            table,
-            *store_args,
-            "--writer",
-            str(writer),
-            "--appends",
-            str(appends),
-            "--rows",
-            str(rows),
-            "--rounds",
-            str(rounds),
-            "--run-id",
-            run_id,
-            "--local-dir",
-            str(workdir / f"spark-w{writer}"),
-        ]
-        if writer_endpoint_url:
-            args += ["--endpoint", writer_endpoint_url]
-        if engine == "spark":
-            args += conf_args
-        if start_together:
-            args += ["--barrier-dir", str(barrier_dir)]
-        python = pythons[writer] if pythons and writer < writers else None
-        return _run_job(args, workdir / f"{run_id}-writer{writer}.log", timeout_s, python)
-
-    total = writers + python_writers + deltars_writers
-    with ThreadPoolExecutor(max_workers=total) as pool:
-        futures = [pool.submit(one, w) for w in range(total)]
-        if start_together:
-            _release_rounds(barrier_dir, total, rounds, futures, timeout_s, on_all_ready)
-        reports = [f.result() for f in futures]  # every future is read: no failure is hidden
+    plan = _WriterPlan(
+        table=table,
+        run_id=run_id,
+        store_args=store_args,
+        conf_args=_spark_conf_args(spark_conf, workdir / f"{run_id}-spark-conf.json"),
+        barrier_dir=barrier_dir if start_together else None,
+        writer_endpoint_url=writer_endpoint_url,
+        spark_writers=writers,
+        python_writers=python_writers,
+        deltars_writers=deltars_writers,
+        appends=appends,
+        rows=rows,
+        rounds=rounds,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        pythons=pythons,
+    )
+    reports = _run_writers(plan, on_all_ready)
     results = []
     for round_no, round_table in enumerate(tables):
         round_reports = [r["rounds"][round_no] if rounds > 1 else r for r in reports]
         if verify_with_deltars:
-            if not reader_endpoint_url:
-                raise ValueError("the delta-rs verifier reads S3 only: give reader_endpoint_url")
-            verified = verify_table_deltars(round_table, reader_endpoint_url)
+            verified = _verify_round_deltars(round_table, reader_endpoint_url)
         else:
             verified = verify_table(
                 round_table,
@@ -499,7 +466,7 @@ def run_multi_driver_rounds(
         results.append(
             MultiDriverResult(
                 logstore=logstore.value,
-                writers=total,
+                writers=plan.total,
                 appends_per_writer=appends,
                 rows_per_append=rows,
                 run_id=run_id,
@@ -509,3 +476,107 @@ def run_multi_driver_rounds(
             )
         )
     return results
+
+
+def _verify_round_deltars(table: str, reader_endpoint_url: str | None) -> dict[str, Any]:
+    if not reader_endpoint_url:
+        raise ValueError("the delta-rs verifier reads S3 only: give reader_endpoint_url")
+    return verify_table_deltars(table, reader_endpoint_url)
+
+
+def _spark_conf_args(spark_conf: dict[str, str] | None, conf_path: Path) -> list[str]:
+    """The Spark writers' arguments for explicit settings (none without ``spark_conf``): the
+    settings are written to ``conf_path`` as JSON, which ``--conf-json`` names."""
+    if spark_conf is None:
+        return []
+    conf_path.parent.mkdir(parents=True, exist_ok=True)
+    conf_path.write_text(json.dumps(spark_conf, indent=1))
+    return ["--conf-json", str(conf_path)]
+
+
+@dataclass(frozen=True)
+class _WriterPlan:
+    """What every writer process of one :func:`run_multi_driver_rounds` call runs: writers
+    ``0 .. spark_writers-1`` are Spark drivers, the next ``python_writers`` commit with
+    deltaguard's Python writer, the last ``deltars_writers`` with delta-rs."""
+
+    table: str
+    run_id: str
+    store_args: list[str]
+    #: Extra arguments of the Spark writers only (``--conf-json``).
+    conf_args: list[str]
+    #: The start barrier's directory, or None without one.
+    barrier_dir: Path | None
+    writer_endpoint_url: str | None
+    spark_writers: int
+    python_writers: int
+    deltars_writers: int
+    appends: int
+    rows: int
+    rounds: int
+    workdir: Path
+    timeout_s: float
+    #: ``pythons[i]``: Spark writer i's interpreter (None: this one).
+    pythons: list[str] | None
+
+    @property
+    def total(self) -> int:
+        return self.spark_writers + self.python_writers + self.deltars_writers
+
+    def engine(self, writer: int) -> str:
+        if writer < self.spark_writers:
+            return "spark"
+        if writer < self.spark_writers + self.python_writers:
+            return "python"
+        return "delta-rs"
+
+    def args(self, writer: int) -> list[str]:
+        """``append_job append``'s arguments for ``writer``."""
+        engine = self.engine(writer)
+        args = [
+            "append",
+            "--engine",
+            engine,
+            "--table",
+            self.table,
+            *self.store_args,
+            "--writer",
+            str(writer),
+            "--appends",
+            str(self.appends),
+            "--rows",
+            str(self.rows),
+            "--rounds",
+            str(self.rounds),
+            "--run-id",
+            self.run_id,
+            "--local-dir",
+            str(self.workdir / f"spark-w{writer}"),
+        ]
+        if self.writer_endpoint_url:
+            args += ["--endpoint", self.writer_endpoint_url]
+        if engine == "spark":
+            args += self.conf_args
+        if self.barrier_dir is not None:
+            args += ["--barrier-dir", str(self.barrier_dir)]
+        return args
+
+    def run(self, writer: int) -> dict[str, Any]:
+        """Runs ``writer``'s process to its end; its report."""
+        python = self.pythons[writer] if self.pythons and writer < self.spark_writers else None
+        log_path = self.workdir / f"{self.run_id}-writer{writer}.log"
+        return _run_job(self.args(writer), log_path, self.timeout_s, python)
+
+
+def _run_writers(
+    plan: _WriterPlan, on_all_ready: Callable[[], None] | None
+) -> list[dict[str, Any]]:
+    """Every writer of ``plan`` at once (released round by round through the start barrier,
+    if it has one); their reports, in writer order."""
+    with ThreadPoolExecutor(max_workers=plan.total) as pool:
+        futures = [pool.submit(plan.run, w) for w in range(plan.total)]
+        if plan.barrier_dir is not None:
+            _release_rounds(
+                plan.barrier_dir, plan.total, plan.rounds, futures, plan.timeout_s, on_all_ready
+            )
+        return [f.result() for f in futures]  # every future is read: no failure is hidden

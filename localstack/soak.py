@@ -378,70 +378,32 @@ def _longest_operations(ops: dict[str, Operation]) -> dict[str, float]:
     return {engine: round(seconds, 1) for engine, seconds in sorted(longest.items())}
 
 
-def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResult:
-    """Runs the soak against ``upstream`` (a running S3 server); see the module docstring."""
-    rng = random.Random(config.seed)
-    bucket = f"soak-{uuid.uuid4().hex[:8]}"
-    tables = _create_tables(upstream, bucket, config.tables)
-    stop_file = workdir / "STOP"
-    ledgers = workdir / "ledgers"
-    problems: list[str] = []
-    kills = 0
-    engines = {
-        "spark": config.spark_writers,
-        "python": config.python_writers,
-        "deltars": config.deltars_writers,
-    }
-    with ExitStack() as stack:
-        proxies: dict[str, FaultProxy] = {}
-        for i, engine in enumerate([*engines, "tools"]):
-            proxy = stack.enter_context(FaultProxy(upstream, workdir, seed=config.seed * 10 + i))
-            proxy.set_rules(fault_rules(config.fault_rate, lost_responses=engine != "deltars"))
-            proxies[engine] = proxy
-        workers = [
-            _Worker(
-                f"{engine}{n}",
-                engine,
-                [
-                    "--engine",
-                    engine,
-                    "--writer",
-                    f"{engine}{n}",
-                    "--tables",
-                    ",".join(tables),
-                    "--endpoint",
-                    proxies[engine].endpoint.url,
-                    "--ledger",
-                    str(ledgers / f"{engine}{n}.jsonl"),
-                    "--stop-file",
-                    str(stop_file),
-                    "--seed",
-                    str(config.seed),
-                    "--pause",
-                    str(0.2 if engine == "spark" else config.light_writer_pause_s),
-                    "--local-dir",
-                    str(workdir / f"spark-{engine}{n}"),
-                ],
-                workdir / f"{engine}{n}.log",
-                ledgers / f"{engine}{n}.jsonl",
-            )
-            for engine, count in engines.items()
-            for n in range(count)
-        ]
-        for w in workers:
-            stack.callback(w.kill)
-        for w in workers:
-            w.start()
-        write_deadline_s = config.write_deadline_s
-        _say(
-            f"{len(workers)} writers on {len(tables)} tables for {config.duration_s:.0f} s; "
-            f"cleanup retention {config.cleanup_retention_s:g} s, write deadline "
-            f"{write_deadline_s:g} s"
-        )
-        cleanup = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-        cleaning: Future[_PassResult] | None = None
-        passes: list[_PassResult] = []
-        deadline_kills = 0
+@dataclass
+class _Writing:
+    """The soak's writers while they write, and what the writing and stopping phases of
+    :func:`run_soak` leave for the checks: problems, kills, the cleanup passes."""
+
+    config: SoakConfig
+    tables: list[str]
+    proxies: dict[str, FaultProxy]
+    workers: list[_Worker]
+    workdir: Path
+    stop_file: Path
+    #: :attr:`SoakConfig.write_deadline_s`, read once the writers started.
+    write_deadline_s: float
+    problems: list[str] = field(default_factory=list)
+    #: The random kills (not the deadline kills).
+    kills: int = 0
+    deadline_kills: int = 0
+    passes: list[_PassResult] = field(default_factory=list)
+    #: The cleanup pass running in the background, if any.
+    cleaning: Future[_PassResult] | None = None
+
+    def write(self, rng: random.Random, cleanup: ThreadPoolExecutor) -> None:
+        """The writing phase, ``config.duration_s`` long: every tick, restarts writers that
+        exited and kills those past the write deadline; kills a random writer at exponential
+        gaps; starts a cleanup pass on ``cleanup`` every ``orphans_every_s``."""
+        config = self.config
         started = time.monotonic()
         deadline = started + config.duration_s
         # Exponential gaps (mean kill_every_s); the first kill is in the first half of the run,
@@ -451,73 +413,145 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
         while time.monotonic() < deadline:
             time.sleep(_TICK_S)
             now = time.monotonic()
-            for w in workers:
-                if w.process is not None and w.process.poll() is not None:
-                    problems.append(
-                        f"{w.name} exited by itself with {w.process.returncode}; log {w.log}"
-                    )
-                    w.start()
-                running_s = w.kill_if_overdue(write_deadline_s)
-                if running_s is not None:
-                    deadline_kills += 1
-                    _say(f"SIGKILL {w.name}: its operation ran {running_s:.0f} s; restarting it")
-                    w.start()
+            self._restart_exited_and_overdue()
             if now >= next_kill:
-                victim = rng.choice(workers)
-                victim.kill()
-                kills += 1
-                _say(f"SIGKILL {victim.name} (kill {kills}); restarting it")
-                victim.start()
+                self._kill_at_random(rng)
                 next_kill = now + rng.expovariate(1 / config.kill_every_s)
-            if cleaning is not None and cleaning.done():
-                passes.append(cleaning.result())
-                cleaning = None
-            if cleaning is None and now >= next_orphans:
-                cleaning = cleanup.submit(
+            self._collect_pass()
+            if self.cleaning is None and now >= next_orphans:
+                self.cleaning = cleanup.submit(
                     _cleanup_pass,
-                    tables,
-                    proxies["tools"].endpoint,
+                    self.tables,
+                    self.proxies["tools"].endpoint,
                     config.cleanup_retention_s,
-                    workdir / "manifests",
+                    self.workdir / "manifests",
                 )
                 next_orphans = now + config.orphans_every_s
-        stop_file.touch()
+
+    def stop(self) -> float:
+        """Tells the writers to stop and waits for them and for a cleanup pass still running
+        (the write deadline still holds; after 300 s every writer is killed), then records
+        writers that exited with an error. Returns when the stop was given (monotonic)."""
+        self.stop_file.touch()
         stopped_at = time.monotonic()
         _say("stop: waiting for the writers to finish their current operation")
         # The write deadline holds here too, so that no operation ever outlives it; a cleanup
         # pass still running goes on next to the writers' last operations.
         stop_by = time.monotonic() + 300
-        while cleaning is not None or any(
-            w.process is not None and w.process.poll() is None for w in workers
+        while self.cleaning is not None or any(
+            w.process is not None and w.process.poll() is None for w in self.workers
         ):
             time.sleep(_TICK_S)
-            if cleaning is not None and cleaning.done():
-                passes.append(cleaning.result())
-                cleaning = None
-            for w in workers:
-                running_s = w.kill_if_overdue(write_deadline_s)
+            self._collect_pass()
+            for w in self.workers:
+                running_s = w.kill_if_overdue(self.write_deadline_s)
                 if running_s is not None:
-                    deadline_kills += 1
+                    self.deadline_kills += 1
                     _say(f"SIGKILL {w.name}: its operation ran {running_s:.0f} s (stopping)")
             if time.monotonic() > stop_by:
-                problems.append("writers did not stop within 300 s; killed")
-                for w in workers:
+                self.problems.append("writers did not stop within 300 s; killed")
+                for w in self.workers:
                     w.kill()
                 stop_by = float("inf")
-        for w in workers:
+        for w in self.workers:
             assert w.process is not None
             if w.process.returncode not in (0, -signal.SIGKILL):
-                problems.append(f"{w.name} exited with {w.process.returncode}; log {w.log}")
-        # Counted only from table runs that ended before the stop: all writers were writing.
-        deleted_while_writing = sum(n for p in passes for end, n in p.runs if end <= stopped_at)
-        deleted_by_passes = sum(n for p in passes for _, n in p.runs)
-        problems += [problem for p in passes for problem in p.problems]
-        faults = sum(sum(proxy.fired()) for proxy in proxies.values())
-        fault_stats = {e: p.fired() for e, p in proxies.items()}
-    _say(f"writers stopped; faults fired per proxy (rule order of fault_rules): {fault_stats}")
+                self.problems.append(f"{w.name} exited with {w.process.returncode}; log {w.log}")
+        return stopped_at
 
-    audit_healthy = True
-    missing: list[str] = []
+    def _restart_exited_and_overdue(self) -> None:
+        """One tick's look at every writer: one that exited by itself is a problem and is
+        restarted; one whose operation ran past the write deadline is killed and restarted."""
+        for w in self.workers:
+            if w.process is not None and w.process.poll() is not None:
+                self.problems.append(
+                    f"{w.name} exited by itself with {w.process.returncode}; log {w.log}"
+                )
+                w.start()
+            running_s = w.kill_if_overdue(self.write_deadline_s)
+            if running_s is not None:
+                self.deadline_kills += 1
+                _say(f"SIGKILL {w.name}: its operation ran {running_s:.0f} s; restarting it")
+                w.start()
+
+    def _kill_at_random(self, rng: random.Random) -> None:
+        victim = rng.choice(self.workers)
+        victim.kill()
+        self.kills += 1
+        _say(f"SIGKILL {victim.name} (kill {self.kills}); restarting it")
+        victim.start()
+
+    def _collect_pass(self) -> None:
+        """Keeps the result of the background cleanup pass, once it is done."""
+        if self.cleaning is not None and self.cleaning.done():
+            self.passes.append(self.cleaning.result())
+            self.cleaning = None
+
+
+def _start_writing(
+    stack: ExitStack, upstream: Endpoint, config: SoakConfig, tables: list[str], workdir: Path
+) -> _Writing:
+    """One fault proxy per engine and one for the tools, then every writer started (all
+    stopped with ``stack``)."""
+    engines = {
+        "spark": config.spark_writers,
+        "python": config.python_writers,
+        "deltars": config.deltars_writers,
+    }
+    proxies: dict[str, FaultProxy] = {}
+    for i, engine in enumerate([*engines, "tools"]):
+        proxy = stack.enter_context(FaultProxy(upstream, workdir, seed=config.seed * 10 + i))
+        proxy.set_rules(fault_rules(config.fault_rate, lost_responses=engine != "deltars"))
+        proxies[engine] = proxy
+    stop_file = workdir / "STOP"
+    ledgers = workdir / "ledgers"
+    workers = [
+        _Worker(
+            f"{engine}{n}",
+            engine,
+            [
+                "--engine",
+                engine,
+                "--writer",
+                f"{engine}{n}",
+                "--tables",
+                ",".join(tables),
+                "--endpoint",
+                proxies[engine].endpoint.url,
+                "--ledger",
+                str(ledgers / f"{engine}{n}.jsonl"),
+                "--stop-file",
+                str(stop_file),
+                "--seed",
+                str(config.seed),
+                "--pause",
+                str(0.2 if engine == "spark" else config.light_writer_pause_s),
+                "--local-dir",
+                str(workdir / f"spark-{engine}{n}"),
+            ],
+            workdir / f"{engine}{n}.log",
+            ledgers / f"{engine}{n}.jsonl",
+        )
+        for engine, count in engines.items()
+        for n in range(count)
+    ]
+    for w in workers:
+        stack.callback(w.kill)
+    for w in workers:
+        w.start()
+    writing = _Writing(
+        config, tables, proxies, workers, workdir, stop_file, config.write_deadline_s
+    )
+    _say(
+        f"{len(workers)} writers on {len(tables)} tables for {config.duration_s:.0f} s; "
+        f"cleanup retention {config.cleanup_retention_s:g} s, write deadline "
+        f"{writing.write_deadline_s:g} s"
+    )
+    return writing
+
+
+def _final_cleanup(upstream: Endpoint, tables: list[str], problems: list[str]) -> None:
+    """Once the writers stopped: ``orphans --delete --yes`` at retention 0 on every table."""
     for table in tables:
         out = _cli(
             "orphans",
@@ -532,6 +566,13 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
         _say(f"orphans --retention 0 --delete --yes {table}: exit {out.returncode}")
         if out.returncode != 0:
             problems.append(f"final orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
+
+
+def _audit(upstream: Endpoint, tables: list[str], problems: list[str]) -> tuple[bool, list[str]]:
+    """``deltaguard audit`` on every table, and the files retained log entries name that are
+    missing: (every audit healthy, the missing files as ``<table>/<path>``)."""
+    audit_healthy = True
+    missing: list[str] = []
     for table in tables:
         out = _cli("audit", table, "--json", endpoint=upstream)
         if out.returncode != 0:
@@ -541,13 +582,37 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
             )
         gone = _missing_files(upstream, table)
         missing += [f"{table}/{p}" for p in gone]
+    return audit_healthy, missing
+
+
+def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResult:
+    """Runs the soak against ``upstream`` (a running S3 server); see the module docstring."""
+    rng = random.Random(config.seed)
+    bucket = f"soak-{uuid.uuid4().hex[:8]}"
+    tables = _create_tables(upstream, bucket, config.tables)
+    with ExitStack() as stack:
+        writing = _start_writing(stack, upstream, config, tables, workdir)
+        writing.write(rng, stack.enter_context(ThreadPoolExecutor(max_workers=1)))
+        stopped_at = writing.stop()
+        passes, problems = writing.passes, writing.problems
+        # Counted only from table runs that ended before the stop: all writers were writing.
+        deleted_while_writing = sum(n for p in passes for end, n in p.runs if end <= stopped_at)
+        deleted_by_passes = sum(n for p in passes for _, n in p.runs)
+        problems += [problem for p in passes for problem in p.problems]
+        faults = sum(sum(proxy.fired()) for proxy in writing.proxies.values())
+        fault_stats = {e: p.fired() for e, p in writing.proxies.items()}
+    _say(f"writers stopped; faults fired per proxy (rule order of fault_rules): {fault_stats}")
+
+    _final_cleanup(upstream, tables, problems)
+    audit_healthy, missing = _audit(upstream, tables, problems)
     readers = {
         "spark": _spark_read(upstream, tables, workdir),
         "delta-rs": _deltars_read(upstream, tables),
     }
-    ops = read_ledgers(sorted(ledgers.glob("*.jsonl")))
+    ops = read_ledgers(sorted((workdir / "ledgers").glob("*.jsonl")))
     verdict = check(ops, readers, tables)
     longest = _longest_operations(ops)
+    write_deadline_s = writing.write_deadline_s
     if longest and max(longest.values()) > write_deadline_s + _TICK_S:
         problems.append(
             f"an operation ran {max(longest.values())} s, past the write deadline of "
@@ -557,7 +622,7 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
     result = SoakResult(
         commits=commits,
         faults=faults,
-        kills=kills,
+        kills=writing.kills,
         deleted_while_writing=deleted_while_writing,
         missing_files=len(missing),
         audit_healthy=audit_healthy,
@@ -566,11 +631,11 @@ def run_soak(upstream: Endpoint, config: SoakConfig, workdir: Path) -> SoakResul
         details={
             "outcomes": dict(sorted(verdict.outcomes.items())),
             "faults_per_proxy": fault_stats,
-            "writer_starts": {w.name: w.starts for w in workers},
+            "writer_starts": {w.name: w.starts for w in writing.workers},
             "cleanup_retention_s": config.cleanup_retention_s,
             "write_deadline_s": write_deadline_s,
             "longest_operation_s": longest,
-            "deadline_kills": deadline_kills,
+            "deadline_kills": writing.deadline_kills,
             "cleanup_passes": len(passes),
             "deleted_by_passes_in_all": deleted_by_passes,
             "rows": {t: readers["spark"][t]["rows"] for t in tables},

@@ -4,7 +4,8 @@ client jars ahead of its own 3.3.4 (as in a Spark 3.5 built on Hadoop 3.4).
 
 :func:`ensure` installs, on first use, ``$DELTAGUARD_CACHE/spark-lines/<line>-<hash>/`` (one per line and checkout): the
 line's pyspark and delta-spark (``SparkLine.pip``), this checkout of deltaguard (editable, with
-its own dependencies, so it also proves the package installs next to that pyspark), and the
+its own dependencies, so it also proves the package installs next to that pyspark) and of its
+test bed (``localstack/``, a development-only distribution: see ``pyproject.toml``), and the
 line's runtime jars (resolved by the venv's own interpreter, which knows its pyspark's jars).
 A stamp records the inputs; later calls with the same inputs return at once. One installer
 at a time (a file lock), as for the LocalStack test bed.
@@ -28,6 +29,8 @@ from deltaguard.spark_conf.jvm_deps import cache_dir
 from deltaguard.spark_conf.spark_lines import LINE_MARKER, SparkLine, by_name
 
 REPO = Path(__file__).resolve().parents[1]
+#: The test bed's own distribution (development only), installed next to deltaguard.
+TESTBED_PYPROJECT = REPO / "localstack" / "pyproject.toml"
 
 
 class LineVenvError(RuntimeError):
@@ -39,8 +42,8 @@ def _uv() -> str:
 
 
 def _inputs(line: SparkLine) -> str:
-    pyproject = (REPO / "pyproject.toml").read_bytes()
-    digest = hashlib.sha256(pyproject + repr(line).encode()).hexdigest()[:12]
+    pyprojects = (REPO / "pyproject.toml").read_bytes() + TESTBED_PYPROJECT.read_bytes()
+    digest = hashlib.sha256(pyprojects + repr(line).encode()).hexdigest()[:12]
     return f"{line.name} {' '.join(line.pip)} {digest} {REPO}"
 
 
@@ -83,7 +86,8 @@ def ensure(line: SparkLine) -> Path:
             (venv / LINE_MARKER).write_text(line.name)
         env = {**os.environ, "VIRTUAL_ENV": str(venv)}
         env.pop("PYTHONPATH", None)
-        _run([uv, "pip", "install", "-q", "-e", f"{REPO}[test]", *line.pip], env=env)
+        install = ["-e", f"{REPO}[test]", "-e", str(TESTBED_PYPROJECT.parent), *line.pip]
+        _run([uv, "pip", "install", "-q", *install], env=env)
         _run([str(python), "-m", "deltaguard.spark_conf.jvm_deps"], env=env)
         stamp.write_text(want)
         print(

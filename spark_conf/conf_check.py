@@ -81,18 +81,61 @@ def _unprefixed(key: str) -> str:
     return key[len("spark.") :] if key.startswith("spark.") else key
 
 
-def check(entries: dict[str, Entry]) -> list[Finding]:
-    """Every finding, in line order."""
-    findings: list[Finding] = []
-    by_plain: dict[str, list[Entry]] = {}
-    for entry in entries.values():
-        by_plain.setdefault(_unprefixed(entry.key), []).append(entry)
+@dataclass(frozen=True)
+class _Settings:
+    """A properties file as the rules read it: each key by its unprefixed form (``spark.x``
+    and ``x`` are one setting), and the LogStores it configures."""
 
-    def value(plain: str) -> Entry | None:
-        found = by_plain.get(plain)
+    by_plain: dict[str, list[Entry]]
+    #: ``spark.delta.logStore.class``, if set.
+    class_entry: Entry | None
+    #: Every ``spark.delta.logStore.<scheme>.impl``.
+    scheme_entries: list[Entry]
+
+    @classmethod
+    def of(cls, entries: dict[str, Entry]) -> _Settings:
+        by_plain: dict[str, list[Entry]] = {}
+        for entry in entries.values():
+            by_plain.setdefault(_unprefixed(entry.key), []).append(entry)
+        found = by_plain.get("delta.logStore.class")
+        scheme_entries = [
+            e
+            for p, g in by_plain.items()
+            if re.fullmatch(r"delta\.logStore\.\w+\.impl", p)
+            for e in g
+        ]
+        return cls(by_plain, found[-1] if found else None, scheme_entries)
+
+    def value(self, plain: str) -> Entry | None:
+        """The entry that wins for the unprefixed key ``plain`` (the last one), if any."""
+        found = self.by_plain.get(plain)
         return found[-1] if found else None
 
-    for plain, group in by_plain.items():
+    @property
+    def stores(self) -> list[Entry]:
+        """The LogStore settings: the class, then the scheme stores."""
+        return ([self.class_entry] if self.class_entry else []) + self.scheme_entries
+
+
+def check(entries: dict[str, Entry]) -> list[Finding]:
+    """Every finding, in line order."""
+    settings = _Settings.of(entries)
+    findings = [
+        *_prefix_mismatches(settings),
+        *_logstore_conflict(settings),
+        *_dynamodb_incomplete(settings),
+        *_ttl_too_low(settings),
+        *_single_driver_multi_writer(settings),
+        *_missing_jars(settings),
+        *_line_findings(settings.value, settings.stores),
+    ]
+    return sorted(findings, key=lambda f: (f.line, f.code))
+
+
+def _prefix_mismatches(settings: _Settings) -> list[Finding]:
+    """``prefix-mismatch``: a prefixed key and its unprefixed form disagree."""
+    findings = []
+    for plain, group in settings.by_plain.items():
         if plain.startswith(_PREFIXED_FAMILIES) and len({e.value for e in group}) > 1:
             first, second = group[0], group[1]
             findings.append(
@@ -104,87 +147,106 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
                     f"{second.key}={second.value}",
                 )
             )
+    return findings
 
-    class_entry = value("delta.logStore.class")
-    scheme_entries = [
-        e for p, g in by_plain.items() if re.fullmatch(r"delta\.logStore\.\w+\.impl", p) for e in g
-    ]
-    if class_entry and scheme_entries:
-        findings.append(
-            Finding(
-                "logstore-conflict",
-                class_entry.line,
-                class_entry.key,
-                f"set together with {scheme_entries[0].key} (line "
-                f"{scheme_entries[0].line}); Delta refuses both. Keep only the "
-                "scheme stores (spark.delta.logStore.s3a.impl, ...)",
-            )
+
+def _logstore_conflict(settings: _Settings) -> list[Finding]:
+    """``logstore-conflict``: the class and a scheme store are both set."""
+    class_entry, scheme_entries = settings.class_entry, settings.scheme_entries
+    if not (class_entry and scheme_entries):
+        return []
+    return [
+        Finding(
+            "logstore-conflict",
+            class_entry.line,
+            class_entry.key,
+            f"set together with {scheme_entries[0].key} (line "
+            f"{scheme_entries[0].line}); Delta refuses both. Keep only the "
+            "scheme stores (spark.delta.logStore.s3a.impl, ...)",
         )
+    ]
 
-    stores = [e for e in ([class_entry] if class_entry else []) + scheme_entries]
-    for store in stores:
-        if "DynamoDB" not in store.value:
+
+def _dynamodb_incomplete(settings: _Settings) -> list[Finding]:
+    """``dynamodb-incomplete``: the first DynamoDB store without an explicit table or region."""
+    store = next((s for s in settings.stores if "DynamoDB" in s.value), None)
+    if store is None:
+        return []
+    prefix = "io.delta.storage.S3DynamoDBLogStore."
+    return [
+        Finding(
+            "dynamodb-incomplete",
+            store.line,
+            store.key,
+            f"{store.value} without spark.{prefix}{setting}: every "
+            "writer must name the same DynamoDB table and region",
+        )
+        for setting in ("ddb.tableName", "ddb.region")
+        if settings.value(prefix + setting) is None
+    ]
+
+
+def _ttl_too_low(settings: _Settings) -> list[Finding]:
+    """``ttl-too-low``: a DynamoDB entry TTL that is unreadable or below the safe floor."""
+    findings = []
+    for plain, group in settings.by_plain.items():
+        if not (plain.startswith(_DYNAMODB_KEY_PREFIXES) and plain.endswith(".ttl")):
             continue
-        prefix = "io.delta.storage.S3DynamoDBLogStore."
-        for setting in ("ddb.tableName", "ddb.region"):
-            if value(prefix + setting) is None:
-                findings.append(
-                    Finding(
-                        "dynamodb-incomplete",
-                        store.line,
-                        store.key,
-                        f"{store.value} without spark.{prefix}{setting}: every "
-                        "writer must name the same DynamoDB table and region",
-                    )
+        entry = group[-1]
+        seconds = re.match(r"^(\d+)\s*(s|sec|seconds)?$", entry.value)
+        if seconds is None:
+            findings.append(
+                Finding(
+                    "ttl-too-low", entry.line, entry.key, f"cannot read {entry.value!r} as seconds"
                 )
-        break
-    for plain, group in by_plain.items():
-        if plain.startswith(_DYNAMODB_KEY_PREFIXES) and plain.endswith(".ttl"):
-            entry = group[-1]
-            seconds = re.match(r"^(\d+)\s*(s|sec|seconds)?$", entry.value)
-            if seconds is None:
-                findings.append(
-                    Finding(
-                        "ttl-too-low",
-                        entry.line,
-                        entry.key,
-                        f"cannot read {entry.value!r} as seconds",
-                    )
+            )
+        elif int(seconds.group(1)) < MIN_SAFE_TTL_SECONDS:
+            findings.append(
+                Finding(
+                    "ttl-too-low",
+                    entry.line,
+                    entry.key,
+                    f"{entry.value} s is below the safe floor of "
+                    f"{MIN_SAFE_TTL_SECONDS} s: an entry that expires before "
+                    "its commit is everywhere visible can let a second writer "
+                    "take the same version (data loss)",
                 )
-            elif int(seconds.group(1)) < MIN_SAFE_TTL_SECONDS:
-                findings.append(
-                    Finding(
-                        "ttl-too-low",
-                        entry.line,
-                        entry.key,
-                        f"{entry.value} s is below the safe floor of "
-                        f"{MIN_SAFE_TTL_SECONDS} s: an entry that expires before "
-                        "its commit is everywhere visible can let a second writer "
-                        "take the same version (data loss)",
-                    )
-                )
+            )
+    return findings
 
-    multi = value(MULTI_WRITER_BUCKETS_KEY[len("spark.") :])
-    if multi and multi.value.strip():
-        for scheme in ("s3", "s3a"):
-            scheme_store = value(f"delta.logStore.{scheme}.impl") or class_entry
-            if scheme_store is None or scheme_store.value == SINGLE_DRIVER_STORE:
-                line = scheme_store.line if scheme_store else multi.line
-                key = scheme_store.key if scheme_store else multi.key
-                findings.append(
-                    Finding(
-                        "single-driver-multi-writer",
-                        line,
-                        key,
-                        f"{scheme}:// is served by S3SingleDriverLogStore"
-                        f"{'' if scheme_store else ' (Delta default)'} but buckets "
-                        f"{multi.value} are marked multi-writer: concurrent drivers "
-                        "would lose commits",
-                    )
-                )
 
+def _single_driver_multi_writer(settings: _Settings) -> list[Finding]:
+    """``single-driver-multi-writer``: buckets marked multi-writer on a scheme that
+    ``S3SingleDriverLogStore`` serves (explicitly or by Delta's default)."""
+    multi = settings.value(MULTI_WRITER_BUCKETS_KEY[len("spark.") :])
+    if not (multi and multi.value.strip()):
+        return []
+    findings = []
+    for scheme in ("s3", "s3a"):
+        scheme_store = settings.value(f"delta.logStore.{scheme}.impl") or settings.class_entry
+        if scheme_store is None or scheme_store.value == SINGLE_DRIVER_STORE:
+            line = scheme_store.line if scheme_store else multi.line
+            key = scheme_store.key if scheme_store else multi.key
+            findings.append(
+                Finding(
+                    "single-driver-multi-writer",
+                    line,
+                    key,
+                    f"{scheme}:// is served by S3SingleDriverLogStore"
+                    f"{'' if scheme_store else ' (Delta default)'} but buckets "
+                    f"{multi.value} are marked multi-writer: concurrent drivers "
+                    "would lose commits",
+                )
+            )
+    return findings
+
+
+def _missing_jars(settings: _Settings) -> list[Finding]:
+    """``missing-jar``: a local jar in ``spark.jars`` or an ``extraClassPath`` that does not
+    exist (remote jars are the cluster's business; globs are not checked)."""
+    findings = []
     for key in ("jars", "driver.extraClassPath", "executor.extraClassPath"):
-        jar_entry = value(key)
+        jar_entry = settings.value(key)
         if jar_entry is None:
             continue
         separator = "," if key == "jars" else ":"
@@ -196,8 +258,7 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
                 findings.append(
                     Finding("missing-jar", jar_entry.line, jar_entry.key, f"{local} does not exist")
                 )
-    findings += _line_findings(value, stores)
-    return sorted(findings, key=lambda f: (f.line, f.code))
+    return findings
 
 
 def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) -> list[Finding]:

@@ -1,8 +1,10 @@
-"""The distribution: one wheel carrying the plugin jar and the whole `deltaguard` namespace,
-and a CLI that works from that wheel without Spark (`pip install deltaguard`, no extra)."""
+"""The distribution: one wheel carrying the product only (the `deltaguard` namespace without
+its test bed, with the plugin jars and the presets), and a CLI that works from that wheel
+without Spark (`pip install deltaguard`, no extra)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -10,28 +12,54 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import click
 import pytest
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.logstore.jars import JAR_NAMES
 from deltaguard.spark_conf.jvm_deps import cache_dir
+from deltaguard.tools.cli import main as cli_main
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 UV = os.environ.get("UV") or str(cache_dir() / "bootstrap" / "bin" / "uv")
-#: Every command of the CLI-only install, as `deltaguard ARGS --help`.
-CLI_COMMANDS = [
-    ["audit"],
-    ["history"],
-    ["orphans"],
-    ["probe"],
-    ["conf", "render"],
-    ["conf", "check"],
-    ["dynamodb", "create-table"],
-    ["jar"],
-    ["packages"],
-]
+#: The package that needs the `spark` extra (pyspark, delta-spark): without it, its modules
+#: fail to import on exactly those two.
+SPARK_EXTRA_PACKAGE = "deltaguard.tools.fanout"
+#: Imports each module named in argv; prints {module: "<error type> <missing module or message>"}.
+IMPORT_EACH = """
+import importlib, json, sys
+failed = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        failed[name] = f"{type(e).__name__} {getattr(e, 'name', None) or e}"
+print(json.dumps(failed))
+"""
+
+
+def cli_commands(command: click.Command, path: list[str]) -> list[list[str]]:
+    """Every command of the CLI, as the arguments that name it (`["conf", "check"]`)."""
+    if isinstance(command, click.Group):
+        return [
+            found
+            for name, sub in sorted(command.commands.items())
+            for found in cli_commands(sub, [*path, name])
+        ]
+    return [path]
+
+
+def module_names(names: list[str]) -> list[str]:
+    """The import names of the wheel's Python modules (``deltaguard/tools/cli.py`` ->
+    ``deltaguard.tools.cli``; a package's ``__init__.py`` -> the package)."""
+    modules = []
+    for name in names:
+        if name.startswith("deltaguard/") and name.endswith(".py"):
+            parts = name[: -len(".py")].split("/")
+            modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return sorted(modules)
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +85,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_carries_jar_and_namespace(wheel):
-    names = zipfile.ZipFile(wheel).namelist()
+@pytest.fixture(scope="module")
+def wheel_names(wheel: Path) -> list[str]:
+    return zipfile.ZipFile(wheel).namelist()
+
+
+def test_wheel_carries_the_product_and_not_the_test_bed(wheel, wheel_names):
+    names = wheel_names
+    assert not [n for n in names if n.startswith("deltaguard/localstack/")], (
+        "the test bed is a development-only distribution (localstack/pyproject.toml)"
+    )
     for jar in JAR_NAMES.values():
         assert f"deltaguard/logstore/jars/{jar}" in names
-    assert "deltaguard/localstack/install.sh" in names
+    presets = sorted(p.name for p in (REPO / "spark_conf" / "presets").glob("*.properties"))
+    assert presets
+    for preset in presets:
+        assert f"deltaguard/spark_conf/presets/{preset}" in names
     assert "deltaguard/spark_conf/ivysettings.xml" in names, "presets with jars=packages name it"
     assert "deltaguard/tools/deltalog/snapshot.py" in names
     top_level = {n.split("/")[0] for n in names if not n.startswith("deltaguard-")}
@@ -82,10 +121,30 @@ def test_wheel_carries_jar_and_namespace(wheel):
     assert [r for r in requires if "pyspark" in r and 'extra == "spark"' in r]
 
 
-def test_cli_works_from_the_wheel_without_spark(wheel, tmp_path):
-    """`pip install deltaguard` (no `spark` extra) into a fresh venv: every command's --help,
-    and an audit and orphans dry run of a local table, with no pyspark importable."""
-    venv = tmp_path / "venv"
+def test_the_product_never_imports_the_test_bed(wheel, wheel_names):
+    """Not even lazily, inside a function: the installed wheel has no test bed to import."""
+    archive = zipfile.ZipFile(wheel)
+    found = []
+    for name in wheel_names:
+        if not name.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(archive.read(name), filename=name)):
+            if isinstance(node, ast.ImportFrom):
+                targets = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [
+                f"{name}: {t}" for t in targets if t.split(".")[:2] == ["deltaguard", "localstack"]
+            ]
+    assert found == []
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with only the wheel installed, no extra: `pip install deltaguard`."""
+    venv = tmp_path_factory.mktemp("wheel-venv") / "venv"
     subprocess.run([UV, "venv", "-q", "-p", "python3.11", str(venv)], check=True)
     install = subprocess.run(
         [UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)],
@@ -94,7 +153,36 @@ def test_cli_works_from_the_wheel_without_spark(wheel, tmp_path):
         check=False,
     )
     assert install.returncode == 0, install.stderr
-    python = str(venv / "bin" / "python")
+    return venv
+
+
+def test_every_product_module_imports_from_the_wheel(wheel_venv, wheel_names, tmp_path):
+    """Every module of the wheel imports in the venv that has only the wheel; the fan-out
+    library's, which need the `spark` extra, fail on pyspark or delta-spark and nothing else."""
+    modules = module_names(wheel_names)
+    assert "deltaguard.tools.cli" in modules and "deltaguard.logstore.s3_conditional" in modules
+    out = subprocess.run(
+        [str(wheel_venv / "bin" / "python"), "-c", IMPORT_EACH, *modules],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    failed = json.loads(out.stdout)
+    product = {m: e for m, e in failed.items() if not m.startswith(SPARK_EXTRA_PACKAGE)}
+    assert product == {}
+    needs_spark = {m: e for m, e in failed.items() if m.startswith(SPARK_EXTRA_PACKAGE)}
+    assert needs_spark, "the fan-out library imported without pyspark: update SPARK_EXTRA_PACKAGE"
+    assert set(needs_spark.values()) <= {
+        "ModuleNotFoundError delta",
+        "ModuleNotFoundError pyspark",
+    }, needs_spark
+
+
+def test_cli_works_from_the_wheel_without_spark(wheel_venv, tmp_path):
+    """`pip install deltaguard` (no `spark` extra) into a fresh venv: every command's --help,
+    and an audit and orphans dry run of a local table, with no pyspark importable."""
+    python = str(wheel_venv / "bin" / "python")
     no_spark = subprocess.run(
         [python, "-c", "import importlib.util as u; print(u.find_spec('pyspark'))"],
         capture_output=True,
@@ -102,8 +190,10 @@ def test_cli_works_from_the_wheel_without_spark(wheel, tmp_path):
         check=True,
     )
     assert no_spark.stdout.strip() == "None", "the CLI-only install pulled in pyspark"
-    cli = str(venv / "bin" / "deltaguard")
-    for command in CLI_COMMANDS:
+    cli = str(wheel_venv / "bin" / "deltaguard")
+    commands = cli_commands(cli_main, [])
+    assert ["conf", "check"] in commands and ["orphans"] in commands
+    for command in commands:
         out = subprocess.run([cli, *command, "--help"], capture_output=True, text=True)
         assert out.returncode == 0, (command, out.stderr)
         assert "Usage: deltaguard" in out.stdout, command
