@@ -5,8 +5,9 @@ so each task lists a slice of them): each task lists its directories with the st
 one-directory listing (:meth:`TableStore.children`, the local engine's, so S3 pages and local
 ``scandir`` behave the same) and emits files and sub-directories. Hidden directories
 (:func:`~deltaguard.tools.orphans.rules.hidden_name_rule`) are not entered, as VACUUM does.
-The driver only counts each round's directories and collects the hidden directory names; no
-task lists more than its directories, and no file path reaches the driver.
+The driver only counts each round's files and directories and collects the hidden directory
+names (one small job a round); no task lists more than its directories, and no file path
+reaches the driver.
 
 Limit: one directory is listed by one task (a flat table with millions of files in its root
 is listed by a single S3 pagination, as in the local engine).
@@ -33,11 +34,12 @@ _FILE, _DIR, _HIDDEN_DIR = 0, 1, 2
 class DistributedListing:
     """``files``: every visible file (path relative to the root, size, mtime in epoch ms), a
     DataFrame persisted until :meth:`release`; ``dirs``: directories listed;
-    ``hidden_dirs``: directories not entered."""
+    ``hidden_dirs``: directories not entered; ``file_count``: the rows of ``files``."""
 
     files: DataFrame
     dirs: int
     hidden_dirs: list[str]
+    file_count: int
     _persisted: list[Any]
 
     def release(self) -> None:
@@ -66,6 +68,18 @@ def _lister(
     return run
 
 
+def _count_round(found: Any) -> tuple[int, int, list[str]]:
+    """One round's files and directories to list next (counted) and hidden directories
+    (named), in one job over the round's rows."""
+    counted = found.map(
+        lambda r: (int(r[0] == _FILE), int(r[0] == _DIR), [r[1]] if r[0] == _HIDDEN_DIR else [])
+    )
+    files, dirs, hidden = counted.fold(
+        (0, 0, []), lambda a, b: (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+    )
+    return int(files), int(dirs), list(hidden)
+
+
 def list_table_distributed(
     spark: SparkSession,
     spec: StoreSpec,
@@ -87,12 +101,14 @@ def list_table_distributed(
     rounds: list[Any] = []
     hidden: list[str] = []
     listed = 1  # the root
+    file_count = 0
     while True:
         found = dirs.mapPartitions(lister).persist(StorageLevel.MEMORY_AND_DISK)
         rounds.append(found)
         next_dirs = found.filter(lambda r: r[0] == _DIR).map(lambda r: r[1])
-        pending = next_dirs.count()
-        hidden += found.filter(lambda r: r[0] == _HIDDEN_DIR).map(lambda r: r[1]).collect()
+        files_here, pending, hidden_here = _count_round(found)
+        file_count += files_here
+        hidden += hidden_here
         if pending == 0:
             break
         listed += pending
@@ -101,4 +117,4 @@ def list_table_distributed(
         dirs = next_dirs.repartition(min(tasks, 4 * parallelism))
     files_rdd = spark.sparkContext.union([r.filter(lambda r: r[0] == _FILE) for r in rounds])
     files = spark.createDataFrame(files_rdd.map(lambda r: (r[1], r[2], r[3])), FILES_SCHEMA)
-    return DistributedListing(files, listed, sorted(hidden), rounds)
+    return DistributedListing(files, listed, sorted(hidden), file_count, rounds)

@@ -174,7 +174,7 @@ def _scan_spark(
         ]
         report = data.unionByName(spark.createDataFrame(logs, REPORT_SCHEMA))
         report.write.mode("overwrite").parquet(report_path)
-        listed = table.files.count()
+        listed = table.file_count
     finally:
         table.release()
         flags.unpersist()
@@ -190,8 +190,9 @@ def _scan_spark(
         totals[g["class"]]["files"] += g.files
         totals[g["class"]]["bytes"] += g.bytes
     count = sum(t["files"] for t in totals.values())
+    # sorted on the driver (at most max_report_files): a Spark sort would cost two more jobs
     candidates = (
-        [candidate_of(r) for r in written.orderBy("path").collect()]
+        sorted((candidate_of(r) for r in written.collect()), key=lambda c: c.path)
         if count <= max_report_files
         else []
     )
