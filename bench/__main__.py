@@ -375,6 +375,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--engine-runs", type=int, default=3)
     parser.add_argument(
+        "--engine-only",
+        default=",".join(orphans_engines.ENGINES),
+        help="orphans_engines: the engines to run (comma-separated: local, spark, vacuum); "
+        "the other engines' rows of the previous results are kept",
+    )
+    parser.add_argument(
+        "--engine-tables",
+        type=Path,
+        default=None,
+        help="orphans_engines: a directory where the bench tables are built once and reused "
+        "(default: built and deleted in each run)",
+    )
+    parser.add_argument(
         "--engine-spark-only-runs",
         type=int,
         default=1,
@@ -511,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
                         _sizes(args.engine_spark_only_sizes),
                         args.engine_runs,
                         args.engine_spark_only_runs,
+                        only=tuple(e for e in args.engine_only.split(",") if e),
+                        tables=args.engine_tables,
                     ),
                 ),
                 args.engine_runs,

@@ -206,10 +206,14 @@ def run(
     runs: int = 3,
     spark_only_runs: int = 1,
     progress: Path | None = None,
+    only: tuple[str, ...] = ENGINES,
+    tables: Path | None = None,
 ) -> dict[str, Any]:
     """Every engine on each of ``sizes`` (``runs`` runs each; the Spark engine first), the
     Spark engine alone on each of ``spark_only_sizes`` (``spark_only_runs`` runs); each table
-    is built, measured and deleted before the next. With ``progress`` the section so far is
+    is built, measured and deleted before the next. ``only``: the engines to run (the others'
+    rows are left to :func:`merge_sizes`). ``tables``: a directory of built tables to reuse
+    (:func:`cached_table`; kept after the runs). With ``progress`` the section so far is
     written there (JSON) after every run, so a run cut short keeps what it measured."""
     import shutil
 
@@ -221,13 +225,19 @@ def run(
         "sizes": {},
     }
     log = workdir / "orphans-engines.log"
-    for files, engines, n in [
+    for files, all_engines, n in [
         *((f, ("spark", "local", "vacuum"), runs) for f in sizes),
         *((f, ("spark",), spark_only_runs) for f in spark_only_sizes),
     ]:
-        root = workdir / f"engines-{files}"
+        engines = tuple(e for e in all_engines if e in only)
+        if not engines:
+            continue
         started = time.monotonic()
-        orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
+        if tables is not None:
+            root, orphans = cached_table(tables, files)
+        else:
+            root = workdir / f"engines-{files}"
+            orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
         entry: dict[str, Any] = {
             "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "build_s": round(time.monotonic() - started, 1),
@@ -246,21 +256,56 @@ def run(
             f"load average at the end of the {files:,}-file runs: {load[0]:.1f} "
             f"(15 min: {load[2]:.1f}) on {os.cpu_count()} cores"
         )
-        shutil.rmtree(root, ignore_errors=True)
+        if tables is None:
+            shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(f"{root}-report", ignore_errors=True)
     return out
 
 
+def cached_table(tables: Path, files: int) -> tuple[Path, int]:
+    """The bench table of ``files`` files under ``tables`` (``engines-<files>``), built on
+    first use and reused after (a dry run changes nothing in it; its files stay ten days
+    older than the build, older than a retention-0 cut-off). A table whose build did not
+    finish (no ``.built`` marker) is built again. Returns its root and orphan count."""
+    import shutil
+
+    root = tables / f"engines-{files}"
+    marker = tables / f"engines-{files}.built"
+    if marker.exists():
+        return root, int(marker.read_text())
+    shutil.rmtree(root, ignore_errors=True)
+    orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
+    marker.write_text(f"{orphans}\n")
+    return root, orphans
+
+
 def merge_sizes(earlier: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
-    """``section`` with the sizes of ``earlier`` (a previous run's section) that it did not
-    measure: ``--only orphans_engines --engine-sizes ...`` re-measures some sizes and keeps the
-    rest. Each size keeps its own ``measured_at``."""
-    kept = {
-        k: {"measured_at": earlier.get("measured_at", "?"), "note": earlier.get("note"), **v}
-        for k, v in earlier.get("sizes", {}).items()
-        if k not in section["sizes"]
-    }
-    sizes = {**kept, **section["sizes"]}
+    """``section`` with what ``earlier`` (a previous run's section) measured that it did
+    not: the sizes it did not measure, and at a size it did, the engines it did not run
+    (``--engine-only local`` re-measures one engine's rows and keeps the others). Each kept
+    size, and each kept engine row, keeps its own ``measured_at`` (and its size's notes)."""
+    stamp = earlier.get("measured_at", "?")
+    sizes: dict[str, Any] = {}
+    for k, old in earlier.get("sizes", {}).items():
+        old = {"measured_at": stamp, "note": earlier.get("note"), **old}
+        new = section["sizes"].get(k)
+        if new is None:
+            sizes[k] = old
+            continue
+        kept = {
+            e: {"measured_at": old["measured_at"], **old[e]}
+            for e in ENGINES
+            if e in old and e not in new
+        }
+        if kept:
+            notes = [old[n] for n in ("note", "load") if old.get(n)]
+            earlier_note = f"rows of {', '.join(kept)} measured {old['measured_at'][:16]}" + (
+                f" ({'; '.join(notes)})" if notes else ""
+            )
+            new = {**new, **kept, "earlier_rows": earlier_note}
+        sizes[k] = new
+    for k, new in section["sizes"].items():
+        sizes.setdefault(k, new)
     return {**section, "sizes": dict(sorted(sizes.items(), key=lambda kv: int(kv[0])))}
 
 
@@ -287,7 +332,8 @@ def markdown(section: dict[str, Any]) -> list[str]:
                 continue
             s = entry[engine]
             lines.append(
-                f"| {int(files):,} ({entry.get('measured_at', '?')[:16]}) | {LABELS[engine]} | {s['runs']} | "
+                f"| {int(files):,} ({s.get('measured_at', entry.get('measured_at', '?'))[:16]}) | "
+                f"{LABELS[engine]} | {s['runs']} | "
                 f"{_cell(s['wall_s_median'], 's')} | {_cell(s['work_s_median'], 's')} | "
                 f"{_cell(s['python_peak_rss_mib_median'], 'MiB')} | "
                 f"{_cell(s['driver_jvm_peak_rss_mib_median'], 'MiB')} | "
@@ -295,7 +341,7 @@ def markdown(section: dict[str, Any]) -> list[str]:
                 f"{', '.join(str(f) for f in s['found'])} |"
             )
     for files, entry in section["sizes"].items():
-        notes = [entry[k] for k in ("note", "load") if entry.get(k)]
+        notes = [entry[k] for k in ("note", "load", "earlier_rows") if entry.get(k)]
         if notes:
             lines += ["", f"Note on {int(files):,} files: {'; '.join(notes)}"]
     return [*lines, ""]

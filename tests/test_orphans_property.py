@@ -148,7 +148,7 @@ def _retained_versions(store) -> dict[int, tuple[int | None, set[str]]]:
         stamp = snap.timestamp_ms
         if stamp is None and snap.segment.checkpoint is not None:  # commit cleaned up
             stamp = listing.mtime_ms(snap.segment.checkpoint.files[0])
-        out[v] = (stamp, table_paths(snap.adds.table, store))
+        out[v] = (stamp, set(table_paths(snap.adds.table, store).to_pylist()))
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import urllib.parse
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,23 +407,34 @@ def parse_action(obj: Any) -> Action | None:
         raise type(exc)(f"{name}: {exc}") from None
 
 
-def parse_json_actions(data: bytes) -> ParsedActions:
-    """Every line of a JSON log file. Blank lines are skipped; nothing here raises."""
-    parsed = ParsedActions()
-    for number, line in enumerate(data.split(b"\n"), start=1):
+def iter_json_actions(lines: Iterable[bytes]) -> Iterator[Action | LineError]:
+    """Each action (or :class:`LineError`) of a JSON log file given as its lines (with or
+    without their ``\\n``), in file order, numbered from 1. Blank lines and unknown actions
+    are skipped; nothing here raises. Lets a caller read a large commit without holding it."""
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             action = parse_action(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
-            parsed.errors.append(LineError(number, f"not valid JSON ({exc})"))
+            yield LineError(number, f"not valid JSON ({exc})")
             continue
         except MissingFieldError as exc:
-            parsed.errors.append(LineError(number, str(exc), incomplete=True))
+            yield LineError(number, str(exc), incomplete=True)
             continue
         except (ActionError, ValueError, TypeError) as exc:
-            parsed.errors.append(LineError(number, str(exc)))
+            yield LineError(number, str(exc))
             continue
         if action is not None:
-            parsed.actions.append(action)
+            yield action
+
+
+def parse_json_actions(data: bytes) -> ParsedActions:
+    """Every line of a JSON log file. Blank lines are skipped; nothing here raises."""
+    parsed = ParsedActions()
+    for item in iter_json_actions(data.split(b"\n")):
+        if isinstance(item, LineError):
+            parsed.errors.append(item)
+        else:
+            parsed.actions.append(item)
     return parsed

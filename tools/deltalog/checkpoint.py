@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltaguard.tools.deltalog import filetable
@@ -126,30 +127,45 @@ def _small_actions(table: pa.Table, rel_path: str) -> list[Action]:
     return out
 
 
+#: Checkpoint rows decoded at a time: the raw rows of one batch are freed before the next, so
+#: reading a checkpoint holds its file tables plus one batch (not a second copy of them all).
+BATCH_ROWS = 65_536
+
+
 def _read_parquet_part(store: TableStore, rel_path: str) -> tuple[pa.Table, pa.Table, list[Action]]:
     pf = _parquet(store, rel_path)
+    columns = _columns(pf)
+    small_names = [name for name in _SMALL_ACTIONS if name in columns]
+    adds: list[pa.Table] = []
+    removes: list[pa.Table] = []
+    small: list[pa.RecordBatch] = []
     try:
-        table = pf.read(columns=_columns(pf), use_threads=True)
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
+            try:
+                if "add" in batch.schema.names:
+                    adds.append(filetable.from_struct(batch.column("add")))
+                if "remove" in batch.schema.names:
+                    removes.append(filetable.from_struct(batch.column("remove")))
+            except (pa.ArrowException, ValueError, TypeError) as exc:
+                raise CorruptLogError(
+                    f"{store.location(rel_path)}: bad file actions ({exc})", rel_path
+                ) from None
+            if small_names:
+                rows = batch.select(small_names)
+                used = pc.is_valid(rows.column(0))
+                for i in range(1, len(small_names)):
+                    used = pc.or_(used, pc.is_valid(rows.column(i)))
+                small.append(rows.filter(used))
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CorruptLogError(
             f"{store.location(rel_path)}: unreadable parquet ({exc})", rel_path
         ) from None
-    try:
-        adds = (
-            filetable.from_struct(table["add"])
-            if "add" in table.column_names
-            else filetable.empty()
-        )
-        removes = (
-            filetable.from_struct(table["remove"])
-            if "remove" in table.column_names
-            else filetable.empty()
-        )
-    except (pa.ArrowException, ValueError, TypeError) as exc:
-        raise CorruptLogError(
-            f"{store.location(rel_path)}: bad file actions ({exc})", rel_path
-        ) from None
-    return adds, removes, _small_actions(table, rel_path)
+    small_table = pa.Table.from_batches(small) if small else pa.table({}, schema=pa.schema([]))
+    return (
+        pa.concat_tables(adds) if adds else filetable.empty(),
+        pa.concat_tables(removes) if removes else filetable.empty(),
+        _small_actions(small_table, rel_path),
+    )
 
 
 def _read_json_part(store: TableStore, rel_path: str) -> tuple[pa.Table, pa.Table, list[Action]]:

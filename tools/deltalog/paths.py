@@ -93,3 +93,20 @@ def relativize(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.Array
             if rel is not None:
                 values[i] = rel
     return pa.array(values, pa.string())
+
+
+def relative_paths(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.ChunkedArray:
+    """:func:`relative_to_root` over a column of decoded paths, keeping only the paths inside
+    the root (relative, normalized; nulls dropped). As :func:`relativize`, only the paths that
+    need the rule leave Arrow, and a chunk that needs nothing is not copied."""
+    out: list[pa.Array] = []
+    for chunk in paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]:
+        chunk = chunk.filter(pc.is_valid(chunk)) if chunk.null_count else chunk
+        needs = pc.match_substring_regex(chunk, _NEEDS_RULE)
+        if not len(chunk) or not pc.any(needs).as_py():
+            out.append(chunk)
+            continue
+        out.append(chunk.filter(pc.invert(needs)))
+        mapped = [relative_to_root(p, store) for p in chunk.filter(needs).to_pylist()]
+        out.append(pa.array([p for p in mapped if p is not None], pa.string()))
+    return pa.chunked_array([c.cast(pa.string()) for c in out], pa.string())

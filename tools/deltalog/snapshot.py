@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from deltaguard.tools.deltalog.actions import (
     Protocol,
     RemoveFile,
     Txn,
+    iter_json_actions,
     parse_json_actions,
 )
 from deltaguard.tools.deltalog.checkpoint import (
@@ -304,17 +305,22 @@ def _merge(
 
 
 def commit_info_of(data: bytes) -> CommitInfo | None:
-    """The ``commitInfo`` action of one commit file, or None. Writers put it on a line of its
-    own that starts with ``{"commitInfo"`` (Spark and delta-rs write it first), so only such
-    lines are parsed; a commit without one is parsed whole (a checkpointed commit can hold
-    hundreds of thousands of adds, and only this one action is needed)."""
-    for line in data.split(b"\n"):
+    """The ``commitInfo`` action of one commit file, or None: :func:`commit_info_in`."""
+    return commit_info_in(lambda: iter(data.split(b"\n")))
+
+
+def commit_info_in(lines: Callable[[], Iterator[bytes]]) -> CommitInfo | None:
+    """The ``commitInfo`` action of one commit file (``lines()`` yields its lines, each call
+    from the start), or None. Writers put it on a line of its own that starts with
+    ``{"commitInfo"`` (Spark and delta-rs write it first), so only such lines are parsed; a
+    commit without one is parsed whole, a second pass (a checkpointed commit can hold hundreds
+    of thousands of adds, and only this one action is needed)."""
+    for line in lines():
         if line.startswith(b'{"commitInfo"'):
             parsed = parse_json_actions(line)
             if parsed.actions and isinstance(parsed.actions[0], CommitInfo):
                 return parsed.actions[0]
-    parsed = parse_json_actions(data)
-    return next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+    return next((a for a in iter_json_actions(lines()) if isinstance(a, CommitInfo)), None)
 
 
 def load_snapshot(
@@ -433,7 +439,8 @@ def _replay(
         # the snapshot is a checkpoint with no commit after it: its commit still has the
         # commitInfo (the protocol reads commitInfo from the snapshot version's commit only)
         try:
-            rec.commit_info = commit_info_of(store.read(f"{LOG_DIR}/{commit_name}"))
+            rel = f"{LOG_DIR}/{commit_name}"
+            rec.commit_info = commit_info_in(lambda: store.read_lines(rel))
         except StorageError:
             pass
     timestamp = rec.commit_info.timestamp if rec.commit_info is not None else None

@@ -29,7 +29,7 @@ import urllib.parse
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
@@ -105,6 +105,22 @@ class S3Options:
     path_style: bool = False
 
 
+@runtime_checkable
+class BatchContainer(Protocol):
+    """A set that answers for many items at once (e.g.
+    :class:`deltaguard.tools.orphans.pathset.PathSet`)."""
+
+    def contains_all(self, items: Sequence[str]) -> Sequence[bool]: ...
+
+
+def in_skip(paths: Sequence[str], skip: Container[str]) -> Sequence[bool]:
+    """Whether each of ``paths`` is in ``skip``: one batch question when ``skip`` can answer
+    one (:class:`BatchContainer`), else one ``in`` per path."""
+    if isinstance(skip, BatchContainer):
+        return skip.contains_all(paths)
+    return [p in skip for p in paths]
+
+
 class TableStore(Protocol):
     """Access below one table root: read access for everything, deletion for orphan cleanup."""
 
@@ -127,6 +143,12 @@ class TableStore(Protocol):
 
     def read(self, rel_path: str) -> bytes:
         """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
+        ...
+
+    def read_lines(self, rel_path: str) -> Iterator[bytes]:
+        """The file's lines (each with its ``\\n``): on local disk read as they are consumed,
+        so a large commit is never held whole (S3: one GET, then split). Raises as
+        :meth:`read`, from the first ``next()``."""
         ...
 
     def stat(self, rel_path: str) -> FileInfo | None:
@@ -221,6 +243,18 @@ class LocalTableStore:
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc.strerror}", str(path)) from None
 
+    def read_lines(self, rel_path: str) -> Iterator[bytes]:
+        """The file's lines (each with its ``\\n``), read as they are consumed: a large
+        commit is never held whole. Raises as :meth:`read`, from the first ``next()``."""
+        path = self._abs(rel_path)
+        try:
+            with path.open("rb") as f:
+                yield from f
+        except FileNotFoundError:
+            raise FileMissingError(f"{path} does not exist", str(path)) from None
+        except OSError as exc:
+            raise StorageError(f"cannot read {path}: {exc.strerror}", str(path)) from None
+
     def stat(self, rel_path: str) -> FileInfo | None:
         try:
             st = self._abs(rel_path).stat()
@@ -236,29 +270,33 @@ class LocalTableStore:
         prefix = f"{rel_dir}/" if rel_dir else ""
         files: list[FileInfo] = []
         dirs: list[str] = []
-        known = 0
+        entries: list[os.DirEntry[str]] = []
         try:
             with os.scandir(base) as it:
                 for entry in it:
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             dirs.append(prefix + entry.name)
-                        elif (prefix + entry.name) in skip:
-                            known += 1  # no stat: a skipped file is never a candidate
-                        elif entry.is_file(follow_symlinks=False):
-                            st = entry.stat(follow_symlinks=False)
-                            files.append(
-                                FileInfo(
-                                    prefix + entry.name, st.st_size, st.st_mtime_ns // 1_000_000
-                                )
-                            )
+                        else:
+                            entries.append(entry)
                     except FileNotFoundError:
                         continue  # deleted while listing
         except FileNotFoundError:
             return [], [], 0
         except OSError as exc:
             raise StorageError(f"cannot list {base}: {exc.strerror}", str(base)) from None
-        return files, dirs, known
+        names = [prefix + entry.name for entry in entries]
+        skipped = in_skip(names, skip)
+        for entry, name, known in zip(entries, names, skipped, strict=True):
+            if known:
+                continue  # no stat: a skipped file is never a candidate
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    files.append(FileInfo(name, st.st_size, st.st_mtime_ns // 1_000_000))
+            except FileNotFoundError:
+                continue  # deleted while listing
+        return files, dirs, int(sum(skipped))
 
     def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:
         if scheme not in ("", "file"):
@@ -369,6 +407,9 @@ class S3TableStore:
         except (ClientError, BotoCoreError) as exc:
             raise self._error(exc, "read", key) from None
 
+    def read_lines(self, rel_path: str) -> Iterator[bytes]:
+        yield from self.read(rel_path).splitlines(keepends=True)
+
     def stat(self, rel_path: str) -> FileInfo | None:
         key = self._key(rel_path)
         try:
@@ -391,11 +432,10 @@ class S3TableStore:
         dirs: list[str] = []
         known = 0
         for page in self.pages(root_prefix + (f"{rel_dir}/" if rel_dir else "")):
-            for info in self.infos(page):
-                if info.path in skip:
-                    known += 1
-                else:
-                    files.append(info)
+            infos = list(self.infos(page))
+            skipped = in_skip([info.path for info in infos], skip)
+            known += int(sum(skipped))
+            files += [info for info, hit in zip(infos, skipped, strict=True) if not hit]
             for common in page.get("CommonPrefixes", ()):
                 dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
         return files, dirs, known

@@ -45,6 +45,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import pyarrow as pa
+
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
@@ -59,6 +61,7 @@ from deltaguard.tools.deltalog.temp_commits import (
     read_entries,
 )
 from deltaguard.tools.orphans.listing import ListingProgress, list_table
+from deltaguard.tools.orphans.memory import use_jemalloc
 from deltaguard.tools.orphans.references import References, collect_references
 from deltaguard.tools.orphans.rules import (
     CHANGE_DATA_DIR,
@@ -131,17 +134,28 @@ class ScanResult:
         return [c for c in self.candidates if c.file_class in classes]
 
 
-def _data_candidate(
-    info: FileInfo, refs: References, cutoff_ms: int, ever_named: bool
-) -> Candidate | None:
-    return data_candidate(
-        info,
-        cutoff_ms,
-        protected=info.path in refs.protected,
-        ever_named=ever_named,
-        tombstone=(info.path in refs.tombstone_ms, refs.tombstone_ms.get(info.path)),
-        change_data=info.path in refs.change_data,
-    )
+def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> list[Candidate]:
+    """:func:`data_candidate` for each listed data file, asking the reference sets about all
+    of them at once."""
+    paths = [info.path for info in files]
+    protected = refs.protected.contains_all(paths)
+    ever = refs.ever.contains_all(paths)
+    change_data = refs.change_data.contains_all(paths)
+    tombstones = refs.tombstones.indexes(paths)
+    out: list[Candidate] = []
+    for k, info in enumerate(files):
+        at = int(tombstones[k])
+        c = data_candidate(
+            info,
+            cutoff_ms,
+            protected=bool(protected[k]),
+            ever_named=bool(ever[k]),
+            tombstone=(at >= 0, refs.tombstone_ms[at].as_py() if at >= 0 else None),
+            change_data=bool(change_data[k]),
+        )
+        if c is not None:
+            out.append(c)
+    return out
 
 
 def data_candidate(
@@ -298,6 +312,7 @@ def scan(
     DynamoDB table) cannot be read, or ValueError for an invalid retention property. Nothing
     is modified."""
     started = time.monotonic()
+    use_jemalloc()  # the pool that returns freed tables (.memory)
     phase = on_phase or (lambda _name: None)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     phase("reading the log")
@@ -313,25 +328,30 @@ def scan(
     cutoff = now_ms - retention_ms
     refs = collect_references(snapshot, cutoff)
     is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
+    version, notes = snapshot.version, list(snapshot.notes)
+    del snapshot  # its file tables: the reference sets hold what the scan needs
+    pa.default_memory_pool().release_unused()  # give the freed tables back before listing
     phase("listing the table")
     table = list_table(
         store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
     )
     phase("classifying")
     checkpoints = checkpoint_dirs(info.path for info in table.files)
-    candidates = [
-        c
-        for info in table.files
-        if is_visible(info.path, is_hidden)
-        and not in_checkpoint(info.path, checkpoints)
-        and (c := _data_candidate(info, refs, cutoff, info.path in refs.ever)) is not None
-    ]
+    candidates = data_candidates(
+        [
+            info
+            for info in table.files
+            if is_visible(info.path, is_hidden) and not in_checkpoint(info.path, checkpoints)
+        ],
+        refs,
+        cutoff,
+    )
     entries = read_entries(dynamodb) if dynamodb is not None else None
     candidates += log_candidates(store, listing, cutoff, entries)
     candidates.sort(key=lambda c: c.path)
     return ScanResult(
         store.uri,
-        snapshot.version,
+        version,
         now_ms,
         retention_ms,
         source,
@@ -341,6 +361,6 @@ def scan(
         table.hidden_dirs,
         len(listing.files),
         time.monotonic() - started,
-        list(snapshot.notes),
+        notes,
         kept_dirs(checkpoints, table.hidden_dirs),
     )

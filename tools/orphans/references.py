@@ -28,32 +28,47 @@ from deltaguard.tools.deltalog.actions import (
     AddFile,
     CdcFile,
     DeletionVector,
+    LineError,
     RemoveFile,
-    parse_json_actions,
+    iter_json_actions,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing
-from deltaguard.tools.deltalog.paths import relative_to_root
+from deltaguard.tools.deltalog.paths import relative_paths, relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.orphans.pathset import PathSet, PathUnion, chunked
 
 _READ_WORKERS = 8
+#: Actions of a commit parsed before their paths go to Arrow (bounds the Python objects held).
+_PARSE_CHUNK = 4096
 
 
 @dataclass
 class References:
-    """Reference sets of one snapshot (see module docstring). ``tombstone_ms`` maps each
-    tombstoned path (not live) to its newest deletion timestamp (None if the log has none)."""
+    """Reference sets of one snapshot (see module docstring), columnar (no Python string per
+    path: :mod:`.pathset`); ``live``, ``protected`` and ``ever`` share their paths. ``tombstones``: each tombstoned path (not live);
+    ``tombstone_ms[tombstones.index(p)]`` is its newest deletion timestamp (None if the log
+    has none): see :meth:`tombstone`."""
 
     version: int
     cutoff_ms: int
-    live: set[str] = field(default_factory=set)
-    protected: set[str] = field(default_factory=set)
-    ever: set[str] = field(default_factory=set)
-    tombstone_ms: dict[str, int | None] = field(default_factory=dict)
-    change_data: set[str] = field(default_factory=set)
+    live: PathUnion = field(default_factory=PathUnion)
+    protected: PathUnion = field(default_factory=PathUnion)
+    ever: PathUnion = field(default_factory=PathUnion)
+    tombstones: PathSet = field(default_factory=PathSet)
+    tombstone_ms: pa.Array = field(default_factory=lambda: pa.array([], pa.int64()))
+    change_data: PathSet = field(default_factory=PathSet)
+
+    def tombstone(self, path: str) -> tuple[bool, int | None]:
+        """Whether ``path`` is a snapshot tombstone, and its newest deletion timestamp."""
+        at = self.tombstones.index(path)
+        if at is None:
+            return False, None
+        ms: int | None = self.tombstone_ms[at].as_py()
+        return True, ms
 
 
 def _dv_path(dv: DeletionVector, store: TableStore) -> str | None:
@@ -61,54 +76,81 @@ def _dv_path(dv: DeletionVector, store: TableStore) -> str | None:
     return relative_to_root(path, store) if path is not None else None
 
 
-def _relative(paths: Iterable[str], store: TableStore) -> Iterable[str]:
-    for p in paths:
-        rel = relative_to_root(p, store)
-        if rel is not None:
-            yield rel
-
-
-def table_paths(table: pa.Table, store: TableStore) -> set[str]:
-    """Every file a FILE_SCHEMA table names: its paths and its DV files."""
-    out = set(_relative(table["path"].to_pylist(), store))
+def table_paths(table: pa.Table, store: TableStore) -> pa.ChunkedArray:
+    """Every file a FILE_SCHEMA table names: its paths and its DV files (relative to the
+    root, outside ones dropped; a path may appear more than once)."""
+    paths = relative_paths(table["path"], store)
     with_dv = table.filter(pc.is_valid(table["dv_storage_type"]))
-    for _path, dv in FileActions(with_dv, AddFile).deletion_vectors():
-        rel = _dv_path(dv, store)
-        if rel is not None:
-            out.add(rel)
-    return out
+    if not with_dv.num_rows:
+        return paths
+    dvs = [
+        rel
+        for _path, dv in FileActions(with_dv, AddFile).deletion_vectors()
+        if (rel := _dv_path(dv, store)) is not None
+    ]
+    return chunked([paths, pa.array(dvs, pa.string())])
 
 
 def action_paths(
-    actions: Iterable[object], store: TableStore, change_data: set[str] | None = None
-) -> set[str]:
-    """Every file the add, remove and cdc actions of one JSON log file name (and DV files).
-    ``cdc`` paths are also added to ``change_data`` when given."""
-    out: set[str] = set()
+    actions: Iterable[object], store: TableStore, change_data: list[str] | None = None
+) -> list[str]:
+    """Every file the add, remove and cdc actions of one JSON log file name (and DV files),
+    in order, possibly repeated. ``cdc`` paths are also appended to ``change_data`` when
+    given."""
+    out: list[str] = []
     for action in actions:
         if not isinstance(action, AddFile | RemoveFile | CdcFile):
             continue
         rel = relative_to_root(action.path, store)
         if rel is not None:
-            out.add(rel)
+            out.append(rel)
             if isinstance(action, CdcFile) and change_data is not None:
-                change_data.add(rel)
+                change_data.append(rel)
         dv = None if isinstance(action, CdcFile) else action.deletion_vector
         if dv is not None and (dv_rel := _dv_path(dv, store)) is not None:
-            out.add(dv_rel)
+            out.append(dv_rel)
     return out
 
 
-def read_json_paths(store: TableStore, name: str, change_data: set[str]) -> set[str]:
-    """The files one JSON file in ``_delta_log`` references. Raises :class:`CorruptLogError`
-    naming the file and line if any line is not a valid action (a reference we cannot read is
-    a reference we could miss, so cleanup must stop)."""
+@dataclass
+class JsonPaths:
+    """The files one JSON log file names that a known set does not hold (each once), and
+    its ``cdc`` files."""
+
+    new: pa.Array
+    change_data: pa.Array
+
+
+def read_json_paths(store: TableStore, name: str, known: PathUnion | None = None) -> JsonPaths:
+    """The files one JSON file in ``_delta_log`` references, less those in ``known``. The
+    file is read and parsed in chunks (never held whole, on local disk). Raises
+    :class:`CorruptLogError` naming the file and line if any line is not a valid action (a
+    reference we cannot read is a reference we could miss, so cleanup must stop)."""
     rel = f"{LOG_DIR}/{name}"
-    parsed = parse_json_actions(store.read(rel))
-    if parsed.errors:
-        err = parsed.errors[0]
-        raise CorruptLogError(f"{store.location(rel)}:{err.line}: {err.message}", rel, err.line)
-    return action_paths(parsed.actions, store, change_data)
+    new: list[pa.Array] = []
+    change_data: list[str] = []
+    chunk: list[object] = []
+
+    def flush() -> None:
+        paths = action_paths(chunk, store, change_data)
+        if known is not None and paths:
+            paths = [p for p, hit in zip(paths, known.contains_all(paths), strict=True) if not hit]
+        if paths:
+            new.append(pc.unique(pa.array(paths, pa.string())))
+        chunk.clear()
+
+    for item in iter_json_actions(store.read_lines(rel)):
+        if isinstance(item, LineError):
+            location = store.location(rel)
+            raise CorruptLogError(f"{location}:{item.line}: {item.message}", rel, item.line)
+        chunk.append(item)
+        if len(chunk) >= _PARSE_CHUNK:
+            flush()
+    flush()
+    return JsonPaths(
+        pc.unique(pa.concat_arrays(new)) if new else pa.array([], pa.string()),
+        pa.array(change_data, pa.string()),
+    )
 
 
 def json_files(listing: LogListing) -> list[str]:
@@ -140,38 +182,53 @@ def checkpoints_besides(listing: LogListing, own: CheckpointRef | None) -> list[
     return [i for i in picked if listing.checkpoints[i] != own]
 
 
+def _tombstones(removes: pa.Table, live: PathUnion, store: TableStore) -> tuple[PathSet, pa.Array]:
+    """The snapshot's tombstoned paths that are not live, and each one's newest deletion
+    timestamp (null if none of its removes has one)."""
+    if not removes.num_rows:
+        return PathSet(), pa.array([], pa.int64())
+    paths = relativize_all(removes["path"], store)
+    rows = pa.table({"path": paths, "ts": removes["deletion_timestamp"]})
+    rows = rows.filter(pc.is_valid(rows["path"]))
+    rows = rows.filter(pc.invert(pa.array(live.contains_all(rows["path"].to_pylist()))))
+    newest = rows.group_by("path").aggregate([("ts", "max")])
+    tombstones = PathSet(newest["path"])
+    at = pc.index_in(tombstones.paths, value_set=newest["path"])
+    return tombstones, pc.take(newest["ts_max"], at).combine_chunks()
+
+
+def relativize_all(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.Array:
+    """Each decoded log path relative to the root, null where it is outside the table (one
+    entry per input, unlike :func:`relative_paths`)."""
+    return pa.array([relative_to_root(p, store) for p in paths.to_pylist()], pa.string())
+
+
 def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     """The reference sets of ``snapshot`` for a deletion cut-off (``now - retention``).
-    Reads every retained JSON commit and the checkpoints :func:`checkpoints_to_read` picks,
-    in parallel. Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` (naming the
-    file) if any of them cannot be read."""
+    Reads every retained JSON commit and the checkpoints :func:`checkpoints_to_read` picks
+    (a few at a time, each commit in chunks, keeping only the paths not already known).
+    Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` (naming the file) if any
+    of them cannot be read."""
     store = snapshot.store
     refs = References(snapshot.version, cutoff_ms)
-    refs.live = table_paths(snapshot.adds.table, store)
+    refs.live = PathUnion([PathSet(table_paths(snapshot.adds.table, store))])
     removes = snapshot.removes.table
     ts = removes["deletion_timestamp"]
     unexpired = removes.filter(pc.or_kleene(pc.greater_equal(ts, cutoff_ms), pc.is_null(ts)))
-    refs.protected = refs.live | table_paths(unexpired, store)
-    for row in removes.select(["path", "deletion_timestamp"]).to_pylist():
-        rel = relative_to_root(row["path"], store)
-        if rel is None or rel in refs.live:
-            continue
-        old, new = refs.tombstone_ms.get(rel), row["deletion_timestamp"]
-        refs.tombstone_ms[rel] = new if old is None else max(old, new or old)
-    refs.ever = refs.live | table_paths(removes, store)
+    refs.protected = refs.live.extended([table_paths(unexpired, store)])
+    refs.tombstones, refs.tombstone_ms = _tombstones(removes, refs.live, store)
+    base = refs.protected.extended([table_paths(removes, store)])
     listing = snapshot.listing
+    extra: list[pa.Array | pa.ChunkedArray] = []
+    change_data: list[pa.Array] = []
     with ThreadPoolExecutor(_READ_WORKERS, thread_name_prefix="log-read") as pool:
-        commit_sets = list(
-            pool.map(lambda n: read_json_paths(store, n, refs.change_data), json_files(listing))
-        )
-        states = list(
-            pool.map(
-                lambda i: read_checkpoint(store, listing.checkpoints[i]),
-                checkpoints_to_read(listing, snapshot),
-            )
-        )
-    for paths in commit_sets:
-        refs.ever |= paths
-    for state in states:
-        refs.ever |= table_paths(state.adds, store) | table_paths(state.removes, store)
+        for found in pool.map(lambda n: read_json_paths(store, n, base), json_files(listing)):
+            extra.append(found.new)
+            change_data.append(found.change_data)
+    for i in checkpoints_to_read(listing, snapshot):
+        state = read_checkpoint(store, listing.checkpoints[i])
+        extra += [base.new_paths(table_paths(part, store)) for part in (state.adds, state.removes)]
+        del state
+    refs.ever = PathUnion([*base.layers, PathSet(chunked(extra))])
+    refs.change_data = PathSet(pa.chunked_array(change_data, pa.string()))
     return refs
