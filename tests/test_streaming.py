@@ -12,7 +12,8 @@
 - foreachBatch fan-out to three tables (txnAppId = query id, txnVersion = batch id), killed
   between two tables' commits of one micro-batch: the re-run skips the table that has it.
 
-Small sizes (3 micro-batches of 5 rows per query); ``make soak`` has longer runs.
+Small sizes in ``make test`` (3 micro-batches of 5 rows per query); ``make soak`` runs the
+kill test with 8 micro-batches per query (marked ``long``).
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def _s3_args(localstack) -> list[str]:
     return ["--endpoint", localstack.endpoint.url, "--region", "us-east-1", "--path-style"]
 
 
+@pytest.mark.parametrize("files", [FILES, pytest.param(8, marks=pytest.mark.long)])
 @pytest.mark.parametrize("line", ["4.2", "3.5"])
 def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
     line,
+    files,
     line_python,  # noqa: F811
     localstack,
     ls_proxy,
@@ -76,7 +79,7 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
                 "q1": Kill(ls_proxy, hang_commit(skip=1)),
                 "q0": Kill(q0_proxy, hang_checkpoint_commit(skip=1)),
             },
-            files=FILES,
+            files=files,
             rows_per_file=ROWS_PER_FILE,
             batch_appends=BATCH_APPENDS,
             batch_rows=BATCH_ROWS,
@@ -97,7 +100,7 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
     ]
     assert on_checkpoints and not renames, Counter(e["kind"] for e in on_checkpoints)
     assert result.killed == ["q0", "q1"]
-    _assert_exactly_once(result)
+    _assert_exactly_once(result, files=files)
     # Each restart finished its source; q0's restart re-ran the micro-batch whose commits/
     # file was frozen, which Delta skipped (the table recorded it: no rows twice), so it
     # starts past batch 0. (Which batch: the second commits/ write through Spark's manager;
