@@ -233,10 +233,12 @@ def run_rolling_migration(
     status("1-in-progress")
     jobs.wait(plain)
     plain_done = time.time()
+    # S3 keeps modification times in whole seconds: a writer that starts 3 s after the phase
+    # ended commits after ``plain_done + 2`` even if it finishes within a second.
+    time.sleep(3)
     transition.append(
         jobs.start("python", PresetName.S3_DYNAMODB_TRANSITION, config.transition_appends, url)
     )
-    time.sleep(3)
     _wait_for_commit_after(s3, table, plain_done + 2)
     status("1-done", window_s=time.time() - plain_done - 1)
     # phase 2: conditional writers (deltaguard's and delta-rs) join the transition jobs
@@ -252,10 +254,10 @@ def run_rolling_migration(
     # phase 3: the transition jobs end and come back on s3-conditional
     jobs.wait(transition)
     transition_done = time.time()
+    time.sleep(3)  # whole-second modification times: as in phase 1
     conditional.append(
         jobs.start("python", PresetName.S3_CONDITIONAL, config.conditional_appends, url)
     )
-    time.sleep(3)
     _wait_for_commit_after(s3, table, transition_done + 2)
     status("3-conditional", window_s=time.time() - transition_done - 1)
     jobs.wait(conditional)
