@@ -304,11 +304,6 @@ def _merge(
     return pa.concat_tables([base, newer]) if newer.num_rows else base
 
 
-def commit_info_of(data: bytes) -> CommitInfo | None:
-    """The ``commitInfo`` action of one commit file, or None: :func:`commit_info_in`."""
-    return commit_info_in(lambda: iter(data.split(b"\n")))
-
-
 def commit_info_in(lines: Callable[[], Iterator[bytes]]) -> CommitInfo | None:
     """The ``commitInfo`` action of one commit file (``lines()`` yields its lines, each call
     from the start), or None. Writers put it on a line of its own that starts with
