@@ -11,10 +11,13 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.spark_conf.spark_lines import by_name
@@ -303,19 +306,6 @@ def _appends(
     return chosen if each is None else dict.fromkeys(chosen, each)
 
 
-#: The sections ``--only`` chooses from, in the order a full run measures them.
-SECTIONS = (
-    "latency",
-    "lines",
-    "throughput",
-    "snapshot_jobs",
-    "orphans",
-    "orphans_engines",
-    "streaming",
-    "replay",
-)
-
-
 def _sections(value: str) -> list[str]:
     """``--only``'s value: known section names, comma-separated."""
     names = [v.strip() for v in value.split(",") if v.strip()]
@@ -327,7 +317,8 @@ def _sections(value: str) -> list[str]:
     return names
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: what to measure (``--only``), how often, and each section's sizes."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--commits", type=int, default=100, help="commit/PUT pairs per latency run")
@@ -405,15 +396,178 @@ def main(argv: list[str] | None = None) -> int:
         help="measure nothing: rewrite latest.md from latest.json (after a merge of results "
         "or a change of this renderer)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _stamped(section: dict[str, Any], runs: int, **params: Any) -> dict[str, Any]:
+    """A section's results with when they were measured and how many runs each figure has."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return {"measured_at": now, "runs": runs, **params, **section}
+
+
+@dataclass(frozen=True)
+class _Bench:
+    """What every section runs against: the parsed options, one LocalStack (its endpoint, a
+    bucket and a DynamoDB commit table), a scratch directory, and the results so far (each
+    section adds its own key; a long section also writes them part way)."""
+
+    args: argparse.Namespace
+    endpoint: Endpoint
+    bucket: str
+    ddb_table: str
+    workdir: Path
+    results: dict[str, Any]
+
+
+def _measure_latency(b: _Bench) -> None:
+    a = b.args
+    b.results["commit_latency"] = _stamped(
+        commit_latency.run(b.endpoint, b.bucket, a.runs, a.commits, b.ddb_table), a.runs
+    )
+
+
+def _measure_lines(b: _Bench) -> None:
+    a = b.args
+    b.results["spark_lines"] = _stamped(
+        spark_lines.run(
+            b.endpoint, b.bucket, a.runs, a.commits, b.workdir, race_appends=a.line_race_appends
+        ),
+        a.runs,
+    )
+
+
+def _measure_throughput(b: _Bench) -> None:
+    """The anchors' rows, then the Spark drivers' rows; each part is written as it finishes,
+    and a run of some ``--writer-counts`` keeps the other counts' earlier rows."""
+    a, results = b.args, b.results
+    load_before = os.getloadavg()
+    section: dict[str, Any] = {
+        "what": "data commits per second from the common start (a barrier after "
+        "every writer started and warmed) to the last append's end, the commit "
+        "call's latency, and every request the writers made per committed version, "
+        f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
+    }
+    counts = _sizes(a.writer_counts) if a.writer_counts else None
+    earlier = results.get("throughput", {}) if counts else {}
+
+    def keep(part: str, partial: dict[str, Any]) -> None:
+        load = os.getloadavg()
+        section[part] = throughput.merge_counts(earlier.get(part, {}), partial)
+        section["load"] = (
+            f"load average {load_before[0]:.1f} at the start, {load[0]:.1f} at the "
+            f"end (15 min: {load[2]:.1f}) on {os.cpu_count()} cores, shared"
+        )
+        if counts:
+            section["load"] = (
+                f"writer counts {a.writer_counts} measured "
+                f"{datetime.now(UTC).isoformat(timespec='minutes')}, "
+                f"{section['load']}; the others {earlier.get('measured_at', '?')}, "
+                f"{earlier.get('load', '')}"
+            )
+        results["throughput"] = _stamped(dict(section), a.tput_runs, spark_runs=a.spark_runs)
+        _write(results)
+
+    throughput.run(
+        b.endpoint,
+        b.bucket,
+        throughput.ANCHORS,
+        a.tput_runs,
+        _appends(throughput.ANCHOR_APPENDS, a.python_appends, counts),
+        b.workdir,
+        on_progress=lambda p: keep("anchors", p),
+    )
+    throughput.run(
+        b.endpoint,
+        b.bucket,
+        throughput.SPARK_STORES,
+        a.spark_runs,
+        _appends(throughput.SPARK_APPENDS, a.spark_appends, counts),
+        b.workdir,
+        on_progress=lambda p: keep("spark", p),
+    )
+
+
+def _measure_snapshot_jobs(b: _Bench) -> None:
+    pythons = {name: line_python(by_name(name)) for name in snapshot_jobs.ROWS}
+    b.results["snapshot_jobs"] = _stamped(
+        snapshot_jobs.run(b.endpoint, b.bucket, b.workdir, pythons, b.args.jobs_appends),
+        1,
+        load=f"load average {os.getloadavg()[0]:.1f} at the end",
+    )
+
+
+def _measure_orphans(b: _Bench) -> None:
+    a = b.args
+    b.results["orphans"] = _stamped(
+        orphans.run(b.endpoint, b.bucket, b.workdir, a.orphan_files, a.runs, a.spark_runs),
+        a.runs,
+        spark_runs=a.spark_runs,
+    )
+
+
+def _measure_orphans_engines(b: _Bench) -> None:
+    a = b.args
+    b.results["orphans_engines"] = _stamped(
+        orphans_engines.merge_sizes(
+            b.results.get("orphans_engines", {}),
+            orphans_engines.run(
+                b.workdir,
+                _sizes(a.engine_sizes),
+                _sizes(a.engine_spark_only_sizes),
+                a.engine_runs,
+                a.engine_spark_only_runs,
+                only=tuple(e for e in a.engine_only.split(",") if e),
+                tables=a.engine_tables,
+            ),
+        ),
+        a.engine_runs,
+        spark_only_runs=a.engine_spark_only_runs,
+    )
+
+
+def _measure_streaming(b: _Bench) -> None:
+    load = os.getloadavg()
+    b.results["streaming"] = _stamped(
+        streaming.run(b.endpoint, b.bucket, b.workdir),
+        1,
+        load=f"load average {load[0]:.1f} at the start on {os.cpu_count()} cores",
+    )
+
+
+def _measure_replay(b: _Bench) -> None:
+    from importlib.metadata import version
+
+    b.results["replay"] = {
+        "runs": b.args.replay_runs,
+        "delta_rs_version": version("deltalake"),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **replay.run(b.endpoint, b.bucket, b.args.replay_runs),
+    }
+
+
+#: Each section's measurement, by the name ``--only`` takes, in the order a full run measures
+#: them.
+MEASURE: dict[str, Callable[[_Bench], None]] = {
+    "latency": _measure_latency,
+    "lines": _measure_lines,
+    "throughput": _measure_throughput,
+    "snapshot_jobs": _measure_snapshot_jobs,
+    "orphans": _measure_orphans,
+    "orphans_engines": _measure_orphans_engines,
+    "streaming": _measure_streaming,
+    "replay": _measure_replay,
+}
+
+#: The sections ``--only`` chooses from.
+SECTIONS = tuple(MEASURE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.render:
         render()
         return 0
     started = time.monotonic()
-
-    def chosen(section: str) -> bool:
-        return args.only is None or section in args.only
-
     previous = RESULTS / "latest.json"
     # A partial run (--only) keeps the other benchmarks' latest results.
     kept = json.loads(previous.read_text()) if args.only and previous.exists() else {}
@@ -421,132 +575,21 @@ def main(argv: list[str] | None = None) -> int:
         **kept,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
-
-    def stamped(section: dict[str, Any], runs: int, **params: Any) -> dict[str, Any]:
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        return {"measured_at": now, "runs": runs, **params, **section}
-
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     with LocalStackServer(workdir / "localstack") as localstack:
-        endpoint = localstack.endpoint
-        bucket, ddb_table = "deltaguard-bench", "deltaguard-bench-commits"
-        endpoint.s3_client().create_bucket(Bucket=bucket)
-        create_table(endpoint.dynamodb_client(), ddb_table)
-        if chosen("latency"):
-            results["commit_latency"] = stamped(
-                commit_latency.run(endpoint, bucket, args.runs, args.commits, ddb_table), args.runs
-            )
-        if chosen("lines"):
-            results["spark_lines"] = stamped(
-                spark_lines.run(
-                    endpoint,
-                    bucket,
-                    args.runs,
-                    args.commits,
-                    workdir,
-                    race_appends=args.line_race_appends,
-                ),
-                args.runs,
-            )
-        if chosen("throughput"):
-            load_before = os.getloadavg()
-            section: dict[str, Any] = {
-                "what": "data commits per second from the common start (a barrier after "
-                "every writer started and warmed) to the last append's end, the commit "
-                "call's latency, and every request the writers made per committed version, "
-                f"each request delayed {throughput.LATENCY_MS:.0f} ms by the fault proxy",
-            }
-
-            counts = _sizes(args.writer_counts) if args.writer_counts else None
-            earlier = results.get("throughput", {}) if counts else {}
-
-            def keep(part: str, partial: dict[str, Any]) -> None:
-                """Writes what is measured so far: a long run keeps its results (and a run of
-                some ``--writer-counts`` the other counts' earlier rows)."""
-                load = os.getloadavg()
-                section[part] = throughput.merge_counts(earlier.get(part, {}), partial)
-                section["load"] = (
-                    f"load average {load_before[0]:.1f} at the start, {load[0]:.1f} at the "
-                    f"end (15 min: {load[2]:.1f}) on {os.cpu_count()} cores, shared"
-                )
-                if counts:
-                    section["load"] = (
-                        f"writer counts {args.writer_counts} measured "
-                        f"{datetime.now(UTC).isoformat(timespec='minutes')}, "
-                        f"{section['load']}; the others {earlier.get('measured_at', '?')}, "
-                        f"{earlier.get('load', '')}"
-                    )
-                results["throughput"] = stamped(
-                    dict(section), args.tput_runs, spark_runs=args.spark_runs
-                )
-                _write(results)
-
-            throughput.run(
-                endpoint,
-                bucket,
-                throughput.ANCHORS,
-                args.tput_runs,
-                _appends(throughput.ANCHOR_APPENDS, args.python_appends, counts),
-                workdir,
-                on_progress=lambda p: keep("anchors", p),
-            )
-            throughput.run(
-                endpoint,
-                bucket,
-                throughput.SPARK_STORES,
-                args.spark_runs,
-                _appends(throughput.SPARK_APPENDS, args.spark_appends, counts),
-                workdir,
-                on_progress=lambda p: keep("spark", p),
-            )
-        if chosen("snapshot_jobs"):
-            pythons = {name: line_python(by_name(name)) for name in snapshot_jobs.ROWS}
-            results["snapshot_jobs"] = stamped(
-                snapshot_jobs.run(endpoint, bucket, workdir, pythons, args.jobs_appends),
-                1,
-                load=f"load average {os.getloadavg()[0]:.1f} at the end",
-            )
-        if chosen("orphans"):
-            results["orphans"] = stamped(
-                orphans.run(
-                    endpoint, bucket, workdir, args.orphan_files, args.runs, args.spark_runs
-                ),
-                args.runs,
-                spark_runs=args.spark_runs,
-            )
-        if chosen("orphans_engines"):
-            results["orphans_engines"] = stamped(
-                orphans_engines.merge_sizes(
-                    results.get("orphans_engines", {}),
-                    orphans_engines.run(
-                        workdir,
-                        _sizes(args.engine_sizes),
-                        _sizes(args.engine_spark_only_sizes),
-                        args.engine_runs,
-                        args.engine_spark_only_runs,
-                        only=tuple(e for e in args.engine_only.split(",") if e),
-                        tables=args.engine_tables,
-                    ),
-                ),
-                args.engine_runs,
-                spark_only_runs=args.engine_spark_only_runs,
-            )
-        if chosen("streaming"):
-            load = os.getloadavg()
-            results["streaming"] = stamped(
-                streaming.run(endpoint, bucket, workdir),
-                1,
-                load=f"load average {load[0]:.1f} at the start on {os.cpu_count()} cores",
-            )
-        if chosen("replay"):
-            from importlib.metadata import version
-
-            results["replay"] = {
-                "runs": args.replay_runs,
-                "delta_rs_version": version("deltalake"),
-                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                **replay.run(localstack.endpoint, bucket, args.replay_runs),
-            }
+        bench = _Bench(
+            args,
+            localstack.endpoint,
+            "deltaguard-bench",
+            "deltaguard-bench-commits",
+            workdir,
+            results,
+        )
+        bench.endpoint.s3_client().create_bucket(Bucket=bench.bucket)
+        create_table(bench.endpoint.dynamodb_client(), bench.ddb_table)
+        for name in SECTIONS:
+            if args.only is None or name in args.only:
+                MEASURE[name](bench)
     results[f"wall_s_{'_and_'.join(args.only) if args.only else 'all'}"] = round(
         time.monotonic() - started, 1
     )
