@@ -7,7 +7,8 @@ included) with the installed ``deltaguard`` on PATH: S3 tables at ``s3://lake/<n
 uploaded to LocalStack first (into a fresh bucket that stands for ``lake``) and ``--endpoint`` is pointed at it; local tables (``./events``)
 are written in the working directory. Each command must end with the exit code
 :data:`EXPECTED_EXIT` gives it (README's table: 0 nothing to act on, 1 findings or files to
-clean, ...), and no traceback.
+clean, ...), and no traceback. Commands that start a Spark JVM (``--engine spark``) run in a
+test of their own, marked ``spark``, so ``make test-fast`` leaves them out.
 """
 
 from __future__ import annotations
@@ -161,11 +162,31 @@ def _point_at(args: list[str], endpoint: str) -> list[str]:
     return out
 
 
+def needs_spark(args: list[str]) -> bool:
+    """Whether a documented command starts a Spark JVM (``--engine spark``): those run in
+    :func:`test_doc_spark_commands_run`, outside ``make test-fast``."""
+    return "--engine" in args and args[args.index("--engine") + 1 :][:1] == ["spark"]
+
+
 def test_doc_commands_run(localstack, ls_bucket, tmp_path):
-    """The docs' bucket ``lake`` is this test's own fresh bucket."""
+    """Every documented command but those that start a Spark JVM."""
+    _run_doc_commands(localstack, ls_bucket, tmp_path, spark=False)
+
+
+@pytest.mark.spark
+def test_doc_spark_commands_run(localstack, ls_bucket, tmp_path):
+    """The documented commands that start a Spark JVM (``--engine spark``)."""
+    _run_doc_commands(localstack, ls_bucket, tmp_path, spark=True)
+
+
+def _run_doc_commands(localstack, ls_bucket, tmp_path, *, spark: bool) -> None:
+    """Runs the documented commands that start a Spark JVM (``spark``) or the others, in
+    order. The docs' bucket ``lake`` is this test's own fresh bucket."""
+    commands = [(w, line) for w, line in COMMANDS if needs_spark(cli_args(line)) is spark]
+    assert commands, "no documented command of this kind: the split is stale"
     endpoint = localstack.endpoint
     s3 = endpoint.s3_client()
-    tables = {m.group(1) for _, line in COMMANDS for m in re.finditer(r"s3a?://lake/(\w+)", line)}
+    tables = {m.group(1) for _, line in commands for m in re.finditer(r"s3a?://lake/(\w+)", line)}
     for name in sorted(tables):
         _synthetic(tmp_path / "tables" / name)
         upload_table(tmp_path / "tables" / name, s3, ls_bucket, name)
@@ -180,7 +201,7 @@ def test_doc_commands_run(localstack, ls_bucket, tmp_path):
     }
     failures = []
     ran: set[str] = set()
-    for where, line_shown in COMMANDS:
+    for where, line_shown in commands:
         line = re.sub(r"(s3a?)://lake/", rf"\1://{ls_bucket}/", line_shown)
         args = cli_args(line)
         rest = line.split("#", 1)[0].strip()[len("deltaguard ") :]
