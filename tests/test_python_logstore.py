@@ -217,8 +217,9 @@ def _object_writer(s3):
     return put
 
 
-def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket):
-    """8 threads x 15 blind appends: 120 contiguous versions, each append exactly once."""
+@pytest.mark.parametrize("appends", [8, pytest.param(15, marks=pytest.mark.long)])
+def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket, appends):
+    """8 threads x ``appends`` blind appends: contiguous versions, each append exactly once."""
     s3 = localstack.endpoint.s3_client()
     store = S3ConditionalLogStore(s3)
     uri = _spark_like_table(store, ls_bucket)
@@ -229,17 +230,18 @@ def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket):
     def writer(w: int) -> list[int]:
         appender = BlindAppender(store, put, uri)
         barrier.wait()
-        return [appender.append(_rows(w, b), user_metadata=f"w{w}/b{b}") for b in range(15)]
+        return [appender.append(_rows(w, b), user_metadata=f"w{w}/b{b}") for b in range(appends)]
 
     with ThreadPoolExecutor(8) as pool:
         versions = [v for f in [pool.submit(writer, w) for w in range(8)] for v in f.result()]
-    assert sorted(versions) == list(range(1, 121)), "every append got its own version"
-    assert latest_version(store, uri) == 120
+    last = 8 * appends
+    assert sorted(versions) == list(range(1, last + 1)), "every append got its own version"
+    assert latest_version(store, uri) == last
     tags = []
-    for v in range(1, 121):
+    for v in range(1, last + 1):
         actions = [json.loads(line) for line in store.read(f"{uri}/_delta_log/{v:020d}.json")]
         tags.append(actions[0]["commitInfo"]["userMetadata"])
-    assert sorted(tags) == sorted(f"w{w}/b{b}" for w in range(8) for b in range(15))
+    assert sorted(tags) == sorted(f"w{w}/b{b}" for w in range(8) for b in range(appends))
 
 
 class _CountingReads(S3ConditionalLogStore):
