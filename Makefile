@@ -84,12 +84,12 @@ test-java: ## the JUnit suite of logstore/, once per SDK generation
 # Tests marked `long` (the long variants of races, soaks and property tests) run in `make soak`;
 # `make test` runs their short variants.
 test: setup test-java  ## set everything up, run every test but the long variants (JUnit, then pytest; prints the wall time)
-	@bash .ci/timed-tests -m "not long"
+	@bash .ci/timed-tests -m "not long" -n 2 --dist loadgroup
 
 # Everything that needs no Spark JVM (the CLI, the Python LogStores, audit and orphans on
 # synthetic tables, the test-bed servers): a few minutes.
 test-fast: venv jar localstack  ## the tests that need no Spark JVM (a few minutes)
-	@bash .ci/timed-tests -m "not spark and not long"
+	@bash .ci/timed-tests -m "not spark and not long" -n 2 --dist loadgroup
 
 lint: venv  ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .

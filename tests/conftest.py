@@ -6,7 +6,8 @@ tests that need it ERROR with the reason; nothing is skipped.
 
 Tiers (markers, see pyproject): ``spark`` tests start Spark driver JVMs (marked by hand, and
 every test using ``spark_tables``); ``servers`` tests talk to LocalStack or moto (every test
-using a server fixture, and test_localstack.py). ``make test-fast`` runs ``not spark``.
+using a server fixture, and test_localstack.py). ``make test-fast`` runs ``not spark``. Both
+``make test`` and ``make test-fast`` run on two pytest-xdist workers (groups: below).
 """
 
 from __future__ import annotations
@@ -43,13 +44,23 @@ SERVER_FIXTURES = frozenset(
 SPARK_FIXTURES = frozenset({"spark_tables", "failed_jobs"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Adds the tier markers, and the group each test runs in under ``pytest -n 2 --dist
+    loadgroup`` (``make test``, ``make test-fast``): every ``spark`` test in one group, so one
+    worker runs them one after another (two Spark tests at once would share 2 cores between
+    their JVMs and stretch their timeouts), and every other test in its module's group, so a
+    module's fixtures are set up once, on the worker beside them."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & SERVER_FIXTURES:
             item.add_marker(pytest.mark.servers)
         if used & SPARK_FIXTURES:
             item.add_marker(pytest.mark.spark)
+        spark = item.get_closest_marker("spark") is not None
+        module = getattr(item, "module", None)
+        group = "spark" if spark else (module.__name__ if module is not None else item.nodeid)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 #: The installed console script: the CLI is tested as a user runs it, in its own process.
