@@ -249,7 +249,9 @@ def markdown(results: dict[str, Any]) -> str:
             f"Spark jobs per append, alone and with another writer's commit before each append "
             f"(one driver on LocalStack through the conditional store, "
             f"{results['snapshot_jobs']['rows'][0]['appends_per_phase']} appends per phase; "
-            f"{results['snapshot_jobs'].get('load', '')}), {_when(results['snapshot_jobs'])}:",
+            f"{results['snapshot_jobs'].get('load', '')}), {_when(results['snapshot_jobs'])} "
+            "(each row: when it was measured, last column; `--jobs-presets` keeps the others' "
+            "earlier rows):",
             "",
         ]
         lines += snapshot_jobs.markdown(results["snapshot_jobs"])
@@ -353,6 +355,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--replay-runs", type=int, default=3)
     parser.add_argument(
         "--jobs-appends", type=int, default=6, help="snapshot_jobs: appends per phase (mean)"
+    )
+    parser.add_argument(
+        "--jobs-presets",
+        default=",".join(snapshot_jobs.PRESETS),
+        help="snapshot_jobs: only the rows of these presets (comma-separated, of: "
+        f"{', '.join(snapshot_jobs.PRESETS)}); the other rows are kept from the latest results",
     )
     parser.add_argument(
         "--engine-sizes",
@@ -490,7 +498,15 @@ def _measure_throughput(b: _Bench) -> None:
 def _measure_snapshot_jobs(b: _Bench) -> None:
     pythons = {name: line_python(by_name(name)) for name in snapshot_jobs.ROWS}
     b.results["snapshot_jobs"] = _stamped(
-        snapshot_jobs.run(b.endpoint, b.bucket, b.workdir, pythons, b.args.jobs_appends),
+        snapshot_jobs.run(
+            b.endpoint,
+            b.bucket,
+            b.workdir,
+            pythons,
+            b.args.jobs_appends,
+            presets=tuple(p for p in b.args.jobs_presets.split(",") if p),
+            earlier=b.results.get("snapshot_jobs"),
+        ),
         1,
         load=f"load average {os.getloadavg()[0]:.1f} at the end",
     )

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import uuid
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -201,12 +202,28 @@ def run(
     workdir: Path,
     pythons: dict[str, str],
     appends: int = 6,
+    presets: tuple[str, ...] = PRESETS,
+    earlier: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every row of :data:`ROWS` for the lines in ``pythons`` (line name -> its interpreter),
-    one fresh process each (their logs: ``workdir``)."""
+    one fresh process each (their logs: ``workdir``), each row stamped with when it was measured.
+    Rows of a preset not in ``presets`` are not measured: they are kept from ``earlier`` (an
+    earlier result of this function) with their own stamps, where it has them (a change of the
+    shipped preset re-measures its rows and keeps the unchanged baseline's)."""
     out: dict[str, Any] = {"what": __doc__.split("\n\n")[0].replace("\n", " "), "rows": []}
+    kept = {
+        (r["line"], r["interleaver"], r["preset"]): {
+            "measured_at": (earlier or {}).get("measured_at", "?"),
+            **r,
+        }
+        for r in (earlier or {}).get("rows", [])
+    }
     for line, python in pythons.items():
         for kind, preset in ROWS[line]:
+            if preset not in presets:
+                if (line, kind, preset) in kept:
+                    out["rows"].append(kept[(line, kind, preset)])
+                continue
             with tempfile.TemporaryDirectory(prefix="deltaguard-jobs-") as tmp:
                 result = run_worker(
                     "bench.snapshot_jobs",
@@ -214,15 +231,17 @@ def run(
                     workdir / "snapshot-jobs.log",
                     python=python,
                 )
-            out["rows"].append({"line": line, **result})
+            now = datetime.now(UTC).isoformat(timespec="seconds")
+            out["rows"].append({"line": line, "measured_at": now, **result})
     return out
 
 
 def markdown(section: dict[str, Any]) -> list[str]:
     lines = [
         "| line | other writer | preset | phase | Spark jobs per append (mean) | of which "
-        "`Delta: Compute snapshot` | CPU s per append (mean) | jobs by description (mean) |",
-        "|---|---|---|---|---|---|---|---|",
+        "`Delta: Compute snapshot` | CPU s per append (mean) | jobs by description (mean) | "
+        "measured |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in section["rows"]:
         for phase in row["phases"]:
@@ -231,7 +250,8 @@ def markdown(section: dict[str, Any]) -> list[str]:
                 f"| {row['line']} | {row['interleaver']} | {row['preset']} | {phase['phase']} | "
                 f"{phase['jobs_per_append_mean']:.2f} | "
                 f"{phase['snapshot_jobs_per_append_mean']:.2f} | "
-                f"{phase['cpu_s_per_append_mean']:.2f} | {by} |"
+                f"{phase['cpu_s_per_append_mean']:.2f} | {by} | "
+                f"{row.get('measured_at', section.get('measured_at', '?'))} |"
             )
     return [*lines, ""]
 

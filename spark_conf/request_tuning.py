@@ -1,8 +1,10 @@
-"""Fewer S3 requests per Spark append: the settings the ``s3-conditional`` preset adds on top of
-how Hadoop reaches S3 (:mod:`.storage`), each with the reason it is safe for Delta tables.
+"""Fewer S3 requests and Spark jobs per Spark append: the settings the ``s3-conditional`` preset
+adds on top of how Hadoop reaches S3 (:mod:`.storage`), each with the reason it is safe for Delta
+tables.
 
 Where the requests of one append go, before and after, is measured in ``docs/logstore.md``
-("Requests per append"). The commit protocol itself (one conditional PUT per commit, the
+("Requests per append"); the Spark jobs of a checkpoint append, job by job, in its section
+"Spark jobs per append". The commit protocol itself (one conditional PUT per commit, the
 read-back, the fail-closed verifier) does not depend on any of these settings: its safety
 argument is the javadoc of ``S3ConditionalLogStore``, which also explains why that store reads
 and overwrites log files with a single request each.
@@ -27,13 +29,13 @@ def _version(version: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class FewerRequestsSetting:
-    """One Spark setting that removes S3 requests, and why Delta does not need them."""
+    """One Spark setting that removes S3 requests or Spark jobs, and why Delta does not need them."""
 
     key: str
     value: str
     #: What Hadoop/Delta does without the setting (for a baseline, e.g. the benchmark's).
     default: str
-    #: One line: which requests go away, and why a Delta table never needs them.
+    #: One line: which requests (or jobs) go away, and why a Delta table never needs them.
     why: str
     #: The oldest hadoop-aws that reads the key (inclusive), or None.
     min_hadoop: str | None = None
@@ -60,6 +62,21 @@ def _within(version: str, low: str | None, high: str | None) -> bool:
 #: which Delta writes ``N.crc`` and Structured Streaming writes its checkpoints.
 MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 CHECKSUM_KEY = "spark.databricks.delta.writeChecksumFile.enabled"
+#: Delta's setting that lists every file of a small table in each ``N.crc``.
+ALL_FILES_IN_CRC_KEY = "spark.databricks.delta.allFilesInCrc.enabled"
+
+_ALL_FILES_WHY = (
+    "No Spark job at each checkpoint to check a file list no reader uses: on (Delta's "
+    "default), each N.crc of a table with at most 50 files also lists all its files, which "
+    "Delta Spark 3.3 to 4.4 and Delta Kernel read back only to derive the next N.crc's list, "
+    "and each checkpoint (on a driver outside UTC, each commit) collects the table's files in "
+    "one more Spark job to compare them with it (validateFileListAgainstCRC). Off, N.crc keeps "
+    "every other field, as for a table over 50 files or one written by deltaguard's Python "
+    "committer, and the checkpoint still checks its file count and N.crc's counts, sizes, "
+    "protocol and metadata against the state it writes. A Spark writer without this setting "
+    "pays a state reconstruction on its next commit to such a small table after ours: give "
+    "every Spark writer of the bucket this preset. Evidence, job by job: docs/logstore.md."
+)
 
 _MANAGER_WHY = (
     "Delta's N.crc checksums stay on (Delta's default) at 1 PUT instead of about 22 requests: "
@@ -119,6 +136,10 @@ FEWER_REQUESTS: tuple[FewerRequestsSetting, ...] = (
             ("S3PutCheckpointFileManager", "checkpointing.", "4.1", None),
         )
     ),
+    # Every line's Delta (3.3.2, 4.0.0, 4.4.0) has the key, default true, and the same check.
+    FewerRequestsSetting(
+        key=ALL_FILES_IN_CRC_KEY, value="false", default="true", why=_ALL_FILES_WHY
+    ),
 )
 
 
@@ -135,10 +156,11 @@ def untuned_conf(line: SparkLine) -> dict[str, str]:
 
 def checksums_off_conf(line: SparkLine) -> dict[str, str]:
     """Applied after the ``s3-conditional`` preset: the preset as shipped before issue 23
-    (checksums off, Spark's rename-based file manager), the baseline of the benchmarks that
-    measure the checksum path (``bench/throughput.py``, ``bench/snapshot_jobs.py``)."""
+    (checksums off, Spark's rename-based file manager, Delta's default file list in ``N.crc``),
+    the baseline of the benchmarks that measure the checksum path (``bench/throughput.py``,
+    ``bench/snapshot_jobs.py``)."""
     manager = next(s for s in FEWER_REQUESTS if s.key == MANAGER_CLASS_KEY and s.applies_to(line))
-    return {CHECKSUM_KEY: "false", MANAGER_CLASS_KEY: manager.default}
+    return {CHECKSUM_KEY: "false", MANAGER_CLASS_KEY: manager.default, ALL_FILES_IN_CRC_KEY: "true"}
 
 
 def setting_notes() -> dict[str, str]:

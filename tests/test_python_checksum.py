@@ -1,7 +1,7 @@
 """deltaguard's Python committer leaves a complete ``N.crc`` (tools.deltalog.checksum), and Delta
 on Spark accepts it: on every line a Spark driver with ``checksum.mismatch.fatal=true``
 validates the checksum of the Python commits against its own full state reconstruction, and
-its next append rebuilds no state (localstack.checksum_check)."""
+its next append rebuilds no state and runs one Spark job (localstack.checksum_check)."""
 
 from __future__ import annotations
 
@@ -90,3 +90,7 @@ def test_spark_validates_the_python_committers_checksums(line, localstack, ls_bu
     assert report["snapshot_version"] == 3 and report["snapshot_has_checksum"], report
     assert report["checksum_valid"], report
     assert SNAPSHOT_JOB not in report["next_append_jobs"], report
+    # One job, the write: the Python committer's N.crc lists no files, and the preset's
+    # allFilesInCrc.enabled=false keeps Delta from collecting the table's files to derive the
+    # list for its own N.crc (with Delta's default: a second job, that collect).
+    assert len(report["next_append_jobs"]) == 1, report

@@ -1,4 +1,4 @@
-"""The s3-conditional preset's request-saving settings (spark_conf.request_tuning): which
+"""The s3-conditional preset's request- and job-saving settings (spark_conf.request_tuning): which
 preset and which Spark line gets which, the reasons in rendered files, and (against each
 line's own hadoop-aws and Delta jars) that every rendered key is one that line really reads.
 What they save is measured in the staged race (test_spark_commits) and in docs/logstore.md."""
@@ -26,15 +26,16 @@ MARKERS = "spark.hadoop.fs.s3a.directory.marker.retention"
 MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 OURS_35 = "io.deltaguard.logstore.S3PutCheckpointFileManagerSpark35"
 OURS_42 = "io.deltaguard.logstore.S3PutCheckpointFileManager"
+ALL_FILES = "spark.databricks.delta.allFilesInCrc.enabled"
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("3.5", {MARKERS: "keep", MANAGER: OURS_35}),
-        ("3.5-hadoop3.4", {FLAGS: "create,mkdir", MANAGER: OURS_35}),
-        ("4.0", {FLAGS: "create,mkdir", MANAGER: OURS_35}),
-        ("4.2", {FLAGS: "create,mkdir", MANAGER: OURS_42}),
+        ("3.5", {MARKERS: "keep", MANAGER: OURS_35, ALL_FILES: "false"}),
+        ("3.5-hadoop3.4", {FLAGS: "create,mkdir", MANAGER: OURS_35, ALL_FILES: "false"}),
+        ("4.0", {FLAGS: "create,mkdir", MANAGER: OURS_35, ALL_FILES: "false"}),
+        ("4.2", {FLAGS: "create,mkdir", MANAGER: OURS_42, ALL_FILES: "false"}),
     ],
 )
 def test_each_line_renders_only_the_keys_its_hadoop_reads(line, expected):
@@ -57,7 +58,7 @@ def test_only_the_conditional_preset_carries_them():
 def test_rendered_properties_say_why_each_setting_is_safe():
     text = to_properties(render("s3-conditional", PresetOptions(spark_version="4.2")))
     lines = text.splitlines()
-    for key in (FLAGS, MANAGER):
+    for key in (FLAGS, MANAGER, ALL_FILES):
         at = next(i for i, line in enumerate(lines) if line.startswith(key + "="))
         assert lines[at - 1].startswith("# "), f"no reason above {key}"
 
