@@ -19,11 +19,18 @@ from click.testing import CliRunner
 from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
+from deltaguard.logstore.s3_location import S3Location
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import S3Options
+from deltaguard.tools.deltalog.storage import S3Options, S3TableStore
 from deltaguard.tools.orphans import scan
-from deltaguard.tools.orphans.inventory import Form, TableRoot, table_rows
+from deltaguard.tools.orphans.inventory import (
+    Form,
+    InventorySource,
+    TableRoot,
+    table_root,
+    table_rows,
+)
 from deltaguard.tools.orphans.inventory_read import open_inventory, read_table_rows
 
 DAY = 86_400_000
@@ -404,3 +411,31 @@ def test_report_of_another_bucket_is_refused(
     assert done.returncode == 2, done.stdout + done.stderr
     assert "lists bucket 'elsewhere', not the table's bucket" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_using_inventory_paths_map_by_bucket_and_prefix_under_any_s3_scheme() -> None:
+    store = S3TableStore(None, S3Location("b", "lake/t"))
+    source = InventorySource("inv", Form.PARQUET, (), None, "")
+    root = table_root(store, source, ["p"], {})
+    paths = [
+        "s3a://b/lake/t/p=1/x.parquet",
+        "s3://b/lake/t/y.parquet",
+        "s3n://b/lake/t/p=2/z.parquet",
+        "s3://b/lake/t2/sibling.parquet",
+        "s3://other/lake/t/w.parquet",
+        "lake/t/relative.parquet",
+        "abfss://b/lake/t/elsewhere.parquet",
+        "s3://b/lake/t//doubled.parquet",
+        "s3://b/lake/t/p=1",
+    ]
+    batch = pa.table(
+        {
+            "path": paths,
+            "length": [1] * len(paths),
+            "isDir": [False] * (len(paths) - 1) + [True],
+            "modificationTime": list(range(len(paths))),
+        }
+    )
+    got = table_rows(batch, root, "inv")
+    assert got.files["path"].to_pylist() == ["p=1/x.parquet", "y.parquet", "p=2/z.parquet"]
+    assert (got.rows, got.under) == (len(paths) - 1, 4)  # the directory row is not a file

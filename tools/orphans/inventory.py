@@ -398,7 +398,7 @@ def table_rows(batch: pa.RecordBatch | pa.Table, root: TableRoot, where: str) ->
         under_mask = pc.or_(under_mask, here)
         rel = pc.if_else(here, pc.utf8_slice_codeunits(location, len(head)), rel)
     # a key ending in "/" is a directory marker; a doubled slash or dot segment is no file name
-    proper = pc.invert(pc.match_substring_regex(rel, r"(^|/)\.\.?(/|$)|//|^$|/$"))
+    proper = pc.invert(pc.match_substring_regex(rel, r"(^|/)\.\.?(/|$)|//|^/|^$|/$"))
     mask = pc.and_(under_mask, proper)
     under = rows.filter(under_mask).num_rows
     files = pa.table(
