@@ -163,6 +163,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         out.print(
             f"{scan.result.table} version {scan.result.version}: {scan.result.listed_files} files listed"
         )
+        if scan.result.inventory is not None:
+            out.print(scan.result.inventory.line(), highlight=False, soft_wrap=True)
         for cls, tot in scan.totals.items():
             out.print(f"{cls}: {tot['files']} files, {tot['bytes']} bytes")
         for note in scan.result.notes:
