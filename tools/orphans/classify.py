@@ -66,7 +66,11 @@ from deltaguard.tools.orphans.inventory import (
     inventory_date,
     table_root,
 )
-from deltaguard.tools.orphans.inventory_read import inventory_listing, read_table_rows
+from deltaguard.tools.orphans.inventory_read import (
+    InventoryRows,
+    inventory_listing,
+    read_table_rows,
+)
 from deltaguard.tools.orphans.listing import ListingProgress, TableListing, list_table
 from deltaguard.tools.orphans.memory import use_jemalloc
 from deltaguard.tools.orphans.references import References, collect_references
@@ -342,25 +346,31 @@ def scan(
     else:
         source = "given"
     cutoff = now_ms - retention_ms
-    report: InventoryReport | None = None
+    rows: InventoryRows | None = None
     if inventory is not None:
-        phase("reading the inventory")
         root = table_root(
             store, inventory, snapshot.metadata.partition_columns, snapshot.configuration
         )
-        rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
-        date_ms, date_source = inventory_date(inventory, rows.newest_ms)
-        report = InventoryReport(
-            inventory.location, inventory.form, date_ms, date_source, rows.rows, rows.under
-        )
-        cutoff = min(cutoff, date_ms)
+        if inventory.date_ms is None:  # the date comes from the rows: read them first
+            phase("reading the inventory")
+            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
+        newest = None if rows is None else rows.newest_ms
+        cutoff = min(cutoff, inventory_date(inventory, newest)[0])
     refs = collect_references(snapshot, cutoff)
     is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
     version, notes = snapshot.version, list(snapshot.notes)
     del snapshot  # its file tables: the reference sets hold what the scan needs
     pa.default_memory_pool().release_unused()  # give the freed tables back before listing
     table: TableListing
+    report: InventoryReport | None = None
     if inventory is not None:
+        if rows is None:  # read once the snapshot is gone: less memory at once
+            phase("reading the inventory")
+            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
+        date_ms, date_source = inventory_date(inventory, rows.newest_ms)
+        report = InventoryReport(
+            inventory.location, inventory.form, date_ms, date_source, rows.rows, rows.under
+        )
         table = inventory_listing(rows, refs.protected)
         del rows
     else:
