@@ -1,4 +1,6 @@
-"""``make bench`` section ``orphans_engines``: the local engine, the Spark engine and Spark's
+"""``make bench`` section ``orphans_engines``: the local engine, the local engine reading an
+inventory instead of listing (``--inventory``: a Parquet ``USING INVENTORY`` table of every
+file, written next to the table by :func:`build_inventory`), the Spark engine and Spark's
 ``VACUUM ... RETAIN 0 HOURS DRY RUN`` per table size: wall time and the driver's peak RSS.
 
 Tables: the orphans bench layout (:func:`deltaguard.localstack.synthetic_table.build_wide_table`:
@@ -35,9 +37,10 @@ DAY_MS = 86_400_000
 PARTITIONS = 200
 MASTER = "local-cluster[2,1,1024]"
 DRIVER_MEMORY = "1g"
-ENGINES = ("local", "spark", "vacuum")
+ENGINES = ("local", "inventory", "spark", "vacuum")
 LABELS = {
     "local": "deltaguard orphans (local engine)",
+    "inventory": "deltaguard orphans --inventory (local engine, Parquet inventory)",
     "spark": "deltaguard orphans --engine spark",
     "vacuum": "Spark VACUUM RETAIN 0 HOURS DRY RUN",
 }
@@ -87,6 +90,42 @@ def build_table(root: Path, files: int, mtime_ms: int) -> int:
     for i in range(orphans):
         _touch(root / f"p={i % PARTITIONS}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", stamp)
     return orphans
+
+
+def inventory_of(root: Path) -> Path:
+    """Where :func:`build_inventory` writes the inventory of the table at ``root``."""
+    return root.with_name(f"{root.name}-inventory")
+
+
+def build_inventory(root: Path) -> Path:
+    """A Parquet ``USING INVENTORY`` table (``path``, ``length``, ``isDir``,
+    ``modificationTime``) of every file and directory below ``root``, as a storage
+    inventory would list them, written in batches; its file's modification time is the
+    inventory's date (:func:`engine_run`). Returns its directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = inventory_of(root)
+    out.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema(
+        [("path", pa.string()), ("length", pa.int64()), ("isDir", pa.bool_()),
+         ("modificationTime", pa.int64())]
+    )  # fmt: skip
+    rows: dict[str, list[Any]] = {name: [] for name in schema.names}
+    with pq.ParquetWriter(out / "part-0.parquet", schema) as writer:
+        for folder, dirs, files in os.walk(root):
+            for name, is_dir in [*((d, True) for d in dirs), *((f, False) for f in files)]:
+                path = os.path.join(folder, name)
+                st = os.stat(path)
+                rows["path"].append(f"file:{path}")
+                rows["length"].append(0 if is_dir else st.st_size)
+                rows["isDir"].append(is_dir)
+                rows["modificationTime"].append(st.st_mtime_ns // 1_000_000)
+            if len(rows["path"]) >= 100_000:
+                writer.write_table(pa.table(rows, schema=schema))
+                rows = {name: [] for name in schema.names}
+        writer.write_table(pa.table(rows, schema=schema))
+    return out
 
 
 def _touch(path: Path, stamp: tuple[int, int]) -> None:
@@ -140,12 +179,19 @@ def engine_run(engine: str, table: str) -> dict[str, Any]:
     jvm: int | None = None
     executors: int | None = None
     spark = None
-    if engine == "local":
+    if engine in ("local", "inventory"):
         from deltaguard.tools.deltalog import open_table
+        from deltaguard.tools.deltalog.storage import S3Options
         from deltaguard.tools.orphans import scan
+        from deltaguard.tools.orphans.inventory_read import open_inventory
 
         started = time.monotonic()
-        result = scan(open_table(table), retention_ms=0)
+        source = None
+        if engine == "inventory":
+            inventory = inventory_of(Path(table))
+            date_ms = (inventory / "part-0.parquet").stat().st_mtime_ns // 1_000_000
+            source = open_inventory(str(inventory), S3Options(), date_ms)
+        result = scan(open_table(table), retention_ms=0, inventory=source)
         found = len(result.candidates)
     else:
         spark = _session()
@@ -226,7 +272,7 @@ def run(
     }
     log = workdir / "orphans-engines.log"
     for files, all_engines, n in [
-        *((f, ("spark", "local", "vacuum"), runs) for f in sizes),
+        *((f, ("spark", "local", "inventory", "vacuum"), runs) for f in sizes),
         *((f, ("spark",), spark_only_runs) for f in spark_only_sizes),
     ]:
         engines = tuple(e for e in all_engines if e in only)
@@ -243,6 +289,10 @@ def run(
             "build_s": round(time.monotonic() - started, 1),
         }
         entry["orphans"] = orphans
+        if "inventory" in engines and not inventory_of(root).exists():
+            built = time.monotonic()
+            build_inventory(root)
+            entry["inventory_build_s"] = round(time.monotonic() - built, 1)
         out["sizes"][str(files)] = entry
         for engine in engines:
             rows: list[dict[str, Any]] = []
@@ -258,6 +308,7 @@ def run(
         )
         if tables is None:
             shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(inventory_of(root), ignore_errors=True)
         shutil.rmtree(f"{root}-report", ignore_errors=True)
     return out
 
@@ -274,6 +325,7 @@ def cached_table(tables: Path, files: int) -> tuple[Path, int]:
     if marker.exists():
         return root, int(marker.read_text())
     shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(inventory_of(root), ignore_errors=True)
     orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
     marker.write_text(f"{orphans}\n")
     return root, orphans
@@ -353,9 +405,11 @@ def main(argv: list[str]) -> int:
         return 0
     import tempfile
 
-    sizes = tuple(int(a) for a in argv) or (200_000,)
+    engines = next((a.split("=", 1)[1] for a in argv if a.startswith("--engines=")), None)
+    sizes = tuple(int(a) for a in argv if not a.startswith("--")) or (200_000,)
+    only = tuple(engines.split(",")) if engines else ENGINES
     with tempfile.TemporaryDirectory(prefix="orphans-engines-") as tmp:
-        result = run(Path(tmp), sizes, (), runs=1)
+        result = run(Path(tmp), sizes, (), runs=1, only=only)
     print("\n".join(markdown(result)))
     return 0
 

@@ -68,6 +68,9 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard orphans s3://lake/events --delete --yes --manifest deleted.json": 0,
     "deltaguard orphans s3://lake/events --json > orphans.json": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
+    # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)
+    "deltaguard orphans ./events --inventory ./events-inventory --inventory-date "
+    "2026-11-20T00:00:00Z": 1,
 }
 
 
@@ -145,6 +148,22 @@ def _synthetic(root: Path) -> None:
     table.write_file("p=a/part-00001-failed.parquet", T0_MS)
 
 
+def _inventory(root: Path, out: Path) -> None:
+    """A Parquet ``USING INVENTORY`` table of every file below ``root``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    out.mkdir()
+    rows = {
+        "path": [f"file:{p}" for p in files],
+        "length": [p.stat().st_size for p in files],
+        "isDir": [False] * len(files),
+        "modificationTime": [p.stat().st_mtime_ns // 1_000_000 for p in files],
+    }
+    pq.write_table(pa.table(rows), out / "part-0.parquet")
+
+
 def _point_at(args: list[str], endpoint: str) -> list[str]:
     """``args`` with every S3/DynamoDB endpoint on LocalStack (path-style)."""
     out = list(args)
@@ -193,6 +212,7 @@ def _run_doc_commands(localstack, ls_bucket, tmp_path, *, spark: bool) -> None:
     work = tmp_path / "work"
     work.mkdir()
     _synthetic(work / "events")
+    _inventory(work / "events", work / "events-inventory")
     env = {
         **os.environ,
         **endpoint.credentials_env(),

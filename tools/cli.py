@@ -375,6 +375,19 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     "docs/orphans.md)"
 )
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
+@click.option(
+    "--inventory",
+    metavar="LOCATION",
+    help="read the data files from an inventory instead of listing them: an S3 Inventory "
+    "manifest.json, or a Parquet or Delta table with USING INVENTORY columns "
+    "(docs/orphans.md, Inventory mode)",
+)
+@click.option(
+    "--inventory-date",
+    metavar="ISO",
+    help="with a Parquet or Delta --inventory: when it was taken (default: its newest "
+    "modificationTime); files modified since are never candidates",
+)
 @spark_master_option
 @dynamodb_options
 @dynamodb_table_path_option
@@ -397,6 +410,8 @@ def orphans_command(
     workers: int | None,
     engine: str,
     report_table: str | None,
+    inventory: str | None,
+    inventory_date: str | None,
     spark_master: str | None,
 ) -> None:
     """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
@@ -434,6 +449,8 @@ def orphans_command(
             endpoint,
             region,
         ),
+        inventory=inventory,
+        inventory_date=inventory_date,
     )
     if engine == "spark":
         from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark

@@ -52,7 +52,7 @@ from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.storage import FileInfo, TableStore
+from deltaguard.tools.deltalog.storage import FileInfo, S3Options, TableStore
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -60,7 +60,18 @@ from deltaguard.tools.deltalog.temp_commits import (
     judge_temp,
     read_entries,
 )
-from deltaguard.tools.orphans.listing import ListingProgress, list_table
+from deltaguard.tools.orphans.inventory import (
+    InventoryReport,
+    InventorySource,
+    inventory_date,
+    table_root,
+)
+from deltaguard.tools.orphans.inventory_read import (
+    InventoryRows,
+    inventory_listing,
+    read_table_rows,
+)
+from deltaguard.tools.orphans.listing import ListingProgress, TableListing, list_table
 from deltaguard.tools.orphans.memory import use_jemalloc
 from deltaguard.tools.orphans.references import References, collect_references
 from deltaguard.tools.orphans.rules import (
@@ -108,8 +119,9 @@ class Candidate:
 
 @dataclass
 class ScanResult:
-    """What :func:`scan` found. ``cutoff_ms`` = ``now_ms - retention_ms``: only files modified
-    before it can be cleaned up."""
+    """What :func:`scan` found. ``cutoff_ms`` = ``now_ms - retention_ms``, or the inventory's
+    date if earlier (``inventory``: the scan read an inventory instead of listing, see
+    :mod:`.inventory`): only files modified before it can be cleaned up."""
 
     table: str
     version: int
@@ -125,10 +137,14 @@ class ScanResult:
     notes: list[str] = field(default_factory=list)
     #: directories never cleaned up, with why (:mod:`deltaguard.tools.orphans.streaming`)
     kept_dirs: list[KeptDir] = field(default_factory=list)
+    inventory: InventoryReport | None = None
 
     @property
     def cutoff_ms(self) -> int:
-        return self.now_ms - self.retention_ms
+        retention_cutoff = self.now_ms - self.retention_ms
+        if self.inventory is None:
+            return retention_cutoff
+        return min(retention_cutoff, self.inventory.date_ms)
 
     def of(self, *classes: FileClass) -> list[Candidate]:
         return [c for c in self.candidates if c.file_class in classes]
@@ -304,13 +320,17 @@ def scan(
     progress: ListingProgress | None = None,
     on_phase: Callable[[str], None] | None = None,
     dynamodb: DynamoDBCheck | None = None,
+    inventory: InventorySource | None = None,
+    inventory_s3: S3Options | None = None,
 ) -> ScanResult:
     """Lists and classifies the table at ``store``. ``retention_ms`` defaults to the table's
     ``delta.deletedFileRetentionDuration`` (Delta's default: 7 days). ``dynamodb``: the
     DynamoDB LogStore's table, asked about DynamoDB temp commits (without it they are kept).
-    Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table (or the
-    DynamoDB table) cannot be read, or ValueError for an invalid retention property. Nothing
-    is modified."""
+    ``inventory``: read it (its S3 files with ``inventory_s3``) instead of listing the data
+    files, and judge at its date too (:mod:`.inventory`). Raises
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table (or the DynamoDB
+    table) cannot be read, :class:`~.inventory.InventoryError` for an unusable inventory, or
+    ValueError for an invalid retention property. Nothing is modified."""
     started = time.monotonic()
     use_jemalloc()  # the pool that returns freed tables (.memory)
     phase = on_phase or (lambda _name: None)
@@ -326,15 +346,38 @@ def scan(
     else:
         source = "given"
     cutoff = now_ms - retention_ms
+    rows: InventoryRows | None = None
+    if inventory is not None:
+        root = table_root(
+            store, inventory, snapshot.metadata.partition_columns, snapshot.configuration
+        )
+        if inventory.date_ms is None:  # the date comes from the rows: read them first
+            phase("reading the inventory")
+            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
+        newest = None if rows is None else rows.newest_ms
+        cutoff = min(cutoff, inventory_date(inventory, newest)[0])
     refs = collect_references(snapshot, cutoff)
     is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
     version, notes = snapshot.version, list(snapshot.notes)
     del snapshot  # its file tables: the reference sets hold what the scan needs
     pa.default_memory_pool().release_unused()  # give the freed tables back before listing
-    phase("listing the table")
-    table = list_table(
-        store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
-    )
+    table: TableListing
+    report: InventoryReport | None = None
+    if inventory is not None:
+        if rows is None:  # read once the snapshot is gone: less memory at once
+            phase("reading the inventory")
+            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
+        date_ms, date_source = inventory_date(inventory, rows.newest_ms)
+        report = InventoryReport(
+            inventory.location, inventory.form, date_ms, date_source, rows.rows, rows.under
+        )
+        table = inventory_listing(rows, refs.protected)
+        del rows
+    else:
+        phase("listing the table")
+        table = list_table(
+            store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
+        )
     phase("classifying")
     checkpoints = checkpoint_dirs(info.path for info in table.files)
     candidates = data_candidates(
@@ -363,4 +406,5 @@ def scan(
         time.monotonic() - started,
         notes,
         kept_dirs(checkpoints, table.hidden_dirs),
+        report,
     )

@@ -26,6 +26,8 @@ Safety argument (why a file that any retained version references is never delete
    protects: Delta's own VACUUM rule. Versions older than the retention may still name them;
    that is the retention contract VACUUM has, and why it is opt-in.
 5. Deletes stay inside the table root (:func:`.deleter.check_contained`).
+6. A scan that read an inventory instead of listing (``--inventory``) keeps all of the above;
+   why an inventory older than the scan adds no risk is argued in :mod:`.inventory`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
 from deltaguard.tools.orphans.cleanup import execute, summary, targets, unfinished
 from deltaguard.tools.orphans.deleter import OutsideTableError
+from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
+from deltaguard.tools.orphans.inventory_read import open_inventory
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
@@ -55,6 +57,25 @@ class OrphansRequest:
     workers: int | None = None
     #: ``--dynamodb-table`` and its options: the DynamoDB LogStore's table to ask.
     dynamodb: DynamoDBCheck | None = None
+    #: ``--inventory`` and ``--inventory-date`` (as given): :mod:`.inventory`.
+    inventory: str | None = None
+    inventory_date: str | None = None
+
+
+def inventory_of(req: OrphansRequest) -> InventorySource | None:
+    """The request's ``--inventory`` resolved (both engines), None without one. Raises
+    :class:`~.inventory.InventoryError` (exit 2) for an unusable inventory or date, or a date
+    without an inventory."""
+    if req.inventory is None:
+        if req.inventory_date is not None:
+            raise InventoryError("--inventory-date needs --inventory")
+        return None
+    date_ms = None if req.inventory_date is None else parse_date(req.inventory_date)
+    return open_inventory(req.inventory, s3_options(req), date_ms)
+
+
+def s3_options(req: OrphansRequest) -> S3Options:
+    return S3Options(req.endpoint, req.region, req.path_style)
 
 
 def scan_with_progress(
@@ -63,6 +84,8 @@ def scan_with_progress(
     retention_ms: int | None,
     workers: int | None,
     dynamodb: DynamoDBCheck | None = None,
+    inventory: InventorySource | None = None,
+    inventory_s3: S3Options | None = None,
 ) -> ScanResult:
     """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
     bytes, rate) refreshed from the listing counters."""
@@ -107,6 +130,8 @@ def scan_with_progress(
                 progress=counters,
                 on_phase=lambda name: bar.update(task, description=name),
                 dynamodb=dynamodb,
+                inventory=inventory,
+                inventory_s3=inventory_s3,
             )
         finally:
             stop.set()
@@ -144,13 +169,22 @@ def run_orphans(req: OrphansRequest) -> int:
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
-        store = open_table(req.table, S3Options(req.endpoint, req.region, req.path_style))
+        s3 = s3_options(req)
+        store = open_table(req.table, s3)
+        inventory = inventory_of(req)
         if req.as_json:  # nothing but the report: no progress display on stderr
             result = scan(
-                store, retention_ms=retention_ms, workers=req.workers, dynamodb=req.dynamodb
+                store,
+                retention_ms=retention_ms,
+                workers=req.workers,
+                dynamodb=req.dynamodb,
+                inventory=inventory,
+                inventory_s3=s3,
             )
         else:
-            result = scan_with_progress(store, err, retention_ms, req.workers, req.dynamodb)
+            result = scan_with_progress(
+                store, err, retention_ms, req.workers, req.dynamodb, inventory, s3
+            )
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, ValueError) as exc:

@@ -20,6 +20,10 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "files": [{"path": str, "location": str, "size": int, "mtime_ms": int,
                  "class": CLASS, "reason": str}],
       "notes": [str],
+      "inventory": null | {         # --inventory: deltaguard.tools.orphans.inventory
+        "location": str, "form": str, "date_ms": int, "date": str, "date_source": str,
+        "rows_read": int, "rows_under_table": int, "listing_skipped": true
+      },                            # (cutoff_ms is then min(now - retention, date_ms))
       "cleanup": MANIFEST | null    # with --delete: see deltaguard.tools.orphans.manifest
     }
 
@@ -110,6 +114,7 @@ def to_json(
             for c in result.candidates
         ],
         "notes": result.notes,
+        "inventory": None if result.inventory is None else result.inventory.to_json(),
         "cleanup": cleanup,
     }
 
@@ -130,6 +135,8 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
         f"{result.referenced_files} live; retention {hours:g} h ({result.retention_source}); "
         f"scan {result.scan_s:.1f} s"
     )
+    if result.inventory is not None:
+        console.print(result.inventory.line(), highlight=False, soft_wrap=True)
     t = Table(title="Unreferenced files by class")
     for col in ("class", "files", "size", "cleanup"):
         t.add_column(col, justify="left" if col in ("class", "cleanup") else "right")

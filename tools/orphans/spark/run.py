@@ -25,7 +25,12 @@ from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupInterruptedError, summary
-from deltaguard.tools.orphans.cli_run import OrphansRequest, damage_line, outcome_code
+from deltaguard.tools.orphans.cli_run import (
+    OrphansRequest,
+    damage_line,
+    inventory_of,
+    outcome_code,
+)
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
@@ -88,6 +93,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
+        inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
         if not session_running():  # the session will be built from the command's options
             segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
         spark = engine_session(
@@ -103,6 +109,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             retention_ms=retention_ms,
             max_report_files=options.max_report_files,
             dynamodb=req.dynamodb,
+            inventory=inventory,
         )
         if spec.note:
             scan.result.notes.append(spec.note)
@@ -156,6 +163,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         out.print(
             f"{scan.result.table} version {scan.result.version}: {scan.result.listed_files} files listed"
         )
+        if scan.result.inventory is not None:
+            out.print(scan.result.inventory.line(), highlight=False, soft_wrap=True)
         for cls, tot in scan.totals.items():
             out.print(f"{cls}: {tot['files']} files, {tot['bytes']} bytes")
         for note in scan.result.notes:

@@ -27,7 +27,9 @@ from deltaguard.tools.orphans.classify import (
     data_candidate,
     log_candidates,
 )
+from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
 from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
+from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -109,6 +111,7 @@ def scan_spark(
     now_ms: int | None = None,
     max_report_files: int = DEFAULT_MAX_REPORT_FILES,
     dynamodb: DynamoDBCheck | None = None,
+    inventory: InventorySource | None = None,
 ) -> SparkScan:
     """:func:`_scan_spark` with no file read skipping a damaged file
     (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
@@ -122,6 +125,7 @@ def scan_spark(
             now_ms=now_ms,
             max_report_files=max_report_files,
             dynamodb=dynamodb,
+            inventory=inventory,
         )
 
 
@@ -134,10 +138,12 @@ def _scan_spark(
     now_ms: int | None = None,
     max_report_files: int = DEFAULT_MAX_REPORT_FILES,
     dynamodb: DynamoDBCheck | None = None,
+    inventory: InventorySource | None = None,
 ) -> SparkScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
     ``report_path`` (parquet, replaced). Same arguments and errors as
-    :func:`deltaguard.tools.orphans.classify.scan`."""
+    :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
+    the data files, :mod:`.inventory`)."""
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -155,11 +161,21 @@ def _scan_spark(
             else "Delta's default (7 days)"
         )
     cutoff = now_ms - retention_ms
-    entries = read_entries(dynamodb) if dynamodb is not None else None
-    flags, live_files = reference_flags(spark, log.actions, cutoff)
     partition_columns = list(log.metadata.partition_columns)
     configuration = dict(log.metadata.configuration)
-    table = list_table_distributed(spark, spec, partition_columns, configuration)
+    from_inventory: InventoryReport | None = None
+    if inventory is not None:  # instead of the listing (deltaguard.tools.orphans.inventory)
+        root = table_root(store, inventory, partition_columns, configuration)
+        read = inventory_listing_spark(spark, inventory, root)
+        from_inventory = read.report
+        cutoff = min(cutoff, from_inventory.date_ms)
+    entries = read_entries(dynamodb) if dynamodb is not None else None
+    flags, live_files = reference_flags(spark, log.actions, cutoff)
+    table = (
+        read.listing
+        if inventory is not None
+        else list_table_distributed(spark, spec, partition_columns, configuration)
+    )
     try:
         checkpoints = _checkpoint_dirs(table)
         joined = table.files.join(flags, "path", "left")
@@ -220,6 +236,7 @@ def _scan_spark(
         time.monotonic() - started,
         notes,
         kept_dirs(checkpoints, table.hidden_dirs),
+        from_inventory,
     )
     return SparkScan(result, report_path, count, totals, partitions)
 

@@ -1,0 +1,102 @@
+"""``deltaguard orphans --inventory`` with the Spark engine: the same candidates as the local
+engine (Parquet and Delta inventory tables), the same rows of each S3 Inventory report form
+(CSV gz, Parquet, ORC), and a corrupt inventory file failing with exit 2. One local Spark
+session for the module (local[2])."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_orphans_inventory import (
+    ORPHANS,
+    candidates,
+    make_table,
+    report_rows,
+    walk_rows,
+    write_parquet_inventory,
+    write_report,
+)
+
+from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.spark_conf.storage import LocalStorage
+from deltaguard.tools.cli import main
+from deltaguard.tools.deltalog import open_table
+from deltaguard.tools.deltalog.storage import S3Options
+from deltaguard.tools.orphans import scan
+from deltaguard.tools.orphans.inventory import Form, TableRoot
+from deltaguard.tools.orphans.inventory_read import open_inventory, read_table_rows
+from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
+from deltaguard.tools.orphans.spark.scan import scan_spark
+from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import deltaguard from this venv
+    session = build_test_session(
+        LocalStorage(),
+        PresetName.LOCAL,
+        app_name="orphans-inventory",
+        master="local[2]",
+        local_dir=tmp_path_factory.mktemp("spark-inventory"),
+        extra_conf={"spark.executorEnv.PYSPARK_PYTHON": sys.executable},
+    )
+    yield session
+    session.stop()
+    if saved is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = saved
+
+
+def test_both_engines_agree_with_an_inventory_table(spark: Any, tmp_path: Path) -> None:
+    make_table(tmp_path / "t")
+    inventory = write_parquet_inventory(walk_rows(tmp_path / "t"), tmp_path / "inv")
+    source = open_inventory(str(inventory), S3Options(), None)
+    ours = scan_spark(spark, StoreSpec(str(tmp_path / "t")), str(tmp_path / "r"), inventory=source)
+    local = scan(open_table(str(tmp_path / "t")), now_ms=ours.result.now_ms, inventory=source)
+    assert candidates(ours.result) == candidates(local)
+    assert ORPHANS <= set(candidates(local))
+    assert ours.result.inventory == local.inventory
+    assert ours.result.hidden_dirs == local.hidden_dirs
+    assert ours.result.listed_files == local.listed_files
+
+
+@pytest.mark.parametrize("form", [Form.S3_CSV, Form.S3_PARQUET, Form.S3_ORC])
+def test_spark_reads_each_report_form_like_pyarrow(spark: Any, tmp_path: Path, form: Form) -> None:
+    manifest = write_report(tmp_path / "config", form, report_rows("lake"), "lake")
+    source = open_inventory(str(manifest), S3Options(), None)
+    root = TableRoot(form, ("lake/tbl/",), "lake", ("p",))
+    read = inventory_listing_spark(spark, source, root)
+    try:
+        files = sorted(tuple(r) for r in read.listing.files.collect())
+    finally:
+        read.listing.release()
+    local = read_table_rows(source, root, S3Options())
+    assert files == sorted(tuple(r.values()) for r in local.files.to_pylist())
+    assert (read.report.rows_read, read.report.rows_under_table) == (local.rows, local.under)
+    assert read.listing.hidden_dirs == sorted(local.hidden_dirs)
+    assert read.report.date_ms == 1767402000000
+
+
+def test_spark_engine_cli_with_a_corrupt_inventory_exits_2(spark: Any, tmp_path: Path) -> None:
+    make_table(tmp_path / "t")
+    inv = tmp_path / "inv"
+    inv.mkdir()
+    (inv / "part-0.parquet").write_bytes(b"PAR1 this is not parquet")
+    done = CliRunner().invoke(
+        main, ["orphans", str(tmp_path / "t"), "--engine", "spark", "--inventory", str(inv)]
+    )
+    assert done.exit_code == 2, done.output
+    assert "Traceback" not in done.output
+    assert f"{inv}/part-0.parquet is not readable parquet" in done.stderr  # names the file
