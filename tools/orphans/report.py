@@ -20,7 +20,9 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "files": [{"path": str, "location": str, "size": int, "mtime_ms": int,
                  "class": CLASS, "reason": str}],
       "notes": [str],
-      "cleanup": MANIFEST | null    # with --delete: see deltaguard.tools.orphans.manifest
+      "cleanup": SUMMARY | null     # with --delete --yes: the manifest's summary (no per-file
+                                    # lists; deltaguard.tools.orphans.manifest) plus
+                                    # "manifest_path": the manifest directory
     }
 
 ``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``,

@@ -1,0 +1,94 @@
+"""Peak RSS of a local-engine ``deltaguard orphans --delete --yes`` run (issue 22, goal 2).
+
+Builds a synthetic table of ``--files`` files of which ``--orphans`` are orphans
+(:func:`bench.orphans_engines.build_table`, topped up with extra orphan files), runs the
+command (terminal output, no ``--json``) in a child process with the default retention (the
+files are 30 days old), and
+prints one JSON line: the files, the orphans deleted, the child's peak RSS (``ru_maxrss``),
+the wall time, the load average at the start, and the manifest's size on disk. The table and
+the manifest are deleted afterwards.
+
+    .venv/bin/python -m bench.cleanup_memory --files 200000 --orphans 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+
+from bench.orphans_engines import PARTITIONS, _touch, build_table
+
+
+def build(root: Path, files: int, orphans: int, mtime_ms: int) -> int:
+    """A table of ``files`` files, ``orphans`` of them orphans (at least ``files // 40``).
+    Returns the orphan count."""
+    live = files - orphans
+    built = next(f for f in range(live, files + 1) if f - f // 40 == live)
+    found = build_table(root, built, mtime_ms)
+    stamp = (mtime_ms * 1_000_000, mtime_ms * 1_000_000)
+    for i in range(files - built):
+        _touch(root / f"p={i % PARTITIONS}/extra-{i:06d}-{uuid.uuid4()}.parquet", stamp)
+    return found + files - built
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=200_000)
+    parser.add_argument("--orphans", type=int, default=5_000)
+    parser.add_argument("--manifest-name", default="manifest", help="the --manifest path's name")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="cleanup-memory-"))
+    try:
+        table = work / "t"
+        mtime_ms = int(time.time() * 1000) - 30 * 86_400_000
+        orphans = build(table, args.files, args.orphans, mtime_ms)
+        manifest = work / args.manifest_name
+        load = os.getloadavg()
+        started = time.monotonic()
+        done = subprocess.run(
+            [
+                *(str(Path(sys.executable).parent / "deltaguard"), "orphans", str(table)),
+                *("--delete", "--yes", "--manifest", str(manifest)),
+            ],
+            capture_output=True,
+            check=False,
+        )
+        wall = time.monotonic() - started
+        if done.returncode != 0:
+            print(done.stderr.decode(), file=sys.stderr)
+            return 1
+        deleted = re.search(rb"deleted (\d+) files", done.stdout)
+        row = {
+            "files": args.files,
+            "orphans": orphans,
+            "deleted": int(deleted.group(1)) if deleted else None,
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,
+            "wall_s": round(wall, 1),
+            "loadavg_1m": load[0],
+            "manifest_bytes": _size(manifest),
+        }
+        print(orjson.dumps(row).decode())
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
