@@ -3,10 +3,11 @@
 Builds a synthetic table of ``--files`` files of which ``--orphans`` are orphans
 (:func:`bench.orphans_engines.build_table`, topped up with extra orphan files), runs the
 command (terminal output, no ``--json``) in a child process with the default retention (the
-files are 30 days old), and
-prints one JSON line: the files, the orphans deleted, the child's peak RSS (``ru_maxrss``),
-the wall time, the load average at the start, and the manifest's size on disk. The table and
-the manifest are deleted afterwards.
+files are 30 days old), first as a dry run (``--delete``: the scan alone) and then with
+``--yes``, and prints one JSON line: the files, the orphans deleted, each child's peak RSS
+(``ru_maxrss``) and wall time, the load average at the start, and the manifest's size on
+disk. The table and the manifest are deleted afterwards. ``--manifest-name m.json`` runs it
+against a deltaguard from before issue 26 (a single-file manifest).
 
     .venv/bin/python -m bench.cleanup_memory --files 200000 --orphans 100000
 """
@@ -16,13 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -42,6 +43,25 @@ def build(root: Path, files: int, orphans: int, mtime_ms: int) -> int:
     return found + files - built
 
 
+@dataclass(frozen=True)
+class _Run:
+    code: int
+    stdout: bytes
+    peak_mib: int
+    wall_s: float
+
+
+def _run(argv: list[str], out: Path) -> _Run:
+    """Runs ``argv`` as a child process; its exit code, stdout and own peak RSS."""
+    started = time.monotonic()
+    with out.open("wb") as sink:
+        child = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall = round(time.monotonic() - started, 1)
+    return _Run(child.returncode, out.read_bytes(), usage.ru_maxrss // 1024, wall)
+
+
 def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -59,29 +79,27 @@ def main(argv: list[str]) -> int:
         table = work / "t"
         mtime_ms = int(time.time() * 1000) - 30 * 86_400_000
         orphans = build(table, args.files, args.orphans, mtime_ms)
+        command = [str(Path(sys.executable).parent / "deltaguard"), "orphans"]
         manifest = work / args.manifest_name
         load = os.getloadavg()
-        started = time.monotonic()
-        done = subprocess.run(
-            [
-                *(str(Path(sys.executable).parent / "deltaguard"), "orphans", str(table)),
-                *("--delete", "--yes", "--manifest", str(manifest)),
-            ],
-            capture_output=True,
-            check=False,
+        dry = _run([*command, str(table), "--delete"], work / "dry.out")
+        done = _run(
+            [*command, str(table), "--delete", "--yes", "--manifest", str(manifest)],
+            work / "delete.out",
         )
-        wall = time.monotonic() - started
-        if done.returncode != 0:
-            print(done.stderr.decode(), file=sys.stderr)
+        if dry.code != 1 or done.code != 0:
+            print(dry, done, file=sys.stderr)
             return 1
         deleted = re.search(rb"deleted (\d+) files", done.stdout)
         row = {
             "files": args.files,
             "orphans": orphans,
             "deleted": int(deleted.group(1)) if deleted else None,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024,
-            "wall_s": round(wall, 1),
-            "loadavg_1m": load[0],
+            "dry_run_peak_rss_mib": dry.peak_mib,
+            "delete_peak_rss_mib": done.peak_mib,
+            "dry_run_wall_s": dry.wall_s,
+            "delete_wall_s": done.wall_s,
+            "loadavg_1m": round(load[0], 2),
             "manifest_bytes": _size(manifest),
         }
         print(orjson.dumps(row).decode())

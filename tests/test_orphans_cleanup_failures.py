@@ -6,8 +6,10 @@ test_orphans_spark_engine.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from test_orphans import _table as orphans_table
 
@@ -26,13 +28,14 @@ PLANNED = [
 ]
 
 
+@pytest.mark.parametrize("as_json", [False, True])
 def test_a_failed_final_manifest_write_still_says_what_was_deleted(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch, as_json: bool
 ) -> None:
     """The manifest's directory is replaced by a file while the deletes run, so its outcome
     records and its final summary really cannot be written: the command says which files it
-    deleted, that the summary may still say "deleting", exit code 3 (old code: "nothing
-    deleted", exit 2)."""
+    deleted (``--json``: in ``cleanup.unwritten``), that the summary may still say
+    "deleting", exit code 3 (old code: "nothing deleted", exit 2)."""
     root = tmp_path / "t"
     orphans_table(root)
     folder = tmp_path / "manifests"
@@ -46,14 +49,22 @@ def test_a_failed_final_manifest_write_still_says_what_was_deleted(
         return out
 
     monkeypatch.setattr(LocalTableStore, "delete_batch", delete_then_break_the_manifest_folder)
+    json_flag = ["--json"] if as_json else []
     done = CliRunner().invoke(
-        main, ["orphans", str(root), "--delete", "--yes", "--manifest", str(manifest)]
+        main, ["orphans", str(root), "--delete", "--yes", *json_flag, "--manifest", str(manifest)]
     )
     assert done.exit_code == 3, done.output
     assert "nothing deleted" not in done.output
-    assert "deleted 3 files" in done.stdout and "0 outcome unknown" in done.stdout
-    assert "the manifest's outcome records could not be written" in done.output
-    assert all(f"deleted {p}" in done.stdout for p in PLANNED)
+    if as_json:
+        cleanup = json.loads(done.stdout)["cleanup"]
+        assert cleanup["counts"]["deleted"] == 3 and cleanup["counts"]["unknown"] == 0
+        assert "the manifest's outcome records could not be written" in cleanup["error"]
+        assert sorted(r["path"] for r in cleanup["unwritten"]) == PLANNED
+        assert {r["outcome"] for r in cleanup["unwritten"]} == {"deleted"}
+    else:
+        assert "deleted 3 files" in done.stdout and "0 outcome unknown" in done.stdout
+        assert "the manifest's outcome records could not be written" in done.output
+        assert all(f"deleted {p}" in done.stdout for p in PLANNED)
     assert not any((root / p).exists() for p in PLANNED)
     first = read_manifest(tmp_path / "first" / "m")
     assert first.summary["status"] == "deleting"

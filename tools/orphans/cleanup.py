@@ -281,17 +281,18 @@ def execute(
         counts={**doc["counts"], **sink.counts},
         requests=requests,
     )
-    errors = [sink.error] if sink.error else []
-    if not errors:
-        try:
-            write_summary(manifest_path, doc)
-        except OSError as exc:
-            errors.append(f"the manifest's summary could not be written ({exc})")
-    if errors:  # the deletes happened: report them, never "nothing deleted"
-        doc["error"] = "; ".join(errors) + (
-            f": {manifest_path / SUMMARY_FILE} may still say status deleting, its plan "
-            "lists every planned file"
+    problems = [sink.error] if sink.error else []
+    doc["error"] = "; ".join(problems) or None
+    try:
+        write_summary(manifest_path, doc)
+    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
+        problems.append(
+            f"the manifest's summary could not be written ({exc}): "
+            f"{manifest_path / SUMMARY_FILE} may still say status deleting, its plan lists "
+            "every planned file"
         )
+        doc["error"] = "; ".join(problems)
+    if problems:
         return CleanupResult(checked, doc, manifest_error=doc["error"], unwritten=sink.unwritten)
     return CleanupResult(checked, doc)
 
@@ -333,12 +334,14 @@ class _OutcomeSink:
         try:
             self._records.add(c.path, c.file_class.value, c.size, c.mtime_ms, outcome, error=error)
         except OSError as exc:  # the buffer, this record included, moves to unwritten
-            self._failed(exc)
+            self._failed(self._records, exc)
 
-    def _failed(self, exc: OSError) -> None:
-        assert self._records is not None
-        self.error = f"the manifest's outcome records could not be written ({exc})"
-        self.unwritten += self._records.take_buffered()
+    def _failed(self, records: RecordWriter, exc: OSError) -> None:
+        self.error = (
+            f"the manifest's outcome records could not be written ({exc}); the command's "
+            "output lists the files whose records are missing"
+        )
+        self.unwritten += records.take_buffered()
         self._records = None
 
     def finish(self) -> None:
@@ -347,4 +350,4 @@ class _OutcomeSink:
             try:
                 self._records.flush()
             except OSError as exc:
-                self._failed(exc)
+                self._failed(self._records, exc)

@@ -188,6 +188,8 @@ def run_orphans(req: OrphansRequest) -> int:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
         cleanup = {**done.manifest, "manifest_path": str(manifest)}
+        if done.unwritten:  # known outcomes the manifest could not take: never lost
+            cleanup["unwritten"] = done.unwritten
         if done.manifest_error:
             err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
     code = outcome_code(len(planned), damaged, cleanup)

@@ -22,7 +22,8 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "notes": [str],
       "cleanup": SUMMARY | null     # with --delete --yes: the manifest's summary (no per-file
                                     # lists; deltaguard.tools.orphans.manifest) plus
-                                    # "manifest_path": the manifest directory
+                                    # "manifest_path": the manifest directory, and
+                                    # "unwritten": [RECORD] if records could not be written
     }
 
 ``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``,
