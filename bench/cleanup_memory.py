@@ -6,7 +6,10 @@ command (terminal output, no ``--json``) in a child process with the default ret
 files are 30 days old), first as a dry run (``--delete``: the scan alone) and then with
 ``--yes``, and prints one JSON line: the files, the orphans deleted, each child's peak RSS
 (``ru_maxrss``) and wall time, the load average at the start, and the manifest's size on
-disk. The table and the manifest are deleted afterwards. ``--manifest-name m.json`` runs it
+disk. ``--heap`` adds an in-process measure on a second copy of the table: RSS after the
+scan, peak RSS after the cleanup, and the Python heap's peak during the cleanup
+(tracemalloc): the cleanup's own share, which the process's peak (set by the scan and the
+re-read of the log) hides. The tables and the manifests are deleted afterwards. ``--manifest-name m.json`` runs it
 against a deltaguard from before issue 26 (a single-file manifest).
 
     .venv/bin/python -m bench.cleanup_memory --files 200000 --orphans 100000
@@ -62,6 +65,46 @@ def _run(argv: list[str], out: Path) -> _Run:
     return _Run(child.returncode, out.read_bytes(), usage.ru_maxrss // 1024, wall)
 
 
+#: The child of ``--heap``: a scan, then ``execute`` under tracemalloc; prints the RSS after
+#: the scan, the peak RSS (VmHWM) after the cleanup and the Python heap's peak during it.
+_HEAP_CHILD = """
+import sys, tracemalloc
+from pathlib import Path
+from deltaguard.tools.deltalog import open_table
+from deltaguard.tools.orphans import execute, scan
+from deltaguard.tools.orphans.memory import use_jemalloc
+
+def kib(field):
+    status = Path("/proc/self/status").read_text().splitlines()
+    return int(next(line for line in status if line.startswith(field)).split()[1])
+
+use_jemalloc()
+store = open_table(sys.argv[1])
+result = scan(store)
+after_scan = kib("VmRSS:")
+tracemalloc.start()
+execute(store, result, manifest_path=Path(sys.argv[2]))
+print(after_scan // 1024, kib("VmHWM:") // 1024, tracemalloc.get_traced_memory()[1] >> 20)
+"""
+
+
+def heap(work: Path, files: int, orphans: int, mtime_ms: int, manifest_name: str) -> dict[str, int]:
+    """The cleanup's own share, in-process (``--heap``): RSS after the scan, peak RSS after
+    ``execute`` (the re-read of the log included), and the Python heap's peak during it."""
+    build(work / "t2", files, orphans, mtime_ms)
+    out = subprocess.run(
+        [sys.executable, "-c", _HEAP_CHILD, str(work / "t2"), str(work / f"h-{manifest_name}")],
+        capture_output=True,
+        check=True,
+    )
+    scan_mib, peak_mib, python_mib = (int(v) for v in out.stdout.split())
+    return {
+        "inproc_rss_after_scan_mib": scan_mib,
+        "inproc_peak_rss_mib": peak_mib,
+        "execute_python_heap_peak_mib": python_mib,
+    }
+
+
 def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -73,6 +116,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--files", type=int, default=200_000)
     parser.add_argument("--orphans", type=int, default=5_000)
     parser.add_argument("--manifest-name", default="manifest", help="the --manifest path's name")
+    parser.add_argument("--heap", action="store_true", help="also measure in-process (a 2nd table)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="cleanup-memory-"))
     try:
@@ -102,6 +146,8 @@ def main(argv: list[str]) -> int:
             "loadavg_1m": round(load[0], 2),
             "manifest_bytes": _size(manifest),
         }
+        if args.heap:
+            row.update(heap(work, args.files, args.orphans, mtime_ms, args.manifest_name))
         print(orjson.dumps(row).decode())
         return 0
     finally:
