@@ -111,18 +111,18 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
     done = execute(
         store,
         result,
-        manifest_path=workdir / "orphans-manifest.json",
+        manifest_path=workdir / "orphans-manifest",
         unsafe_retention=True,
         given_retention=True,
     )
     snapshot = load_snapshot(store)
     intact = all(store.stat(p) is not None for p in snapshot.adds.paths())
     console.print(
-        f"deleted {len(done.outcome.deleted)} files in {done.outcome.requests} DeleteObjects "
-        f"request(s); manifest {workdir / 'orphans-manifest.json'}; table version "
+        f"deleted {done.counts['deleted']} files in {done.manifest['requests']} DeleteObjects "
+        f"request(s); manifest {workdir / 'orphans-manifest'}; table version "
         f"{snapshot.version}, every live file present: {intact}"
     )
-    return intact and not done.outcome.failed and bool(done.outcome.deleted)
+    return intact and not done.counts["failed"] and bool(done.counts["deleted"])
 
 
 def audit_written_table(

@@ -345,7 +345,7 @@ def _cleanup_pass(
     """``orphans --delete --yes`` at ``retention_s`` on every table, one after the other."""
     result = _PassResult()
     for table in tables:
-        manifest = manifests / f"{time.time_ns()}-{table.rsplit('/', 1)[-1]}.json"
+        manifest = manifests / f"{time.time_ns()}-{table.rsplit('/', 1)[-1]}"
         out = _cli(
             "orphans",
             table,
@@ -363,7 +363,7 @@ def _cleanup_pass(
             result.problems.append(f"orphans {table} exited {out.returncode}: {out.stderr[-500:]}")
             continue
         cleanup = json.loads(out.stdout).get("cleanup") or {}
-        count = len(cleanup.get("deleted", []))
+        count = cleanup["counts"]["deleted"] if cleanup else 0
         result.runs.append((time.monotonic(), count))
         _say(f"orphans --delete --yes --retention {retention_s:g}s {table}: {count} deleted")
     return result

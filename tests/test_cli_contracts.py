@@ -14,6 +14,7 @@ import pytest
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.orphans import read_manifest
 from deltaguard.tools.state_dir import state_dir
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
@@ -73,8 +74,8 @@ def test_default_manifest_goes_to_the_state_dir_not_the_work_tree(run_cli, tmp_p
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     manifest = Path(doc["cleanup"]["manifest_path"])
-    assert manifest.is_file() and manifest.is_relative_to(state / "deltaguard" / "orphans")
-    assert json.loads(manifest.read_text())["status"] == "done"
+    assert manifest.is_dir() and manifest.is_relative_to(state / "deltaguard" / "orphans")
+    assert read_manifest(manifest).summary["status"] == "done"
     assert sorted(p.name for p in repo.iterdir()) == [".git"], "nothing written to the work tree"
     status = subprocess.run(
         ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True

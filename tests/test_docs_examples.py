@@ -65,7 +65,7 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard orphans s3://lake/events": 0,  # the uncommitted file is recent on S3
     "deltaguard orphans s3://lake/events --json": 0,
     "deltaguard orphans s3://lake/events --delete": 0,
-    "deltaguard orphans s3://lake/events --delete --yes --manifest deleted.json": 0,
+    "deltaguard orphans s3://lake/events --delete --yes --manifest deleted": 0,
     "deltaguard orphans s3://lake/events --json > orphans.json": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
     # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)

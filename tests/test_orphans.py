@@ -28,6 +28,7 @@ from deltaguard.tools.orphans import (
     OutsideTableError,
     RetentionTooShortError,
     execute,
+    read_manifest,
     scan,
 )
 from deltaguard.tools.orphans.deleter import check_contained
@@ -171,8 +172,8 @@ def test_absolute_entries_with_hash_and_question_mark_keep_their_files(tmp_path:
         "p=a #b/orphan.parquet": FileClass.ORPHAN,
         names["gone"]: FileClass.EXPIRED_TOMBSTONE,
     }
-    done = execute(store, result, manifest_path=tmp_path / "m.json")
-    assert done.outcome.deleted == ["p=a #b/orphan.parquet"]
+    execute(store, result, manifest_path=tmp_path / "m")
+    assert read_manifest(tmp_path / "m").paths("deleted") == ["p=a #b/orphan.parquet"]
     assert all((tmp_path / "t" / rel).exists() for rel in names.values())
 
 
@@ -209,14 +210,20 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
     assert {"partition": "p=b", "class": "orphan", "files": 1, "bytes": 10} in report["partitions"]
     refused = runner.invoke(main, ["orphans", table, "--delete", "--yes", "--retention", "1"])
     assert refused.exit_code == 2 and "--unsafe-retention" in refused.output
-    manifest = tmp_path / "m.json"
+    old_style = runner.invoke(
+        main, ["orphans", table, "--delete", "--yes", "--manifest", str(tmp_path / "m.json")]
+    )  # manifest/1 was one JSON file: such a path is refused, nothing is deleted
+    assert old_style.exit_code == 2 and "not a .json file" in old_style.output
+    assert (tmp_path / "t/p=b/part-orphan.parquet").exists()
+    manifest = tmp_path / "m"
     done = runner.invoke(
         main, ["orphans", table, "--delete", "--yes", "--json", "--manifest", str(manifest)]
     )
     assert done.exit_code == 0, done.output  # everything planned was deleted
-    written = json.loads(manifest.read_text())
-    assert written["status"] == "done"
-    assert sorted(d["path"] for d in written["deleted"]) == [
+    written = read_manifest(manifest)
+    assert written.summary["status"] == "done"
+    assert json.loads(done.output)["cleanup"] == {**written.summary, "manifest_path": str(manifest)}
+    assert written.paths("deleted") == [
         "_change_data/cdc-orphan.parquet",
         "_delta_log/.00000000000000000009.json.1234.tmp",
         "p=b/part-orphan.parquet",
@@ -254,7 +261,7 @@ def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
     done = execute(
         store,
         result,
-        manifest_path=tmp_path / "m.json",
+        manifest_path=tmp_path / "m",
         unsafe_retention=True,
         given_retention=True,
     )
@@ -264,9 +271,11 @@ def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
     snap = load_snapshot(str(root))
     assert snap.version == result.version + 1
     assert all((root / p).exists() for p in snap.adds.paths())
-    assert "_change_data/cdc-orphan.parquet" in done.outcome.deleted
+    written = read_manifest(tmp_path / "m")
+    assert "_change_data/cdc-orphan.parquet" in written.paths("deleted")
+    assert written.paths("spared") == sorted(spared)
     with pytest.raises(RetentionTooShortError):
-        execute(store, result, manifest_path=tmp_path / "m2.json")
+        execute(store, result, manifest_path=tmp_path / "m2")
 
 
 def test_writer_in_flight_survives_cleanup(tmp_path: Path, run_cli) -> None:
@@ -309,9 +318,7 @@ def test_writer_in_flight_survives_cleanup(tmp_path: Path, run_cli) -> None:
         while len(commits_at) < 5 and thread.is_alive():
             time.sleep(0.01)
         started = time.monotonic()
-        out = run_cli(
-            "orphans", str(root), "--delete", "--yes", "--manifest", str(tmp_path / "m.json")
-        )
+        out = run_cli("orphans", str(root), "--delete", "--yes", "--manifest", str(tmp_path / "m"))
         ended = time.monotonic()
         while sum(1 for c in commits_at if c > ended) < 3 and thread.is_alive():
             time.sleep(0.01)
@@ -384,13 +391,14 @@ def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) 
     done = execute(
         store,
         results["s3a"],
-        manifest_path=tmp_path / "m.json",
+        manifest_path=tmp_path / "m",
         unsafe_retention=True,
         given_retention=True,
     )
-    assert not done.outcome.failed
-    assert len(done.outcome.deleted) == 1100 + 3 + 1
-    assert done.outcome.requests == 2  # 1,104 keys in DeleteObjects batches of 1,000
+    assert not done.counts["failed"]
+    assert done.counts["deleted"] == 1100 + 3 + 1
+    assert len(read_manifest(tmp_path / "m").paths("deleted")) == 1100 + 3 + 1
+    assert done.manifest["requests"] == 2  # 1,104 keys in DeleteObjects batches of 1,000
     keys = {
         o["Key"]
         for p in client.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from test_orphans import _table as orphans_table
 
@@ -17,7 +18,7 @@ from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.deltalog.storage import LocalTableStore
-from deltaguard.tools.orphans import execute, scan, targets
+from deltaguard.tools.orphans import execute, read_manifest, scan, targets
 
 #: What test_orphans.py's table has to clean by default.
 PLANNED = [
@@ -27,16 +28,18 @@ PLANNED = [
 ]
 
 
+@pytest.mark.parametrize("as_json", [False, True])
 def test_a_failed_final_manifest_write_still_says_what_was_deleted(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, monkeypatch, as_json: bool
 ) -> None:
-    """The manifest's directory is replaced by a file while the deletes run, so its final
-    write really fails: the command says which files it deleted, that the manifest still
-    says "deleting", exit code 3 (old code: "nothing deleted", exit 2)."""
+    """The manifest's directory is replaced by a file while the deletes run, so its outcome
+    records and its final summary really cannot be written: the command says which files it
+    deleted (``--json``: in ``cleanup.unwritten``), that the summary may still say
+    "deleting", exit code 3 (old code: "nothing deleted", exit 2)."""
     root = tmp_path / "t"
     orphans_table(root)
     folder = tmp_path / "manifests"
-    manifest = folder / "m.json"
+    manifest = folder / "m"
     real_delete = LocalTableStore.delete_batch
 
     def delete_then_break_the_manifest_folder(self, rel_paths, attempts):
@@ -46,18 +49,26 @@ def test_a_failed_final_manifest_write_still_says_what_was_deleted(
         return out
 
     monkeypatch.setattr(LocalTableStore, "delete_batch", delete_then_break_the_manifest_folder)
+    json_flag = ["--json"] if as_json else []
     done = CliRunner().invoke(
-        main, ["orphans", str(root), "--delete", "--yes", "--manifest", str(manifest)]
+        main, ["orphans", str(root), "--delete", "--yes", *json_flag, "--manifest", str(manifest)]
     )
     assert done.exit_code == 3, done.output
     assert "nothing deleted" not in done.output
-    assert "deleted 3 files" in done.stdout and "0 outcome unknown" in done.stdout
-    assert "the manifest could not be written" in done.output
-    assert all(f"deleted {p}" in done.stdout for p in PLANNED)
+    if as_json:
+        cleanup = json.loads(done.stdout)["cleanup"]
+        assert cleanup["counts"]["deleted"] == 3 and cleanup["counts"]["unknown"] == 0
+        assert "the manifest's outcome records could not be written" in cleanup["error"]
+        assert sorted(r["path"] for r in cleanup["unwritten"]) == PLANNED
+        assert {r["outcome"] for r in cleanup["unwritten"]} == {"deleted"}
+    else:
+        assert "deleted 3 files" in done.stdout and "0 outcome unknown" in done.stdout
+        assert "the manifest's outcome records could not be written" in done.output
+        assert all(f"deleted {p}" in done.stdout for p in PLANNED)
     assert not any((root / p).exists() for p in PLANNED)
-    first = json.loads((tmp_path / "first" / "m.json").read_text())
-    assert first["status"] == "deleting"
-    assert sorted(d["path"] for d in first["deleted"]) == PLANNED
+    first = read_manifest(tmp_path / "first" / "m")
+    assert first.summary["status"] == "deleting"
+    assert first.paths("planned") == PLANNED
 
 
 def test_a_failing_delete_request_is_reported_unknown_not_failed(
@@ -87,17 +98,18 @@ def test_a_failing_delete_request_is_reported_unknown_not_failed(
         done = execute(
             store,
             result,
-            manifest_path=tmp_path / "m.json",
+            manifest_path=tmp_path / "m",
             unsafe_retention=True,
             given_retention=True,
         )
     from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
 
-    written = json.loads((tmp_path / "m.json").read_text())
-    assert written["status"] == "done" and not written["deleted"] and not written["failed"]
-    assert sorted(u["path"] for u in written["unknown"]) == planned
-    assert all("InternalError" in u["error"] for u in written["unknown"])
-    assert unfinished(written)
-    line = summary(written, "m.json")
+    written = read_manifest(tmp_path / "m")
+    assert written.summary["status"] == "done"
+    assert not written.paths("deleted") and not written.paths("failed")
+    assert written.paths("unknown") == planned
+    assert all("InternalError" in e for e in written.outcomes()["error"].to_pylist())
+    assert unfinished(written.summary)
+    line = summary(written.summary, "m")
     assert line.startswith("deleted 0 files") and f"{len(planned)} outcome unknown" in line
-    assert done.outcome.requests >= 2  # retried before giving up
+    assert done.manifest["requests"] >= 2  # retried before giving up

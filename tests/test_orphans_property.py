@@ -175,7 +175,7 @@ def test_cleanup_never_deletes_a_referenced_file(
     execute(
         store,
         result,
-        manifest_path=root.parent / "manifest.json",
+        manifest_path=root.parent / "manifest",
         include_tombstones=include_tombstones,
         unsafe_retention=True,
         given_retention=True,

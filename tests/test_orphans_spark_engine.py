@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -42,8 +44,8 @@ from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
-from deltaguard.tools.orphans import FileClass, scan
-from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA
+from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
 from deltaguard.tools.orphans.spark.audit_files import spark_file_check
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
@@ -164,16 +166,56 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
     )
     assert doc["status"] == "done" and doc["version_rechecked"] == version
     assert (table / late).exists()
-    assert {s["path"] for s in doc["spared"]} == {late}
-    assert set(doc["missing"]) == set(crashed)
-    assert {d["path"] for d in doc["deleted"]} == set(orphans) - set(crashed) - {late}
+    written = read_manifest(tmp_path / "m")
+    assert written.summary == doc
+    assert written.paths("spared") == [late]
+    assert written.paths("missing") == sorted(crashed)
+    assert written.paths("deleted") == sorted(set(orphans) - set(crashed) - {late})
     assert doc["counts"]["failed"] == 0
-    outcome = spark.read.parquet(str(tmp_path / "m" / "outcome")).collect()
-    assert {r.path for r in outcome} == set(orphans) - {late}
+    assert set(written.outcomes()["path"].to_pylist()) == set(orphans) - {late}
     snapshot = load_snapshot(open_table(str(table)))
     assert all((table / p).exists() for p in snapshot.adds.paths())
     again = scan_spark(spark, spec, str(tmp_path / "r2"), retention_ms=0)
     assert not again.result.of(FileClass.ORPHAN)
+
+
+def test_both_engines_write_the_same_manifest(spark, tmp_path: Path) -> None:
+    """Issue 26: the local and the Spark cleanup of two copies of one table (one of its
+    orphans spared by a commit made after the scan) write the same manifest: the same
+    summary but for the times, the cut-off, the table and the local engine's request count, Parquet
+    files of the same columns, and the same records (old code: a JSON file with lists against
+    a directory with two differently shaped tables)."""
+    written = {}
+    for engine in ("local", "spark"):
+        root = tmp_path / engine
+        orphans_table(root)
+        store = open_table(str(root))
+        if engine == "local":
+            result = scan(store)
+        else:
+            planned = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "report"))
+            result = planned.result
+        _commit_naming(root, "p=b/part-orphan.parquet")  # after the scan: spared
+        manifest = tmp_path / f"m-{engine}"
+        if engine == "local":
+            execute(store, result, manifest_path=manifest)
+        else:
+            execute_spark(spark, StoreSpec(str(root)), planned, manifest_dir=manifest)
+        written[engine] = read_manifest(manifest)
+        for records in ("plan", "outcome"):
+            files = pq.read_table(manifest / records)
+            assert files.schema.remove_metadata() == RECORD_SCHEMA, (engine, records)
+    local, ours = written["local"], written["spark"]
+    varying = {"table", "cutoff_ms", "started_at", "finished_at", "requests"}
+    assert {k: v for k, v in ours.summary.items() if k not in varying} == {
+        k: v for k, v in local.summary.items() if k not in varying
+    }
+    assert local.summary["counts"]["spared"] == 1 and local.summary["counts"]["deleted"] == 2
+    for records in ("plan", "outcomes", "records"):
+        assert (
+            getattr(ours, records)().sort_by("path").to_pylist()
+            == getattr(local, records)().sort_by("path").to_pylist()
+        ), records
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
@@ -321,8 +363,7 @@ def test_spark_engine_keeps_dynamodb_temp_commits_like_local(spark, tmp_path: Pa
     }
     assert report["totals"]["pending-commit"]["files"] == 7
     assert report["totals"]["stranded-commit"]["files"] == 1
-    written = orjson.loads((manifest / "manifest.json").read_bytes())
-    assert [d["path"] for d in written["deleted"]] == [temps["hadoop"]]
+    assert read_manifest(manifest).paths("deleted") == [temps["hadoop"]]
     assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
 
 
@@ -364,16 +405,17 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
             "schema": MANIFEST_SCHEMA,
             **doc,
         }
-        unknown = {u["path"] for u in doc["unknown"]}
-        deleted = {d["path"] for d in doc["deleted"]}
-        assert poison in unknown and "connection reset" in doc["unknown"][0]["error"]
+        written = read_manifest(manifest)
+        unknown, deleted = set(written.paths("unknown")), set(written.paths("deleted"))
+        errors = written.outcomes().filter(pc.equal(written.outcomes()["outcome"], "unknown"))
+        assert unknown == {poison} and "connection reset" in errors["error"][0].as_py()
         assert deleted and deleted | unknown == expected and not deleted & unknown
         assert not any((root / p).exists() for p in deleted)
         assert (root / poison).exists()
     from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
 
     assert unfinished(doc)
-    line = summary(doc, "m/manifest.json")
+    line = summary(doc, "m")
     assert "nothing deleted" not in line and f"{doc['counts']['unknown']} outcome unknown" in line
 
 
@@ -670,7 +712,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
     execute(
         store,
         scan(store, retention_ms=0),
-        manifest_path=tmp_path / "m.json",
+        manifest_path=tmp_path / "m-local",
         unsafe_retention=True,
         given_retention=True,
     )
@@ -734,7 +776,8 @@ def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
     )
     assert run.exit_code == 0, run.output
     doc = orjson.loads(run.stdout)
-    assert {d["path"] for d in doc["cleanup"]["deleted"]} == planned
+    assert read_manifest(tmp_path / "m").paths("deleted") == sorted(planned)
+    assert doc["cleanup"]["counts"]["deleted"] == len(planned)
     left = {
         o["Key"].removeprefix("lake/tbl/")
         for o in client.list_objects_v2(Bucket=ls_bucket, Prefix="lake/tbl/").get("Contents", [])

@@ -16,7 +16,7 @@ from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.orphans import scan
+from deltaguard.tools.orphans import read_manifest, scan
 
 DAY = 86_400_000
 
@@ -105,12 +105,11 @@ def test_temp_commits_without_the_dynamodb_table_are_kept_or_reported(tmp_path: 
     assert "without --dynamodb-table" in reasons[temps["done7"]]
     runner = CliRunner()
     done = runner.invoke(
-        main, ["orphans", str(root), "--delete", "--yes", "--manifest", str(tmp_path / "m.json")]
+        main, ["orphans", str(root), "--delete", "--yes", "--manifest", str(tmp_path / "m")]
     )
     assert done.exit_code == 1, done.output
     assert "damage: 1 DynamoDB temp commit" in done.stdout
-    manifest = json.loads((tmp_path / "m.json").read_text())
-    assert [d["path"] for d in manifest["deleted"]] == [temps["hadoop"]]
+    assert read_manifest(tmp_path / "m").paths("deleted") == [temps["hadoop"]]
     assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
 
 
@@ -152,7 +151,7 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
         *("--retention", "0", "--unsafe-retention", "--json"),
     ]
     env = endpoint.credentials_env()
-    manifest = tmp_path / "m.json"
+    manifest = tmp_path / "m"
     done = run_cli(*args, "--delete", "--yes", "--manifest", str(manifest), env=env, timeout=120)
     assert done.returncode == 1, done.stderr  # deleted everything planned; damage remains
     classes = _classes(json.loads(done.stdout))
@@ -163,7 +162,7 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
         **{temps[k]: "log-temp" for k in ("done7", "expired9", "won10", "lost10", "old2")},
         temps["hadoop"]: "log-temp",
     }
-    deleted = {d["path"] for d in json.loads(manifest.read_text())["deleted"]}
+    deleted = set(read_manifest(manifest).paths("deleted"))
     assert {temps[k] for k in ("done7", "expired9", "won10", "lost10", "old2", "hadoop")} <= deleted
     s3 = endpoint.s3_client()
     keys = {

@@ -14,6 +14,7 @@ from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.logstore.clients import ClientPolicy, s3_client
+from deltaguard.tools.orphans import read_manifest
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
 CREDS = {
@@ -163,7 +164,7 @@ def test_cleanup_under_503_deletes_the_same_set(run_cli, ls_proxy, localstack, l
         localstack.endpoint.url,
         "--path-style",
         "--manifest",
-        str(tmp_path / "calm.json"),
+        str(tmp_path / "calm"),
         *args,
         env=CREDS,
     )
@@ -178,18 +179,13 @@ def test_cleanup_under_503_deletes_the_same_set(run_cli, ls_proxy, localstack, l
         ls_proxy.endpoint.url,
         "--path-style",
         "--manifest",
-        str(tmp_path / "stormy.json"),
+        str(tmp_path / "stormy"),
         *args,
         env=CREDS,
     )
     assert stormy.returncode == 0, stormy.stdout + stormy.stderr
     assert sum(ls_proxy.fired()) >= 2, ls_proxy.stats()
-    deleted = {
-        name: sorted(
-            d["path"] for d in json.loads((tmp_path / f"{name}.json").read_text())["deleted"]
-        )
-        for name in ("calm", "stormy")
-    }
+    deleted = {name: read_manifest(tmp_path / name).paths("deleted") for name in ("calm", "stormy")}
     assert len(deleted["calm"]) == 7  # 6 orphans + the log temp file
     assert deleted["stormy"] == deleted["calm"]
     assert _remaining(localstack, ls_bucket, "stormy") == _remaining(localstack, ls_bucket, "calm")

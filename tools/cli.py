@@ -340,6 +340,20 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     click.echo(f"table {name}: {state} ({result.billing_mode}){ttl}")
 
 
+def _manifest_dir(path: Path | None) -> Path | None:
+    """``--manifest``: a path that can be a manifest directory, else a usage error (exit 2)
+    before anything is scanned."""
+    if path is None:
+        return None
+    from deltaguard.tools.orphans.manifest import ManifestPathError, check_manifest_path
+
+    try:
+        check_manifest_path(path)
+    except ManifestPathError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    return path
+
+
 @main.command("orphans")
 @click.argument("table")
 @s3_options
@@ -360,9 +374,11 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
 @click.option(
     "--manifest",
     "manifest_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="where --delete --yes writes its manifest (default: under the state directory, "
-    "$DELTAGUARD_STATE_DIR or $XDG_STATE_HOME/deltaguard/orphans/)",
+    type=click.Path(file_okay=False, path_type=Path),
+    callback=lambda _ctx, _param, value: _manifest_dir(value),
+    help="the directory where --delete --yes writes its manifest: manifest.json and Parquet "
+    "records, both engines (docs/orphans.md; a .json path is refused; default: under the "
+    "state directory, $DELTAGUARD_STATE_DIR or $XDG_STATE_HOME/deltaguard/orphans/)",
 )
 @click.option(
     "--workers",

@@ -6,8 +6,10 @@ Public API:
   :class:`~deltaguard.tools.orphans.classify.ScanResult` (candidates with class
   ``orphan``, ``expired-tombstone``, ``recent`` or ``log-temp``, size, mtime, reason);
 * :func:`~deltaguard.tools.orphans.cleanup.execute` ``(store, result, manifest_path=...)``:
-  re-reads the log, deletes in batches, writes a manifest (safety argument in
+  re-reads the log, deletes in batches, writes a manifest directory (safety argument in
   :mod:`~deltaguard.tools.orphans.cleanup`);
+* :func:`~deltaguard.tools.orphans.manifest.read_manifest` ``(directory)``: a manifest's
+  summary and its per-file records (both engines write the same format);
 * :func:`~deltaguard.tools.orphans.report.to_json` / ``print_report``: the report.
 
 Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3://``,
@@ -17,6 +19,7 @@ Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, scan
 from deltaguard.tools.orphans.cleanup import CleanupResult, execute, targets
 from deltaguard.tools.orphans.deleter import OutsideTableError, delete_files
+from deltaguard.tools.orphans.manifest import Manifest, read_manifest
 from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooShortError
 
 __all__ = [
@@ -24,11 +27,13 @@ __all__ = [
     "Candidate",
     "CleanupResult",
     "FileClass",
+    "Manifest",
     "OutsideTableError",
     "RetentionTooShortError",
     "ScanResult",
     "delete_files",
     "execute",
+    "read_manifest",
     "scan",
     "targets",
 ]

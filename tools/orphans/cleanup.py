@@ -42,8 +42,17 @@ from deltaguard.tools.deltalog.snapshot import load_snapshot
 from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
-from deltaguard.tools.orphans.deleter import delete_files
-from deltaguard.tools.orphans.manifest import write_manifest
+from deltaguard.tools.orphans.deleter import delete_in_batches, settled
+from deltaguard.tools.orphans.manifest import (
+    MANIFEST_SCHEMA,
+    OUTCOME_DIR,
+    PLAN_DIR,
+    RECORDS,
+    SUMMARY_FILE,
+    RecordWriter,
+    prepare_manifest_dir,
+    write_summary,
+)
 from deltaguard.tools.orphans.references import collect_references
 from deltaguard.tools.orphans.rules import check_retention
 
@@ -61,14 +70,23 @@ class Recheck:
 
 @dataclass
 class CleanupResult:
-    """What :func:`execute` did. ``manifest_error``: the manifest's final write failed after
-    the deletes (the file on disk still says ``deleting``); ``manifest`` is what it would
-    have said."""
+    """What :func:`execute` did. ``manifest``: the manifest's summary as last written, or as
+    it would have been written. ``manifest_error``: a write of the manifest failed after the
+    deletes began (the summary on disk may still say ``deleting``); ``unwritten``: the outcome
+    records that could not be written to the manifest then (empty otherwise: the records are
+    on disk, never held)."""
 
     recheck: Recheck
-    outcome: DeleteOutcome
     manifest: dict[str, Any]
     manifest_error: str | None = None
+    unwritten: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Files per outcome (``planned``, ``spared``, ``deleted``, ``missing``, ``failed``,
+        ``unknown``)."""
+        counts: dict[str, int] = self.manifest["counts"]
+        return counts
 
 
 class CleanupInterruptedError(Exception):
@@ -81,25 +99,21 @@ class CleanupInterruptedError(Exception):
 
 
 def unfinished(manifest: dict[str, Any]) -> bool:
-    """True if a cleanup's manifest records deletions that failed or whose outcome is unknown,
-    or a failure after the deletes began (``error``): exit code 3, both engines."""
-    counts = manifest.get("counts") or {
-        k: len(manifest.get(k) or []) for k in ("failed", "unknown")
-    }
-    return bool(counts.get("failed") or counts.get("unknown") or manifest.get("error"))
+    """True if a cleanup's manifest summary records deletions that failed or whose outcome is
+    unknown, or a failure after the deletes began (``error``): exit code 3, both engines."""
+    counts = manifest["counts"]
+    return bool(counts["failed"] or counts["unknown"] or manifest.get("error"))
 
 
 def summary(manifest: dict[str, Any], manifest_path: str) -> str:
-    """The one-line outcome of a cleanup (both engines' terminal message): what was deleted,
-    what failed and what is unknown, and any failure after the deletes began. Never says
-    "nothing deleted" once deleting started."""
-    counts = manifest.get("counts") or {
-        k: len(manifest.get(k) or []) for k in ("deleted", "missing", "spared", "failed", "unknown")
-    }
+    """The one-line outcome of a cleanup (both engines' terminal message) from its manifest
+    summary: what was deleted, what failed and what is unknown, and any failure after the
+    deletes began. Never says "nothing deleted" once deleting started."""
+    counts = manifest["counts"]
     line = (
-        f"deleted {counts.get('deleted', 0)} files ({counts.get('missing', 0)} already gone, "
-        f"{counts.get('spared', 0)} spared by the re-read of the log, "
-        f"{counts.get('failed', 0)} failed, {counts.get('unknown', 0)} outcome unknown)"
+        f"deleted {counts['deleted']} files ({counts['missing']} already gone, "
+        f"{counts['spared']} spared by the re-read of the log, "
+        f"{counts['failed']} failed, {counts['unknown']} outcome unknown)"
     )
     if manifest.get("error"):
         line += f"; then: {manifest['error']}"
@@ -188,11 +202,13 @@ def spared_because(
 
 
 def manifest_start(
-    result: ScanResult, classes: tuple[FileClass, ...], planned: int
+    result: ScanResult, classes: tuple[FileClass, ...], planned: int, to_delete: int, spared: int
 ) -> dict[str, Any]:
-    """The fields of a manifest's first write (``status: deleting``) that both engines record,
-    in their order: what was scanned, the cut-off, the classes and how many files are planned."""
+    """The manifest summary's first write (``status: deleting``, see :mod:`.manifest`), both
+    engines: what was scanned, the cut-off, the classes, the files the scan planned, and the
+    counts once the re-read of the log kept ``to_delete`` of them and spared ``spared``."""
     return {
+        "schema": MANIFEST_SCHEMA,
         "status": "deleting",
         "table": result.table,
         "version_scanned": result.version,
@@ -203,6 +219,17 @@ def manifest_start(
         "started_at": now_iso(),
         "finished_at": None,
         "planned": planned,
+        "counts": {
+            "planned": to_delete,
+            "spared": spared,
+            "deleted": 0,
+            "missing": 0,
+            "failed": 0,
+            "unknown": 0,
+        },
+        "records": dict(RECORDS),
+        "error": None,
+        "requests": None,
     }
 
 
@@ -221,57 +248,108 @@ def execute(
     given_retention: bool = False,
     dynamodb: DynamoDBCheck | None = None,
 ) -> CleanupResult:
-    """Deletes the scan's targets after :func:`recheck`, writing the manifest before and after
-    (see :mod:`.manifest`). Raises :class:`~.rules.RetentionTooShortError` for a retention
-    under 24 hours without ``unsafe_retention`` (before anything is read or deleted),
-    :class:`~.deleter.OutsideTableError` for a path outside the root, and
+    """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
+    ``manifest_path`` as it goes (:mod:`.manifest`): the plan records and the ``deleting``
+    summary before the first delete, each outcome record streamed to Parquet as its batch is
+    settled, the final summary last. Raises :class:`~.rules.RetentionTooShortError` for a
+    retention under 24 hours without ``unsafe_retention`` (before anything is read or
+    deleted), :class:`~.manifest.ManifestPathError` for a path that cannot be a manifest
+    directory, :class:`~.deleter.OutsideTableError` for a path outside the root,
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails, and
-    OSError if the first manifest cannot be written: all before anything is deleted. Once
-    deleting has begun nothing is raised: files that could not be deleted are in
-    ``outcome.failed``, those whose outcome is unknown in ``outcome.unknown``, and a failed
-    final manifest write in ``manifest_error`` (and the manifest's ``error``)."""
+    OSError if the plan or the first summary cannot be written: all before anything is
+    deleted. Once deleting has begun nothing is raised: the counts say what was deleted,
+    failed or is unknown, and a failed manifest write is in ``manifest_error`` (and the
+    summary's ``error``), the records it could not write in ``unwritten``."""
     check_retention(result.retention_ms, unsafe_retention)
+    prepare_manifest_dir(manifest_path)
     classes = cleanup_classes(include_tombstones)
     planned = targets(result, include_tombstones)
-    doc: dict[str, Any] = {
-        **manifest_start(result, classes, len(planned)),
-        "deleted": [],
-        "missing": [],
-        "spared": [],
-        "failed": [],
-        "unknown": [],
-        "error": None,
-        "requests": 0,
-    }
     checked = recheck(store, result, planned, given_retention=given_retention, dynamodb=dynamodb)
+    plan = RecordWriter(manifest_path, PLAN_DIR)
+    for c in checked.targets:
+        plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
+    for c, why in checked.spared:
+        plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
+    plan.flush()
+    doc = manifest_start(result, classes, len(planned), len(checked.targets), len(checked.spared))
     doc["version_rechecked"] = checked.version
-    doc["spared"] = [
-        {"path": c.path, "class": c.file_class.value, "why": why} for c, why in checked.spared
-    ]
-    doc["deleted"] = [_entry(c) for c in checked.targets]  # the intent, until the outcome is known
-    write_manifest(manifest_path, doc)
-    outcome = delete_files(store, [c.path for c in checked.targets])
-    by_path = {c.path: c for c in checked.targets}
+    write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
+    sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR))
+    requests = delete_in_batches(store, [c.path for c in checked.targets], sink)
+    sink.finish()
     doc.update(
         status="done",
         finished_at=now_iso(),
-        deleted=[_entry(by_path[p]) for p in sorted(outcome.deleted)],
-        missing=sorted(outcome.missing),
-        failed=[{"path": p, "error": e} for p, e in sorted(outcome.failed)],
-        unknown=[{"path": p, "error": e} for p, e in sorted(outcome.unknown)],
-        requests=outcome.requests,
+        counts={**doc["counts"], **sink.counts},
+        requests=requests,
     )
+    problems = [sink.error] if sink.error else []
+    doc["error"] = "; ".join(problems) or None
     try:
-        write_manifest(manifest_path, doc)
+        write_summary(manifest_path, doc)
     except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
-        error = (
-            f"the manifest could not be written ({exc}); {manifest_path} still says status "
-            "deleting and lists every planned file"
+        problems.append(
+            f"the manifest's summary could not be written ({exc}): "
+            f"{manifest_path / SUMMARY_FILE} may still say status deleting, its plan lists "
+            "every planned file"
         )
-        doc["error"] = error
-        return CleanupResult(checked, outcome, doc, manifest_error=error)
-    return CleanupResult(checked, outcome, doc)
+        doc["error"] = "; ".join(problems)
+    if problems:
+        return CleanupResult(checked, doc, manifest_error=doc["error"], unwritten=sink.unwritten)
+    return CleanupResult(checked, doc)
 
 
-def _entry(c: Candidate) -> dict[str, Any]:
-    return {"path": c.path, "class": c.file_class.value, "size": c.size, "mtime_ms": c.mtime_ms}
+class _OutcomeSink:
+    """Receives each settled delete batch (:func:`.deleter.delete_in_batches`): counts its
+    outcomes and streams one record per file to ``records``. If a write fails, the error is
+    kept and the records from then on are kept in :attr:`unwritten` instead (deleting goes
+    on: what is known is never lost)."""
+
+    def __init__(self, targets: list[Candidate], records: RecordWriter) -> None:
+        self._targets = targets
+        self._records: RecordWriter | None = records
+        self.counts = {k: 0 for k in ("deleted", "missing", "failed", "unknown")}
+        self.error: str | None = None
+        self.unwritten: list[dict[str, Any]] = []
+
+    def __call__(self, first: int, outcome: DeleteOutcome) -> None:
+        records = settled(outcome)
+        by_path = {c.path: c for c in self._targets[first : first + len(records)]}
+        for path, what, error in records:
+            self.counts[what] += 1
+            self._add(by_path[path], what, error)
+
+    def _add(self, c: Candidate, outcome: str, error: str | None) -> None:
+        if self._records is None:
+            self.unwritten.append(
+                {
+                    "path": c.path,
+                    "class": c.file_class.value,
+                    "size": c.size,
+                    "mtime_ms": c.mtime_ms,
+                    "outcome": outcome,
+                    "why": None,
+                    "error": error,
+                }
+            )
+            return
+        try:
+            self._records.add(c.path, c.file_class.value, c.size, c.mtime_ms, outcome, error=error)
+        except OSError as exc:  # the buffer, this record included, moves to unwritten
+            self._failed(self._records, exc)
+
+    def _failed(self, records: RecordWriter, exc: OSError) -> None:
+        self.error = (
+            f"the manifest's outcome records could not be written ({exc}); the command's "
+            "output lists the files whose records are missing"
+        )
+        self.unwritten += records.take_buffered()
+        self._records = None
+
+    def finish(self) -> None:
+        """Writes the records still buffered."""
+        if self._records is not None:
+            try:
+                self._records.flush()
+            except OSError as exc:
+                self._failed(self._records, exc)

@@ -5,10 +5,12 @@ Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to clean,
 damage (``stranded-commit``); 2 the table could not be read or a setting was refused (nothing
 deleted); 3 some deletions failed or their outcome is unknown, or a failure after deleting
 began (the message and the manifest say what was deleted). Errors are one line
-on stderr, never a traceback. With ``--json`` stdout holds only the JSON report and stderr
-stays empty unless there is an error (no progress display). The manifest of ``--delete --yes``
-goes to ``--manifest`` or, by default, under the state directory
-(:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working directory.
+on stderr, never a traceback. With ``--json`` stdout holds only the JSON report (its
+``cleanup``: the manifest's summary plus ``manifest_path``) and stderr stays empty unless
+there is an error (no progress display). The manifest of ``--delete --yes`` is a directory
+(:mod:`.manifest`, the same for both engines) at ``--manifest`` or, by default, under the
+state directory (:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working
+directory.
 """
 
 from __future__ import annotations
@@ -29,11 +31,18 @@ from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
-from deltaguard.tools.orphans.cleanup import execute, summary, targets, unfinished
+from deltaguard.tools.orphans.cleanup import (
+    CleanupResult,
+    execute,
+    summary,
+    targets,
+    unfinished,
+)
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
 from deltaguard.tools.orphans.listing import ListingProgress
+from deltaguard.tools.orphans.manifest import ManifestPathError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.state_dir import default_manifest_path
@@ -196,6 +205,7 @@ def run_orphans(req: OrphansRequest) -> int:
     planned = targets(result, req.include_tombstones)
     damaged = len(result.of(FileClass.STRANDED_COMMIT))
     cleanup = None
+    done: CleanupResult | None = None
     if req.delete and req.yes and planned:
         manifest = req.manifest_path or default_manifest_path(store.uri, datetime.now(UTC))
         try:
@@ -208,10 +218,12 @@ def run_orphans(req: OrphansRequest) -> int:
                 given_retention=retention_ms is not None,
                 dynamodb=req.dynamodb,
             )
-        except (DeltaLogError, OutsideTableError, OSError) as exc:
+        except (DeltaLogError, OutsideTableError, ManifestPathError, OSError) as exc:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
         cleanup = {**done.manifest, "manifest_path": str(manifest)}
+        if done.unwritten:  # known outcomes the manifest could not take: never lost
+            cleanup["unwritten"] = done.unwritten
         if done.manifest_error:
             err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
     code = outcome_code(len(planned), damaged, cleanup)
@@ -234,6 +246,6 @@ def run_orphans(req: OrphansRequest) -> int:
         out.print(f"dry run: {verb} {len(planned)} files, {total} bytes{hint}")
     else:
         out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
-        for entry in cleanup["deleted"] if cleanup.get("error") else []:
-            out.print(f"  deleted {entry['path']}", highlight=False, soft_wrap=True)
+        for record in done.unwritten if done is not None else []:
+            out.print(f"  {record['outcome']} {record['path']}", highlight=False, soft_wrap=True)
     return code

@@ -22,11 +22,14 @@ Contract of :func:`delete_files`:
   the error: a request that failed without an answer, or with a 5xx other than 503, after
   its retries, and every path of a batch that raised part way). Nothing is raised for a file
   that could not be deleted, and a batch that fails does not stop the others.
+  :func:`delete_in_batches` hands each batch's outcome to a callback instead of keeping it
+  (the local cleanup streams them to the manifest's records).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -66,32 +69,68 @@ def check_contained(store: TableStore, rel_paths: Sequence[str]) -> None:
                 )
 
 
+def settled(outcome: DeleteOutcome) -> list[tuple[str, str, str | None]]:
+    """Every path of ``outcome`` as ``(path, outcome, error)``: the outcome one of
+    ``deleted``, ``missing``, ``failed``, ``unknown`` (the manifest records' names), the error
+    None for the first two. Both engines' outcome records."""
+    out: list[tuple[str, str, str | None]] = [(p, "deleted", None) for p in outcome.deleted]
+    out += [(p, "missing", None) for p in outcome.missing]
+    out += [(p, "failed", e) for p, e in outcome.failed]
+    out += [(p, "unknown", e) for p, e in outcome.unknown]
+    return out
+
+
 def delete_files(
     store: TableStore,
     rel_paths: Sequence[str],
     *,
     attempts: int = 5,
     batch_keys: int = S3_BATCH_KEYS,
-    on_progress: Callable[[int], None] | None = None,
 ) -> DeleteOutcome:
-    """Deletes ``rel_paths`` (relative to the store's root). See the module docstring for
-    what is checked, batched, retried and raised. ``on_progress(n)`` is called after each
-    batch with the number of paths it settled."""
+    """Deletes ``rel_paths`` (relative to the store's root) and returns every path's outcome.
+    See the module docstring for what is checked, batched, retried and raised."""
+    total = DeleteOutcome()
+    delete_in_batches(
+        store,
+        rel_paths,
+        lambda _first, batch: total.merge(batch),
+        attempts=attempts,
+        batch_keys=batch_keys,
+    )
+    return total
+
+
+def delete_in_batches(
+    store: TableStore,
+    rel_paths: Sequence[str],
+    on_batch: Callable[[int, DeleteOutcome], None],
+    *,
+    attempts: int = 5,
+    batch_keys: int = S3_BATCH_KEYS,
+) -> int:
+    """:func:`delete_files` that keeps nothing: each batch's outcome is handed to
+    ``on_batch(first, outcome)`` as soon as the batch is settled (``first``: the index in
+    ``rel_paths`` of the batch's first path; the batch is ``rel_paths[first:first + n]``), one
+    call at a time. Returns the number of delete requests sent. An exception ``on_batch``
+    raises is not caught: the callback owns its failures."""
     if not 1 <= batch_keys <= S3_BATCH_KEYS:
         raise ValueError(f"batch_keys must be 1..{S3_BATCH_KEYS}")
     check_contained(store, rel_paths)
-    total = DeleteOutcome()
-    batches = [rel_paths[i : i + batch_keys] for i in range(0, len(rel_paths), batch_keys)]
+    settled = threading.Lock()
+    requests = 0
 
-    def run(batch: Sequence[str]) -> None:
+    def run(first: int) -> None:
+        nonlocal requests
+        batch = rel_paths[first : first + batch_keys]
         try:
-            total.merge(store.delete_batch(batch, attempts))
+            outcome = store.delete_batch(batch, attempts)
         except Exception as exc:  # part of the batch may be gone: its outcome is unknown
             why = f"the batch failed part way: {type(exc).__name__}: {exc}"
-            total.merge(DeleteOutcome(unknown=[(p, why) for p in batch]))
-        if on_progress is not None:
-            on_progress(len(batch))
+            outcome = DeleteOutcome(unknown=[(p, why) for p in batch])
+        with settled:
+            requests += outcome.requests
+            on_batch(first, outcome)
 
     with ThreadPoolExecutor(_PARALLEL_BATCHES, thread_name_prefix="delete") as pool:
-        list(pool.map(run, batches))
-    return total
+        list(pool.map(run, range(0, len(rel_paths), batch_keys)))
+    return requests

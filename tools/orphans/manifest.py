@@ -1,57 +1,256 @@
-"""The cleanup manifest: a JSON record of what was planned, spared, deleted and failed.
+"""The cleanup manifest, one format for both engines: a directory holding a JSON summary and
+Parquet records, one per file.
 
-It is written twice, each time atomically (a temp file in the same directory, then
-``os.replace``): once with ``"status": "deleting"`` and the planned files before the first
-delete, and once with the outcome. A crash in between leaves a manifest naming every file that
-may be gone. Schema (``schema`` = :data:`MANIFEST_SCHEMA`)::
+Layout (``--manifest DIR``)::
+
+    DIR/manifest.json        the summary (below), rewritten atomically as the run goes
+    DIR/plan/*.parquet       one record per file the scan planned: outcome planned or spared
+    DIR/outcome/*.parquet    one record per file deleting settled: deleted, missing, failed
+                             or unknown
+
+Every record has the columns of :data:`RECORD_SCHEMA`, in both engines:
+``path`` (relative to the table root), ``class``, ``size``, ``mtime_ms``, ``outcome`` (one of
+:data:`OUTCOMES`), ``why`` (why the re-read of the log spared it, else null) and ``error``
+(why it failed or why its outcome is unknown, else null). The local engine writes each
+``.parquet`` file whole (temp file, fsync, rename) every :data:`BATCH_ROWS` records, so no
+more than one batch of records is ever held in memory and a crash leaves only complete files;
+the Spark engine writes the same columns with Spark (``part-*.parquet``, ``_SUCCESS``).
+
+The summary (``schema`` = :data:`MANIFEST_SCHEMA`) holds no per-file lists::
 
     {
-      "schema": "deltaguard.orphans.manifest/1",
+      "schema": "deltaguard.orphans.manifest/2",
       "status": "deleting" | "done" | "interrupted",   # interrupted: see "error"
       "table": str, "version_scanned": int, "version_rechecked": int | null,
       "retention_ms": int, "cutoff_ms": int, "classes": [CLASS],
       "started_at": ISO-8601, "finished_at": ISO-8601 | null,
-      "planned": int,
-      "deleted": [{"path", "class", "size", "mtime_ms"}],
-      "missing": [str],                          # already gone when deleted
-      "spared": [{"path", "class", "why"}],      # dropped by the re-read of the log
-      "failed": [{"path", "error"}],             # not deleted
-      "unknown": [{"path", "error"}],            # may or may not be deleted
-      "error": str | null,                       # a failure after deleting began
-      "requests": int                            # delete requests sent
+      "planned": int,                 # files the scan planned to delete
+      "counts": {"planned": int,      # still to delete after the re-read of the log
+                 "spared": int, "deleted": int, "missing": int,
+                 "failed": int, "unknown": int},
+      "records": {"plan": "plan", "outcome": "outcome"},   # relative to DIR
+      "error": str | null,            # a failure after deleting began
+      "requests": int | null          # delete requests sent (local engine)
     }
 
-``deleted`` is the intent while ``status`` is ``deleting`` and the outcome once ``done``. A
-failure after deleting began never loses what is known: ``done`` with ``error`` (the final
-write failed; the file on disk then still says ``deleting``; the command's output has the
-outcome), or ``interrupted`` (the Spark engine's delete job failed: ``deleted`` lists what
-is known deleted, ``unknown`` the rest).
+Order of writes: the plan records first, then the summary with ``"status": "deleting"``, and
+only then the first delete; the outcome records as deleting goes; the summary again with the
+outcome. A crash after deleting began leaves a ``deleting`` summary and the plan naming every
+file that may be gone. A failure after deleting began never loses what is known: ``done``
+with ``error`` (a final write failed: the summary on disk may still say ``deleting``; the
+command's output has the counts, and the files whose records could not be written), or
+``interrupted`` (the Spark engine's delete job failed: every planned file is ``unknown``).
+
+Read it with :func:`read_manifest`, or directly: ``pyarrow.parquet.read_table("DIR/outcome")``,
+``duckdb -c "select outcome, count(*) from 'DIR/outcome/*.parquet' group by all"``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-MANIFEST_SCHEMA = "deltaguard.orphans.manifest/1"
+MANIFEST_SCHEMA = "deltaguard.orphans.manifest/2"
+SUMMARY_FILE = "manifest.json"
+PLAN_DIR = "plan"
+OUTCOME_DIR = "outcome"
+#: Where the records are, relative to the manifest directory (the summary's ``records``).
+RECORDS = {"plan": PLAN_DIR, "outcome": OUTCOME_DIR}
+#: Every record's outcome: ``planned``/``spared`` in the plan, the others in the outcome.
+OUTCOMES = ("planned", "deleted", "missing", "spared", "failed", "unknown")
+#: The columns of every record, both engines.
+RECORD_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("class", pa.string()),
+        ("size", pa.int64()),
+        ("mtime_ms", pa.int64()),
+        ("outcome", pa.string()),
+        ("why", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+#: Records per Parquet file the local engine writes (the most it holds at once).
+BATCH_ROWS = 10_000
+_SPARK_TYPES = {pa.string(): "string", pa.int64(): "long"}
 
 
-def write_manifest(path: Path, document: dict[str, Any]) -> None:
-    """Writes ``document`` to ``path`` atomically (readers see the old or the new file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+class ManifestPathError(ValueError):
+    """A ``--manifest`` path that cannot be a manifest directory."""
+
+
+def record_ddl() -> str:
+    """:data:`RECORD_SCHEMA` as a Spark DDL string (the Spark engine's records)."""
+    return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in RECORD_SCHEMA)
+
+
+def check_manifest_path(path: Path) -> None:
+    """Raises :class:`ManifestPathError` for a path that cannot be a manifest directory: one
+    ending in ``.json`` (the format of manifest/1, a single file: refused rather than read as
+    a directory name), an existing file, or an existing non-empty directory that holds no
+    ``manifest.json`` (never written into, nor cleared)."""
+    if path.suffix.lower() == ".json":
+        raise ManifestPathError(
+            f"{path}: the manifest is a directory (manifest.json plus Parquet records, "
+            "docs/orphans.md); give a directory path, not a .json file"
+        )
+    if path.exists() and not path.is_dir():
+        raise ManifestPathError(f"{path}: exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not (path / SUMMARY_FILE).is_file():
+        raise ManifestPathError(f"{path}: a non-empty directory that is not a manifest")
+
+
+def prepare_manifest_dir(path: Path) -> None:
+    """Checks ``path`` (:func:`check_manifest_path`), creates it, and removes an earlier
+    manifest's summary and records from it (a manifest directory is reused whole)."""
+    check_manifest_path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / SUMMARY_FILE).unlink(missing_ok=True)
+    for sub in RECORDS.values():
+        shutil.rmtree(path / sub, ignore_errors=True)
+
+
+def write_summary(directory: Path, summary: dict[str, Any]) -> None:
+    """Writes ``directory/manifest.json`` atomically and durably (temp file, fsync,
+    ``os.replace``, fsync of the directory): readers see the old or the new summary."""
+    _write_atomically(
+        directory / SUMMARY_FILE,
+        orjson.dumps({"schema": MANIFEST_SCHEMA, **summary}, option=orjson.OPT_INDENT_2),
+    )
+
+
+def _write_atomically(path: Path, data: bytes | pa.Table) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(
-                orjson.dumps({"schema": MANIFEST_SCHEMA, **document}, option=orjson.OPT_INDENT_2)
-            )
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                with pq.ParquetWriter(f, RECORD_SCHEMA) as writer:
+                    writer.write_table(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class RecordWriter:
+    """Appends records to ``directory/<records>/part-NNNNN.parquet``: buffered, and written
+    as one whole Parquet file (:func:`_write_atomically`) every ``batch_rows`` records
+    (default :data:`BATCH_ROWS`, read when the writer is made) and on
+    :meth:`flush`. A write that fails raises OSError and keeps the buffered records
+    (:meth:`take_buffered`). Not thread-safe: one writer at a time."""
+
+    def __init__(self, directory: Path, records: str, batch_rows: int | None = None) -> None:
+        self._dir = directory / records
+        self._batch_rows = batch_rows or BATCH_ROWS
+        self._columns: dict[str, list[Any]] = {f.name: [] for f in RECORD_SCHEMA}
+        self._parts = 0
+        self.written = 0
+
+    def add(
+        self,
+        path: str,
+        file_class: str,
+        size: int | None,
+        mtime_ms: int | None,
+        outcome: str,
+        *,
+        why: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Buffers one record; writes the buffer when it is full."""
+        row = (path, file_class, size, mtime_ms, outcome, why, error)
+        for column, value in zip(self._columns.values(), row, strict=True):
+            column.append(value)
+        if len(self._columns["path"]) >= self._batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Writes the buffered records as one Parquet file (none if the buffer is empty)."""
+        rows = len(self._columns["path"])
+        if not rows:
+            return
+        self._dir.mkdir(parents=True, exist_ok=True)
+        table = pa.table(self._columns, schema=RECORD_SCHEMA)
+        _write_atomically(self._dir / f"part-{self._parts:05d}.parquet", table)
+        self._parts += 1
+        self.written += rows
+        for column in self._columns.values():
+            column.clear()
+
+    def take_buffered(self) -> list[dict[str, Any]]:
+        """The buffered records, as dicts, removed from the buffer (after a failed write)."""
+        names = list(self._columns)
+        rows = [
+            dict(zip(names, row, strict=True)) for row in zip(*self._columns.values(), strict=True)
+        ]
+        for column in self._columns.values():
+            column.clear()
+        return rows
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest as read back: its summary and its records."""
+
+    directory: Path
+    summary: dict[str, Any]
+
+    def plan(self) -> pa.Table:
+        """The plan's records (outcome ``planned`` or ``spared``)."""
+        return _read_records(self.directory / self.summary["records"]["plan"])
+
+    def outcomes(self) -> pa.Table:
+        """The records of the files deleting settled (empty while nothing is written)."""
+        return _read_records(self.directory / self.summary["records"]["outcome"])
+
+    def records(self) -> pa.Table:
+        """Each planned file once, with its latest outcome: the outcome records, then the
+        plan's records of the files without one (``spared``, or ``planned``: not settled,
+        or its record was not written; after a crash they may be gone)."""
+        plan, done = self.plan(), self.outcomes()
+        unsettled = plan.filter(pc.invert(pc.is_in(plan["path"], value_set=done["path"])))
+        return pa.concat_tables([done, unsettled])
+
+    def paths(self, outcome: str) -> list[str]:
+        """The sorted paths of the :meth:`records` with ``outcome`` (one of :data:`OUTCOMES`)."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
+        table = self.records()
+        return sorted(table.filter(pc.equal(table["outcome"], outcome))["path"].to_pylist())
+
+
+def _read_records(path: Path) -> pa.Table:
+    if not path.is_dir():
+        return RECORD_SCHEMA.empty_table()
+    table = pq.read_table(path, schema=RECORD_SCHEMA)
+    return table.replace_schema_metadata(None)
+
+
+def read_manifest(directory: Path | str) -> Manifest:
+    """Reads the summary of the manifest in ``directory``; the records are read on demand
+    (:class:`Manifest`). Raises ValueError for a summary of another schema."""
+    directory = Path(directory)
+    summary = orjson.loads((directory / SUMMARY_FILE).read_bytes())
+    if summary.get("schema") != MANIFEST_SCHEMA:
+        raise ValueError(
+            f"{directory}: manifest schema {summary.get('schema')!r}, not {MANIFEST_SCHEMA}"
+        )
+    return Manifest(directory, summary)

@@ -24,7 +24,10 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
         "location": str, "form": str, "date_ms": int, "date": str, "date_source": str,
         "rows_read": int, "rows_under_table": int, "listing_skipped": true
       },                            # (cutoff_ms is then min(now - retention, date_ms))
-      "cleanup": MANIFEST | null    # with --delete: see deltaguard.tools.orphans.manifest
+      "cleanup": SUMMARY | null     # with --delete --yes: the manifest's summary (no per-file
+                                    # lists; deltaguard.tools.orphans.manifest) plus
+                                    # "manifest_path": the manifest directory, and
+                                    # "unwritten": [RECORD] if records could not be written
     }
 
 ``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``,

@@ -4,9 +4,8 @@ Same exit codes, same terminal report and same ``--json`` document
 (``deltaguard.orphans.report/1``) as the local engine (:mod:`..cli_run`), with two additions to
 the JSON: ``report_table`` (the parquet table holding every candidate) and, when there are more
 than ``--max-report-files`` candidates, an empty ``files`` list (the totals and partitions are
-complete; a note says where the files are). The manifest of ``--delete --yes`` is a directory:
-``manifest.json`` plus the parquet tables ``files`` (the plan) and ``outcome``
-(:mod:`.cleanup`).
+complete; a note says where the files are). The manifest of ``--delete --yes`` is the local
+engine's directory (:mod:`deltaguard.tools.orphans.manifest`), written by :mod:`.cleanup`.
 """
 
 from __future__ import annotations
@@ -85,11 +84,10 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     s3 = S3Options(req.endpoint, req.region, req.path_style)
     stamp = datetime.now(UTC)
     spec = StoreSpec(req.table, s3)  # until the session is known: see below
-    report = options.report_table or str(
-        default_manifest_path(req.table, stamp).with_suffix(".report.parquet")
-    )
+    default = default_manifest_path(req.table, stamp)
+    report = options.report_table or str(default.with_name(f"{default.name}.report.parquet"))
     cleanup: dict[str, Any] | None = None
-    manifest = req.manifest_path or default_manifest_path(req.table, stamp).with_suffix("")
+    manifest = req.manifest_path or default
     try:
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
@@ -127,7 +125,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
                 given_retention=retention_ms is not None,
                 dynamodb=req.dynamodb,
             )
-            cleanup["manifest_path"] = str(manifest / "manifest.json")
+            cleanup["manifest_path"] = str(manifest)
     except (RetentionTooShortError, ValueError) as exc:
         err.print(f"deltaguard orphans: {exc}", highlight=False)
         return ExitCode.UNREADABLE
@@ -135,8 +133,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         err.print(f"deltaguard orphans: cannot read {req.table}: {exc}", highlight=False)
         return ExitCode.UNREADABLE
     except CleanupInterruptedError as exc:  # deleting had begun: never "nothing deleted"
-        where = str(manifest / "manifest.json")
-        err.print(f"deltaguard orphans: {summary(exc.manifest, where)}", highlight=False)
+        err.print(f"deltaguard orphans: {summary(exc.manifest, str(manifest))}", highlight=False)
         return ExitCode.DELETE_FAILED
     except (PySparkException, Py4JError) as exc:
         ours = spark_failure(exc)
