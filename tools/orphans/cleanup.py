@@ -161,14 +161,14 @@ def recheck(
     retention = result.retention_ms if given_retention else snapshot.deleted_file_retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
     refs = collect_references(snapshot, cutoff)
-    log_still = log_leftovers(store, listing, cutoff, dynamodb)
+    log_temp_now = log_leftovers(store, listing, cutoff, dynamodb)
     out = Recheck(snapshot.version, [])
     for c in planned:
         why = spared_because(
             c,
             cutoff,
             snapshot.version,
-            log_leftover=c.path in log_still,
+            log_leftover=c.path in log_temp_now,
             protected=c.path in refs.protected,
             ever_named=c.path in refs.ever,
         )

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def _judge(cutoff_ms: int, version: int, log_still: frozenset[str]) -> Any:
+def _judge(cutoff_ms: int, version: int, log_temp_now: frozenset[str]) -> Any:
     def run(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         for r in rows:
             c = candidate_of(r)
@@ -77,7 +77,7 @@ def _judge(cutoff_ms: int, version: int, log_still: frozenset[str]) -> Any:
                 c,
                 cutoff_ms,
                 version,
-                log_leftover=c.path in log_still,
+                log_leftover=c.path in log_temp_now,
                 protected=bool(r.protected),
                 ever_named=bool(r.ever),
             )
@@ -172,13 +172,13 @@ def _execute_spark(
     retention = result.retention_ms if given_retention else log.retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
     flags, _live = reference_flags(spark, log.actions, cutoff)
-    log_still = log_leftovers(store, listing, cutoff, dynamodb)
+    log_temp_now = log_leftovers(store, listing, cutoff, dynamodb)
     plan_path = str(manifest_dir / PLAN_DIR)
     try:
         judged = spark.createDataFrame(
             planned.join(
                 flags.select("path", "protected", "ever"), "path", "left"
-            ).rdd.mapPartitions(_judge(cutoff, log.version, log_still)),
+            ).rdd.mapPartitions(_judge(cutoff, log.version, log_temp_now)),
             record_ddl(),
         )
         judged.write.mode("overwrite").parquet(plan_path)
