@@ -267,7 +267,7 @@ def _missing_files(endpoint: Endpoint, table: str) -> list[str]:
     store = open_table(table, client=client)
     refs = collect_references(load_snapshot(store), cutoff_ms=0)
     present = {info.path for info in store.walk()}
-    return sorted(set(refs.ever) - present)
+    return sorted(set(refs.named_in_log) - present)
 
 
 def _deltars_read(endpoint: Endpoint, tables: list[str]) -> dict[str, dict[str, Any]]:

@@ -73,14 +73,14 @@ def test_referenced_files_cover_every_version(spark_tables):
     root = spark_tables.path("dv_cdc")
     store = open_table(str(root))
     refs = collect_references(load_snapshot(store, listing=list_log(store)), cutoff_ms=0)
-    ever = set(refs.ever)
+    named = set(refs.named_in_log)
     for version in spark_tables.versions("dv_cdc"):
         snap = load_snapshot(str(root), version=version)
-        assert set(snap.adds.paths()) <= ever
-        assert {dv.file_path() for _p, dv in snap.adds.deletion_vectors()} <= ever
+        assert set(snap.adds.paths()) <= named
+        assert {dv.file_path() for _p, dv in snap.adds.deletion_vectors()} <= named
     assert refs.change_data and all(p.startswith("_change_data/") for p in refs.change_data)
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    assert ever <= on_disk
+    assert named <= on_disk
 
 
 def test_stale_last_checkpoint_falls_back_to_listing(spark_tables, tmp_path):

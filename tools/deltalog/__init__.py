@@ -21,7 +21,7 @@ Replay
 Log files
     :func:`~deltaguard.tools.deltalog.listing.list_log` -> ``LogListing`` (commits, checkpoints,
     checksums, compactions, temp and stray files). Every file any retained version references
-    is :func:`deltaguard.tools.orphans.references.collect_references` (``.ever``), built on
+    is :func:`deltaguard.tools.orphans.references.collect_references` (``.named_in_log``), built on
     this package.
 
 Audit and history

@@ -155,7 +155,7 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
     of them at once."""
     paths = [info.path for info in files]
     protected = refs.protected.contains_all(paths)
-    ever = refs.ever.contains_all(paths)
+    named = refs.named_in_log.contains_all(paths)
     change_data = refs.change_data.contains_all(paths)
     tombstones = refs.tombstones.indexes(paths)
     out: list[Candidate] = []
@@ -165,7 +165,7 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
             info,
             cutoff_ms,
             protected=bool(protected[k]),
-            ever_named=bool(ever[k]),
+            named_in_log=bool(named[k]),
             tombstone=(at >= 0, refs.tombstone_ms[at].as_py() if at >= 0 else None),
             change_data=bool(change_data[k]),
         )
@@ -179,7 +179,7 @@ def data_candidate(
     cutoff_ms: int,
     *,
     protected: bool,
-    ever_named: bool,
+    named_in_log: bool,
     tombstone: tuple[bool, int | None],
     change_data: bool,
 ) -> Candidate | None:
@@ -192,7 +192,7 @@ def data_candidate(
     if info.mtime_ms >= cutoff_ms:
         reason = "modified after the cut-off: may belong to a writer still in flight"
         return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, reason)
-    if not ever_named:
+    if not named_in_log:
         reason = (
             "change data no retained commit names"
             if info.path.startswith(CHANGE_DATA_DIR + "/")

@@ -4,7 +4,7 @@ Safety argument (why a file that any retained version references is never delete
 
 1. **Default classes are unreferenced by definition.** Without ``include_tombstones`` only
    ``orphan`` and ``log-temp`` files are deleted. An ``orphan`` is a visible data file that no
-   retained log entry names (:attr:`References.ever`: every JSON commit and compaction in
+   retained log entry names (:attr:`References.named_in_log`: every JSON commit and compaction in
    ``_delta_log`` plus the checkpoints every reconstructable version starts from), so no
    version that can still be read references it. ``log-temp`` files are never read by Delta
    (temp files, parts of incomplete checkpoints, sidecars no retained checkpoint names). A
@@ -170,7 +170,7 @@ def recheck(
             snapshot.version,
             log_leftover=c.path in log_temp_now,
             protected=c.path in refs.protected,
-            ever_named=c.path in refs.ever,
+            named_in_log=c.path in refs.named_in_log,
         )
         if why is not None:
             out.spared.append((c, why))
@@ -186,7 +186,7 @@ def spared_because(
     *,
     log_leftover: bool,
     protected: bool,
-    ever_named: bool,
+    named_in_log: bool,
 ) -> str | None:
     """Why the re-read of the log (at ``version``, cut-off ``cutoff_ms``) spares planned file
     ``c``, or None if it may still be deleted. The one rule both engines apply."""
@@ -196,7 +196,7 @@ def spared_because(
         return "no longer a log leftover"
     if protected:
         return f"referenced by the snapshot at version {version}"
-    if c.file_class is FileClass.ORPHAN and ever_named:
+    if c.file_class is FileClass.ORPHAN and named_in_log:
         return f"a log entry now names it (latest version {version})"
     return None
 

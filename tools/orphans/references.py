@@ -8,11 +8,11 @@ deletion vector stored in its own file (``u``/``p`` storage) adds the DV file's 
 * :attr:`References.live`: files of the snapshot's adds (and their DV files).
 * :attr:`References.protected`: VACUUM's valid set: ``live`` plus every tombstone of the
   snapshot whose ``deletionTimestamp`` is at or after the cut-off (and its DV file).
-* :attr:`References.ever`: every file any retained log entry names: adds, removes and ``cdc``
+* :attr:`References.named_in_log`: every file any retained log entry names: adds, removes and ``cdc``
   of every JSON commit (and compaction) in ``_delta_log``, plus the adds and removes of the
   oldest complete checkpoint and of every checkpoint that follows a gap in the commits. Every
   version that can still be reconstructed starts from one of those checkpoints (or from commit
-  0) and applies retained commits, so its live files are all in ``ever``.
+  0) and applies retained commits, so its live files are all in ``named_in_log``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _PARSE_CHUNK = 4096
 @dataclass
 class References:
     """Reference sets of one snapshot (see module docstring), columnar (no Python string per
-    path: :mod:`.pathset`); ``live``, ``protected`` and ``ever`` share their paths. ``tombstones``: each tombstoned path (not live);
+    path: :mod:`.pathset`); ``live``, ``protected`` and ``named_in_log`` share their paths. ``tombstones``: each tombstoned path (not live);
     ``tombstone_ms[tombstones.index(p)]`` is its newest deletion timestamp (None if the log
     has none): see :meth:`tombstone`."""
 
@@ -57,7 +57,7 @@ class References:
     cutoff_ms: int
     live: PathUnion = field(default_factory=PathUnion)
     protected: PathUnion = field(default_factory=PathUnion)
-    ever: PathUnion = field(default_factory=PathUnion)
+    named_in_log: PathUnion = field(default_factory=PathUnion)
     tombstones: PathSet = field(default_factory=PathSet)
     tombstone_ms: pa.Array = field(default_factory=lambda: pa.array([], pa.int64()))
     change_data: PathSet = field(default_factory=PathSet)
@@ -229,6 +229,6 @@ def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
         state = read_checkpoint(store, listing.checkpoints[i])
         extra += [base.new_paths(table_paths(part, store)) for part in (state.adds, state.removes)]
         del state
-    refs.ever = PathUnion([*base.layers, PathSet(chunked(extra))])
+    refs.named_in_log = PathUnion([*base.layers, PathSet(chunked(extra))])
     refs.change_data = PathSet(pa.chunked_array(change_data, pa.string()))
     return refs

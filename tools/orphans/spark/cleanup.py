@@ -79,7 +79,7 @@ def _judge(cutoff_ms: int, version: int, log_temp_now: frozenset[str]) -> Any:
                 version,
                 log_leftover=c.path in log_temp_now,
                 protected=bool(r.protected),
-                ever_named=bool(r.ever),
+                named_in_log=bool(r.named_in_log),
             )
             outcome = "planned" if why is None else "spared"
             yield c.path, c.file_class.value, c.size, c.mtime_ms, outcome, why, None
@@ -177,7 +177,7 @@ def _execute_spark(
     try:
         judged = spark.createDataFrame(
             planned.join(
-                flags.select("path", "protected", "ever"), "path", "left"
+                flags.select("path", "protected", "named_in_log"), "path", "left"
             ).rdd.mapPartitions(_judge(cutoff, log.version, log_temp_now)),
             record_ddl(),
         )

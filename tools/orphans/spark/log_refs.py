@@ -1,11 +1,11 @@
 """The reference sets of the latest snapshot, read by Spark.
 
 The same sets as :mod:`deltaguard.tools.orphans.references` (read its docstring for what each
-means and why ``ever`` covers every version that can still be read), computed without holding
+means and why ``named_in_log`` covers every version that can still be read), computed without holding
 them in one process:
 
 * every retained JSON commit and compaction is read with ``spark.read.text``; every checkpoint
-  the snapshot or ``ever`` needs (the snapshot's own, the oldest, the ones after a gap:
+  the snapshot or ``named_in_log`` needs (the snapshot's own, the oldest, the ones after a gap:
   :func:`~deltaguard.tools.orphans.references.checkpoints_besides`) and their sidecars with
   ``spark.read.parquet``, each action rendered back to its JSON line (``to_json`` drops nulls
   as the JSON log does);
@@ -81,11 +81,12 @@ ACTIONS_SCHEMA = (
 )
 #: The reference flags of one path (what :class:`~..references.References` holds as sets).
 REFS_SCHEMA = (
-    "path string, live boolean, protected boolean, ever boolean, tombstone boolean, "
+    "path string, live boolean, protected boolean, named_in_log boolean, tombstone boolean, "
     "tombstone_ms long, change_data boolean"
 )
 _FILE_ACTIONS = ("add", "remove", "cdc")
-_SMALL = ("metaData", "protocol", "sidecar")
+#: The actions that name no data file (read on the driver).
+_NON_FILE_ACTIONS = ("metaData", "protocol", "sidecar")
 
 
 @dataclass
@@ -143,11 +144,12 @@ def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
     return next((v for v in range(start, latest + 1) if v not in listing.commits), None)
 
 
-def segment(listing: LogListing, uri: str) -> tuple[int, CheckpointRef | None, list[int]]:
-    """The latest version, the newest checkpoint (the one the snapshot starts from unless it
-    is damaged: :func:`read_log`) and the commits after it. Raises
-    :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit after it is
-    missing (as the local engine's :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`)."""
+def require_reconstructable(listing: LogListing, uri: str) -> None:
+    """Raises :class:`~deltaguard.tools.deltalog.errors.TableNotFoundError` if ``listing`` has
+    no commit, and :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit
+    after the newest checkpoint is missing (as the local engine's
+    :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot` does): the check the CLI runs
+    before it starts a JVM. :func:`read_log` then falls back past a damaged checkpoint."""
     latest = listing.latest_version
     if latest is None:
         raise TableNotFoundError(f"{uri} is not a Delta table: no commits in {LOG_DIR}/")
@@ -159,7 +161,6 @@ def segment(listing: LogListing, uri: str) -> tuple[int, CheckpointRef | None, l
             f"{uri}: cannot reconstruct version {latest}: commit "
             f"{LOG_DIR}/{missing:020d}.json is missing"
         )
-    return latest, own, list(range(start, latest + 1))
 
 
 def _spark_error(exc: Exception) -> str:
@@ -272,7 +273,7 @@ def _parquet_lines(
     from pyspark.sql import functions as F
 
     df = log_reader(spark).parquet(*paths)
-    present = [c for c in (*_FILE_ACTIONS, *_SMALL) if c in df.columns]
+    present = [c for c in (*_FILE_ACTIONS, *_NON_FILE_ACTIONS) if c in df.columns]
     line = F.coalesce(
         *[
             F.when(
@@ -390,37 +391,38 @@ def reference_flags(
     removes = snap.where("kind = 'remove'")
     unexpired = removes.where((F.col("deletion_ts") >= cutoff_ms) | F.col("deletion_ts").isNull())
 
-    def both(df: DataFrame) -> DataFrame:
+    def paths_and_dv_paths(df: DataFrame) -> DataFrame:
+        """The rows' file paths and their deletion-vector files' paths, one column."""
         return df.select("path").unionByName(
             df.where(F.col("dv_path").isNotNull()).select(F.col("dv_path").alias("path"))
         )
 
     false, true, null = F.lit(False), F.lit(True), F.lit(None).cast("long")
-    live = both(adds).distinct().persist()
+    live = paths_and_dv_paths(adds).distinct().persist()
     rows = [
         live.select(
             "path",
             true.alias("live"),
             true.alias("protected"),
-            false.alias("ever"),
+            false.alias("named_in_log"),
             false.alias("tombstone"),
             null.alias("tombstone_ms"),
             false.alias("change_data"),
         ),
-        both(unexpired).select(
+        paths_and_dv_paths(unexpired).select(
             "path",
             false.alias("live"),
             true.alias("protected"),
-            false.alias("ever"),
+            false.alias("named_in_log"),
             false.alias("tombstone"),
             null.alias("tombstone_ms"),
             false.alias("change_data"),
         ),
-        both(files).select(
+        paths_and_dv_paths(files).select(
             "path",
             false.alias("live"),
             false.alias("protected"),
-            true.alias("ever"),
+            true.alias("named_in_log"),
             false.alias("tombstone"),
             null.alias("tombstone_ms"),
             false.alias("change_data"),
@@ -429,7 +431,7 @@ def reference_flags(
             "path",
             false.alias("live"),
             false.alias("protected"),
-            false.alias("ever"),
+            false.alias("named_in_log"),
             true.alias("tombstone"),
             F.col("deletion_ts").alias("tombstone_ms"),
             false.alias("change_data"),
@@ -438,7 +440,7 @@ def reference_flags(
             "path",
             false.alias("live"),
             false.alias("protected"),
-            false.alias("ever"),
+            false.alias("named_in_log"),
             false.alias("tombstone"),
             null.alias("tombstone_ms"),
             true.alias("change_data"),
@@ -452,7 +454,14 @@ def reference_flags(
         .agg(
             *[
                 F.max(c).alias(c)
-                for c in ("live", "protected", "ever", "tombstone", "tombstone_ms", "change_data")
+                for c in (
+                    "live",
+                    "protected",
+                    "named_in_log",
+                    "tombstone",
+                    "tombstone_ms",
+                    "change_data",
+                )
             ]
         )
         .persist()

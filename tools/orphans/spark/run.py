@@ -34,7 +34,7 @@ from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
-from deltaguard.tools.orphans.spark.log_refs import segment
+from deltaguard.tools.orphans.spark.log_refs import require_reconstructable
 from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
 from deltaguard.tools.orphans.spark.session import engine_session, session_running
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -93,7 +93,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             check_retention(retention_ms, req.unsafe_retention)
         inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
         if not session_running():  # the session will be built from the command's options
-            segment(list_log(spec.open()), req.table)  # not a table: fail before a JVM starts
+            require_reconstructable(list_log(spec.open()), req.table)  # before a JVM starts
         spark = engine_session(
             req.table, s3, master=options.master, driver_memory=options.driver_memory
         )

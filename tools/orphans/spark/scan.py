@@ -80,7 +80,7 @@ def _classifier(
                 FileInfo(r.path, r.size, r.mtime_ms),
                 cutoff_ms,
                 protected=bool(r.protected),
-                ever_named=bool(r.ever),
+                named_in_log=bool(r.named_in_log),
                 tombstone=(bool(r.tombstone), r.tombstone_ms),
                 change_data=bool(r.change_data),
             )
