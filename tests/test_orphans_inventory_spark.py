@@ -5,14 +5,13 @@ session for the module (local[2])."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from local_spark import local_spark_session
 from test_orphans_inventory import (
     ORPHANS,
     candidates,
@@ -23,9 +22,6 @@ from test_orphans_inventory import (
     write_report,
 )
 
-from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.storage import LocalStorage
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.deltalog.storage import S3Options
@@ -41,22 +37,8 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    saved = os.environ.get("PYSPARK_PYTHON")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import deltaguard from this venv
-    session = build_test_session(
-        LocalStorage(),
-        PresetName.LOCAL,
-        app_name="orphans-inventory",
-        master="local[2]",
-        local_dir=tmp_path_factory.mktemp("spark-inventory"),
-        extra_conf={"spark.executorEnv.PYSPARK_PYTHON": sys.executable},
-    )
-    yield session
-    session.stop()
-    if saved is None:
-        os.environ.pop("PYSPARK_PYTHON", None)
-    else:
-        os.environ["PYSPARK_PYTHON"] = saved
+    with local_spark_session(tmp_path_factory, "orphans-inventory") as session:
+        yield session
 
 
 def test_both_engines_agree_with_an_inventory_table(spark: Any, tmp_path: Path) -> None:

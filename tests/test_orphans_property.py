@@ -24,7 +24,6 @@ random ones in the ``long`` variant (``make soak``).
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ import pytest
 from deltalake import DeltaTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from local_spark import local_spark_session
 
 from deltaguard.localstack.synthetic_table import (
     DV_V2_PROTOCOL,
@@ -298,26 +298,9 @@ def test_local_engine_deletes_what_delta_rs_vacuum_deletes(tmp_path_factory, ops
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Spark session for the Spark-engine examples and their oracle."""
     from deltaguard.localstack.failed_job import VACUUM_CONF
-    from deltaguard.localstack.spark_driver import build_test_session
-    from deltaguard.spark_conf.preset_name import PresetName
-    from deltaguard.spark_conf.storage import LocalStorage
 
-    saved = os.environ.get("PYSPARK_PYTHON")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import deltaguard from here
-    session = build_test_session(
-        LocalStorage(),
-        PresetName.LOCAL,
-        app_name="orphans-oracle",
-        master="local[2]",
-        local_dir=tmp_path_factory.mktemp("spark-oracle"),
-        extra_conf=VACUUM_CONF,
-    )
-    yield session
-    session.stop()
-    if saved is None:
-        os.environ.pop("PYSPARK_PYTHON", None)
-    else:
-        os.environ["PYSPARK_PYTHON"] = saved
+    with local_spark_session(tmp_path_factory, "orphans-oracle", extra_conf=VACUUM_CONF) as s:
+        yield s
 
 
 #: Fixed histories for the Spark engine in ``make test``, each with what it pins:

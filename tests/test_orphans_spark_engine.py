@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from local_spark import local_spark_session
 from test_orphans import _table as orphans_table
 from test_orphans_property import (
     HOUR,
@@ -35,10 +35,7 @@ from test_orphans_property import (
 from test_orphans_temp_commits import temp_commit_table
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.localstack.spark_driver import build_test_session
 from deltaguard.localstack.table_copies import copy_table, upload_table
-from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.storage import LocalStorage
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.deltalog.audit import audit_table
@@ -57,29 +54,9 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     # Executors open S3 with boto3's default chain: the test bed's static credentials.
-    creds = {
-        **Endpoint(url="http://127.0.0.1:1").credentials_env(),
-        "PYSPARK_PYTHON": sys.executable,  # the workers import deltaguard from this venv
-    }
-    saved = {k: os.environ.get(k) for k in creds}
-    os.environ.update(creds)
-    session = build_test_session(
-        LocalStorage(),
-        PresetName.LOCAL,
-        app_name="orphans-spark-engine",
-        master="local[2]",
-        local_dir=tmp_path_factory.mktemp("spark-engine"),
-        # Also as executor settings: a JVM that an earlier module's session launched (pyspark
-        # keeps one per process) does not have this environment.
-        extra_conf={f"spark.executorEnv.{k}": v for k, v in creds.items()},
-    )
-    yield session
-    session.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    creds = Endpoint(url="http://127.0.0.1:1").credentials_env()
+    with local_spark_session(tmp_path_factory, "orphans-spark-engine", env=creds) as session:
+        yield session
 
 
 def _classified(candidates: list[Any]) -> set[tuple[str, FileClass, str]]:
