@@ -44,39 +44,35 @@ SERVER_FIXTURES = frozenset(
 SPARK_FIXTURES = frozenset({"spark_tables", "failed_jobs"})
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Adds the tier markers (``servers``, ``spark``) by the fixtures a test uses."""
-    for item in items:
-        used = set(getattr(item, "fixturenames", ()))
-        if used & SERVER_FIXTURES:
-            item.add_marker(pytest.mark.servers)
-        if used & SPARK_FIXTURES:
-            item.add_marker(pytest.mark.spark)
-
-
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """The group a test runs in under ``pytest -n 2 --dist loadgroup`` (``make test``, ``make
-    test-fast``): every Spark test (marked ``spark``, or using a Spark-built fixture) in one
-    group, so one worker runs them one after another (two Spark tests at once would share the
-    2 cores between their JVMs, and each worker would build the session's Spark tables), and
-    every other test in its module's group, so a module's fixtures are set up once, on the
-    worker beside them. Set as each test is collected: pytest-xdist reads the groups in its own
-    ``pytest_collection_modifyitems``, before this file's."""
+    """Adds, as each test is collected, the tier markers by the fixtures it uses (``servers``,
+    ``spark``), and the group it runs in under ``pytest -n 2 --dist loadgroup`` (``make test``,
+    ``make test-fast``): every ``spark`` test in one group, so one worker runs them one after
+    another (two Spark tests at once would share the 2 cores between their JVMs, and each
+    worker would build the session's Spark tables), and every other test in its module's
+    group, so a module's fixtures are set up once, on the worker beside them. At collection,
+    not later: pytest-xdist reads the groups in its own ``pytest_collection_modifyitems``,
+    before this file's."""
     used = set(getattr(item, "fixturenames", ()))
-    spark = item.get_closest_marker("spark") is not None or bool(used & SPARK_FIXTURES)
+    if used & SERVER_FIXTURES:
+        item.add_marker(pytest.mark.servers)
+    if used & SPARK_FIXTURES:
+        item.add_marker(pytest.mark.spark)
     module = getattr(item, "module", None)
-    group = "spark" if spark else (module.__name__ if module is not None else item.nodeid)
+    if item.get_closest_marker("spark") is not None:
+        group = "spark"
+    else:
+        group = module.__name__ if module is not None else item.nodeid
     item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Refuses a ``--dist loadgroup`` run whose tests lost their groups (pytest-xdist suffixes
-    each nodeid with ``@<group>``; a pytest that ignores the suffix would let two Spark tests
-    run at once, on both workers, each building the session's Spark tables)."""
-    if session.config.getoption("dist", "no") == "loadgroup" or getattr(
-        session.config.option, "loadgroup", False
-    ):
+    """Refuses a pytest-xdist worker's ``--dist loadgroup`` collection whose tests lost their
+    groups (pytest-xdist suffixes each nodeid with ``@<group>``; a pytest that ignores the
+    suffix would let two Spark tests run at once, on both workers, each building the
+    session's Spark tables)."""
+    if getattr(session.config.option, "loadgroup", False):  # set on the workers only
         lost = [item.nodeid for item in session.items if "@" not in item.nodeid]
         if lost:
             raise pytest.UsageError(
