@@ -517,22 +517,32 @@ def read_many(store: TableStore, rel_paths: list[str]) -> list[bytes]:
     return out
 
 
-def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
-    """A store for the table at ``location``: a local path, a ``file:`` URI, or an S3 URI.
-    ``client`` overrides the S3 client built from ``s3`` (a read-policy client). Raises :class:`StorageError` for an
-    unsupported scheme."""
+def local_path(location: str) -> Path | None:
+    """``location`` as a local path (a path or a ``file:`` URI, as given, not resolved), or
+    None for an S3 URI. Raises :class:`StorageError` for another scheme."""
     parts = urllib.parse.urlsplit(location)
     if parts.scheme in S3_SCHEMES:
-        if client is None:
-            from deltaguard.logstore.clients import read_client
-
-            opts = s3 or S3Options()
-            client = read_client(opts.endpoint, opts.region, path_style=opts.path_style)
-        return S3TableStore(client, S3Location.parse(location.rstrip("/")), parts.scheme)
+        return None
     if parts.scheme == "file":
-        return LocalTableStore(Path(urllib.parse.unquote(parts.path)).resolve())
+        return Path(urllib.parse.unquote(parts.path))
     if parts.scheme and len(parts.scheme) > 1:
         raise StorageError(
             f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
         )
-    return LocalTableStore(Path(location).resolve())
+    return Path(location)
+
+
+def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
+    """A store for the table at ``location``: a local path, a ``file:`` URI, or an S3 URI
+    (:func:`local_path`). ``client`` overrides the S3 client built from ``s3`` (a read-policy
+    client). Raises :class:`StorageError` for an unsupported scheme."""
+    path = local_path(location)
+    if path is not None:
+        return LocalTableStore(path.resolve())
+    if client is None:
+        from deltaguard.logstore.clients import read_client
+
+        opts = s3 or S3Options()
+        client = read_client(opts.endpoint, opts.region, path_style=opts.path_style)
+    scheme = urllib.parse.urlsplit(location).scheme
+    return S3TableStore(client, S3Location.parse(location.rstrip("/")), scheme)

@@ -71,7 +71,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaguard.logstore.s3_location import S3_SCHEMES
+from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.deltalog.storage import local_path as storage_local_path
 from deltaguard.tools.orphans.rules import hidden_name_rule
 
 #: Delta's ``USING INVENTORY`` columns (``VacuumCommand.INVENTORY_SCHEMA``).
@@ -428,13 +430,12 @@ def table_rows(batch: pa.RecordBatch | pa.Table, root: TableRoot, where: str) ->
 
 
 def local_path(location: str) -> Path | None:
-    """A local location (a path or a ``file:`` URI) as a path; None for an S3 URI. Raises
-    :class:`InventoryError` for another scheme."""
-    parts = urllib.parse.urlsplit(location)
-    if parts.scheme in S3_SCHEMES:
-        return None
-    if parts.scheme == "file":
-        return Path(urllib.parse.unquote(parts.path))
-    if parts.scheme and len(parts.scheme) > 1:
-        raise InventoryError(f"--inventory {location!r}: use a local path, file:, s3:// or s3a://")
-    return Path(location)
+    """An inventory location as a local path, or None for an S3 URI
+    (:func:`~deltaguard.tools.deltalog.storage.local_path`). Raises :class:`InventoryError`
+    for another scheme."""
+    try:
+        return storage_local_path(location)
+    except StorageError:
+        raise InventoryError(
+            f"--inventory {location!r}: use a local path, file:, s3:// or s3a://"
+        ) from None
