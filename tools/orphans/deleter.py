@@ -116,7 +116,7 @@ def delete_in_batches(
     if not 1 <= batch_keys <= S3_BATCH_KEYS:
         raise ValueError(f"batch_keys must be 1..{S3_BATCH_KEYS}")
     check_contained(store, rel_paths)
-    settled = threading.Lock()
+    one_batch_at_a_time = threading.Lock()
     requests = 0
 
     def run(first: int) -> None:
@@ -127,7 +127,7 @@ def delete_in_batches(
         except Exception as exc:  # part of the batch may be gone: its outcome is unknown
             why = f"the batch failed part way: {type(exc).__name__}: {exc}"
             outcome = DeleteOutcome(unknown=[(p, why) for p in batch])
-        with settled:
+        with one_batch_at_a_time:
             requests += outcome.requests
             on_batch(first, outcome)
 
