@@ -36,6 +36,22 @@ def descendants(pid: int) -> list[Any]:
         return []
 
 
+def _wait_until_dead(processes: list[Any], timeout_s: float) -> None:
+    """Waits until each of ``processes`` (``psutil.Process``) has exited or is a zombie: a
+    signalled process dies a moment later, not when the signal is sent."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        while time.monotonic() < deadline:
+            try:
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    break
+            except psutil.NoSuchProcess:
+                break
+            time.sleep(0.02)
+
+
 class ServerStartError(RuntimeError):
     """A server did not become ready; the message carries the tail of its log."""
 
@@ -116,7 +132,9 @@ class ServerProcess:
             return "(no log)"
 
     def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL after the grace period; idempotent."""
+        """SIGTERM to the process group, SIGKILL after the grace period; idempotent. Returns
+        once every process the server had started is gone (or a zombie: dead, not yet reaped),
+        at most a few seconds after the SIGKILL."""
         proc = self.process
         if proc is None:
             return
@@ -141,6 +159,7 @@ class ServerProcess:
             for child in escaped:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
                     child.kill()  # psutil checks the PID still names the same process
+            _wait_until_dead(escaped, timeout_s=5.0)
         _RUNNING.discard(self)
 
     def __enter__(self) -> Self:
