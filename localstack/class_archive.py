@@ -8,9 +8,8 @@ The test suite starts about two hundred such drivers.
 
 :func:`archive_options` returns the JVM options that use the archive of a class path, creating
 it first if it is missing (once per machine and class path, in
-``$DELTAGUARD_CACHE/cds/<key>.jsa``; ``key`` hashes ``SPARK_HOME``, the ``java`` binary and
-every jar on the class path with its modification time and size, which the JVM checks: a
-rebuilt plugin jar, as in a fresh checkout, needs a new archive, and the old one is removed). Creating one (:func:`_create`, under a file lock, so concurrent test workers
+``$DELTAGUARD_CACHE/cds/<key>.jsa``; ``key`` hashes the class path, ``SPARK_HOME`` and the
+``java`` binary with its modification time). Creating one (:func:`_create`, under a file lock, so concurrent test workers
 create it once) runs a training driver with ``-XX:ArchiveClassesAtExit`` into a temporary file.
 The JVM writes that file as it exits, and a JVM that maps a truncated archive crashes (SIGBUS,
 measured), so the file is moved into place only after the training JVM has exited and a
@@ -26,7 +25,6 @@ driver's standard output. These are test-bed settings only, like the rest of
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -62,14 +60,8 @@ def archive_path(extra_class_path: str) -> Path:
     """Where the archive of a driver whose jars make ``extra_class_path``
     (:func:`deltaguard.spark_conf.session.class_path`) lives, whether or not it exists yet."""
     java = os.path.realpath(_java())
-    spark_jars = sorted(str(p) for p in (Path(_spark_home()) / "jars").glob("*.jar"))
-    # The JVM refuses an archive if any jar on its class path changed (modification time,
-    # size), and a fresh checkout rebuilds the plugin jar: such a change makes a new key.
-    parts = [_spark_home()]
-    for entry in [java, *extra_class_path.split(os.pathsep), *spark_jars]:
-        with contextlib.suppress(OSError):
-            stat = os.stat(entry)
-            parts.append(f"{entry} {stat.st_mtime_ns} {stat.st_size}")
+    installed = str(os.stat(java).st_mtime_ns)  # a JDK updated in place gets a new archive
+    parts = [java, installed, _spark_home(), extra_class_path]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
     return cache_dir() / "cds" / f"{key[:16]}.jsa"
 
@@ -122,16 +114,6 @@ def _create(archive: Path, extra_class_path: str) -> None:
         if usable(dump, jvm["class_path"]):
             class_path_file(archive).write_text(jvm["class_path"])
             os.replace(dump, archive)
-            _remove_superseded(archive, jvm["class_path"])
-
-
-def _remove_superseded(archive: Path, class_path: str) -> None:
-    """Removes the archives of the same class path made before a jar on it changed (a JVM
-    that has one mapped keeps it: the file is gone from the directory only)."""
-    for other in archive.parent.glob("*.classpath"):
-        if other != class_path_file(archive) and other.read_text() == class_path:
-            for stale in (other.with_suffix(".jsa"), other, other.with_suffix(".lock")):
-                stale.unlink(missing_ok=True)
 
 
 def class_path_file(archive: Path) -> Path:
