@@ -57,8 +57,8 @@ def _spark_home() -> str:
 
 
 def archive_path(extra_class_path: str) -> Path:
-    """Where the archive of a driver whose jars make ``extra_class_path``
-    (:func:`deltaguard.spark_conf.session.class_path`) lives, whether or not it exists yet."""
+    """Where the archive of a driver with ``spark.driver.extraClassPath=extra_class_path`` lives
+    (whether or not it exists yet)."""
     java = os.path.realpath(_java())
     installed = str(os.stat(java).st_mtime_ns)  # a JDK updated in place gets a new archive
     parts = [java, installed, _spark_home(), extra_class_path]
@@ -141,27 +141,19 @@ def usable(archive: Path, class_path: str) -> bool:
 
 
 def _train(dump: str, extra_class_path: str, scratch: str) -> None:
-    """The training driver: a local session of this interpreter's line (whose jars must make
-    ``extra_class_path``, or it exits without an archive) that loads what the test bed's
+    """The training driver: a local session on this class path that loads what the test bed's
     drivers load (a Delta append, a read, the S3A and plugin classes), then stops; its JVM
     writes the archive to ``dump`` as it exits. Writes the JVM's pid and class path to
     ``scratch/jvm.json``."""
     from deltaguard.localstack.spark_driver import local_driver_conf
     from deltaguard.spark_conf.preset_name import PresetName
-    from deltaguard.spark_conf.session import (
-        LOGSTORE_CLASSES,
-        build_spark_session,
-        class_path,
-        default_jars,
-    )
+    from deltaguard.spark_conf.session import build_spark_session
     from deltaguard.spark_conf.storage import LocalStorage
-
-    if class_path(default_jars()) != extra_class_path:
-        sys.exit("class_archive train: the class path is not this line's (no archive)")
 
     conf = {
         **local_driver_conf(Path(scratch)),
         "spark.master": "local[1]",
+        "spark.driver.extraClassPath": extra_class_path,
         "spark.driver.extraJavaOptions": (
             f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ArchiveClassesAtExit={dump}"
         ),
@@ -175,13 +167,18 @@ def _train(dump: str, extra_class_path: str, scratch: str) -> None:
     for _ in range(2):
         spark.range(10).write.format("delta").mode("append").save(table)
     spark.read.format("delta").load(table).count()
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-    jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass("s3a", hadoop)  # S3A's classes
-    jvm.java.lang.Class.forName(LOGSTORE_CLASSES[PresetName.S3_CONDITIONAL])  # the plugin's
+    for name in (
+        "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "io.deltaguard.logstore.S3ConditionalLogStore",
+    ):
+        try:
+            jvm.java.lang.Class.forName(name)
+        except Exception:  # a class path without it: the archive just lacks it
+            pass
     pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    jvm_class_path = str(jvm.java.lang.System.getProperty("java.class.path"))
+    class_path = str(jvm.java.lang.System.getProperty("java.class.path"))
     spark.stop()
-    (Path(scratch) / "jvm.json").write_text(json.dumps({"pid": pid, "class_path": jvm_class_path}))
+    (Path(scratch) / "jvm.json").write_text(json.dumps({"pid": pid, "class_path": class_path}))
 
 
 def main(argv: list[str]) -> int:
@@ -189,11 +186,11 @@ def main(argv: list[str]) -> int:
     spark-lines`` runs it in every line's venv) and prints its path; ``train DUMP CLASS_PATH
     SCRATCH``: the training driver of :func:`_create`."""
     if argv[:1] == ["ensure"]:
-        from deltaguard.spark_conf.session import class_path, default_jars
+        from deltaguard.spark_conf.session import default_jars, local_classpath_conf
 
-        jars = class_path(default_jars())
-        options = archive_options(jars)
-        print(archive_path(jars) if options else "no archive (see docs/testbed.md)")
+        class_path = local_classpath_conf(default_jars())["spark.driver.extraClassPath"]
+        options = archive_options(class_path)
+        print(archive_path(class_path) if options else "no archive (see docs/testbed.md)")
         return 0 if options else 1
     if argv[:1] == ["train"] and len(argv) == 4:
         _train(*argv[1:])

@@ -19,8 +19,8 @@ from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import (
     DynamoDBCommitTableSpec,
     build_spark_session,
-    class_path,
     default_jars,
+    local_classpath_conf,
 )
 from deltaguard.spark_conf.storage import Storage
 
@@ -84,7 +84,8 @@ def build_test_session(
     archive of :mod:`deltaguard.localstack.class_archive`); ``extra_conf`` wins."""
     tuning = {**local_driver_conf(local_dir), **master_conf(master, driver_memory)}
     if master.startswith("local"):
-        options = archive_options(class_path(default_jars()))
+        class_path = local_classpath_conf(default_jars())["spark.driver.extraClassPath"]
+        options = archive_options(class_path)
         if options:
             java_options = tuning["spark.driver.extraJavaOptions"]
             tuning["spark.driver.extraJavaOptions"] = f"{java_options} {options}"

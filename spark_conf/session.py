@@ -92,15 +92,10 @@ def delta_conf(
     return conf
 
 
-def class_path(jars: list[Path]) -> str:
-    """The class path ``jars`` make, as :func:`local_classpath_conf` sets it."""
-    return os.pathsep.join(str(j) for j in jars)
-
-
 def local_classpath_conf(jars: list[Path]) -> dict[str, str]:
     """Jars from the local cache on the driver and executor class paths (no copy per session,
     unlike ``spark.jars``, which matters for the 686 MB SDK bundle)."""
-    classpath = class_path(jars)
+    classpath = os.pathsep.join(str(j) for j in jars)
     return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
 
 

@@ -17,11 +17,11 @@ from deltaguard.localstack.class_archive import (
     class_path_file,
     usable,
 )
-from deltaguard.spark_conf.session import class_path, default_jars
+from deltaguard.spark_conf.session import default_jars, local_classpath_conf
 
 pytestmark = pytest.mark.spark
 
-CLASS_PATH = class_path(default_jars())
+CLASS_PATH = local_classpath_conf(default_jars())["spark.driver.extraClassPath"]
 
 #: A test-bed driver that only starts and stops.
 _DRIVER = """
@@ -59,13 +59,13 @@ def test_a_test_bed_driver_starts_on_the_archive(tmp_path: Path) -> None:
 def test_a_truncated_archive_is_not_usable(tmp_path: Path) -> None:
     archive = archive_path(CLASS_PATH)
     archive_options(CLASS_PATH)
-    dumped_on = class_path_file(archive).read_text()
+    class_path = class_path_file(archive).read_text()
     good = tmp_path / "good.jsa"
     shutil.copyfile(archive, good)
     truncated = tmp_path / "truncated.jsa"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     # A JVM that maps a truncated archive crashes (SIGBUS): the check runs in its own process
     # and says no, so _create never moves such a file into place.
-    assert not usable(truncated, dumped_on)
-    assert not usable(tmp_path / "missing.jsa", dumped_on)
-    assert usable(good, dumped_on)
+    assert not usable(truncated, class_path)
+    assert not usable(tmp_path / "missing.jsa", class_path)
+    assert usable(good, class_path)
