@@ -9,7 +9,7 @@ The test suite starts about two hundred such drivers.
 :func:`archive_options` returns the JVM options that use the archive of a class path, creating
 it first if it is missing (once per machine and class path, in
 ``$DELTAGUARD_CACHE/cds/<key>.jsa``; ``key`` hashes the class path, ``SPARK_HOME`` and the
-``java`` binary with its modification time). Creating one (:func:`_create`, under a file lock, so concurrent test workers
+``java`` binary). Creating one (:func:`_create`, under a file lock, so concurrent test workers
 create it once) runs a training driver with ``-XX:ArchiveClassesAtExit`` into a temporary file.
 The JVM writes that file as it exits, and a JVM that maps a truncated archive crashes (SIGBUS,
 measured), so the file is moved into place only after the training JVM has exited and a
@@ -60,9 +60,7 @@ def archive_path(extra_class_path: str) -> Path:
     """Where the archive of a driver with ``spark.driver.extraClassPath=extra_class_path`` lives
     (whether or not it exists yet)."""
     java = os.path.realpath(_java())
-    installed = str(os.stat(java).st_mtime_ns)  # a JDK updated in place gets a new archive
-    parts = [java, installed, _spark_home(), extra_class_path]
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([java, _spark_home(), extra_class_path]).encode()).hexdigest()
     return cache_dir() / "cds" / f"{key[:16]}.jsa"
 
 
@@ -88,15 +86,7 @@ def _create(archive: Path, extra_class_path: str) -> None:
     with tempfile.TemporaryDirectory(dir=archive.parent) as scratch:
         dump = Path(scratch) / "dump.jsa"
         run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "deltaguard.localstack.class_archive",
-                "train",
-                str(dump),
-                extra_class_path,
-                scratch,
-            ],
+            [sys.executable, "-m", __name__, str(dump), extra_class_path, scratch],
             capture_output=True,
             text=True,
             check=False,
@@ -129,9 +119,9 @@ def usable(archive: Path, class_path: str) -> bool:
     if not archive.is_file():
         return False
     with tempfile.TemporaryDirectory() as crash_dir:  # where a crash leaves its hs_err file
-        java = [_java(), "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", class_path]
         check = subprocess.run(
-            [*java, "-XX:-CreateCoredumpOnCrash", "-version"],
+            [_java(), "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp", class_path]
+            + ["-XX:-CreateCoredumpOnCrash", "-version"],
             capture_output=True,
             check=False,
             timeout=120,
@@ -181,23 +171,5 @@ def _train(dump: str, extra_class_path: str, scratch: str) -> None:
     (Path(scratch) / "jvm.json").write_text(json.dumps({"pid": pid, "class_path": class_path}))
 
 
-def main(argv: list[str]) -> int:
-    """``ensure``: makes sure this interpreter's Spark line has its archive (``make
-    spark-lines`` runs it in every line's venv) and prints its path; ``train DUMP CLASS_PATH
-    SCRATCH``: the training driver of :func:`_create`."""
-    if argv[:1] == ["ensure"]:
-        from deltaguard.spark_conf.session import default_jars, local_classpath_conf
-
-        class_path = local_classpath_conf(default_jars())["spark.driver.extraClassPath"]
-        options = archive_options(class_path)
-        print(archive_path(class_path) if options else "no archive (see docs/testbed.md)")
-        return 0 if options else 1
-    if argv[:1] == ["train"] and len(argv) == 4:
-        _train(*argv[1:])
-        return 0
-    print("usage: class_archive ensure | train DUMP CLASS_PATH SCRATCH", file=sys.stderr)
-    return 2
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    _train(*sys.argv[1:4])
