@@ -99,12 +99,6 @@ def local_classpath_conf(jars: list[Path]) -> dict[str, str]:
     return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
 
 
-def default_jars() -> list[Path]:
-    """The jars a session of the installed pyspark line needs: the line's runtime jars and its
-    deltaguard plugin jar."""
-    return [*runtime_jars(), plugin_jar(installed_line().sdk)]
-
-
 def delta_spark_conf(
     storage: Storage,
     logstore: PresetName = PresetName.S3_CONDITIONAL,
@@ -115,7 +109,7 @@ def delta_spark_conf(
     """:func:`delta_conf` plus the locally cached jars on the class path (default: the installed
     pyspark line's runtime jars plus its deltaguard plugin jar)."""
     if jars is None:
-        jars = default_jars()
+        jars = [*runtime_jars(), plugin_jar(installed_line().sdk)]
     return {**delta_conf(storage, logstore, dynamodb), **local_classpath_conf(jars)}
 
 
