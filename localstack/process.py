@@ -132,15 +132,15 @@ class ServerProcess:
             return "(no log)"
 
     def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL after the grace period; idempotent. Returns
-        once every process the server had started is gone (or a zombie: dead, not yet reaped),
-        at most a few seconds after the SIGKILL."""
+        """SIGTERM to the process group, SIGKILL after the grace period; idempotent. If the
+        server was still running, returns once every descendant it had then is gone (or a
+        zombie: dead, not yet reaped), at most 5 s after the last SIGKILL."""
         proc = self.process
         if proc is None:
             return
-        # Descendants that started their own session (LocalStack runs DynamoDB Local so) are
-        # outside the group: found now, killed after the group is gone.
-        escaped = descendants(proc.pid) if proc.poll() is None else []
+        # Every descendant, found now: those that started their own session (LocalStack runs
+        # DynamoDB Local so) are outside the group and are killed after the group is gone.
+        started = descendants(proc.pid) if proc.poll() is None else []
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -153,13 +153,13 @@ class ServerProcess:
         # Children that outlived the leader (same group) get SIGKILL too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        if escaped:
+        if started:
             import psutil
 
-            for child in escaped:
+            for child in started:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
                     child.kill()  # psutil checks the PID still names the same process
-            _wait_until_dead(escaped, timeout_s=5.0)
+            _wait_until_dead(started, timeout_s=5.0)
         _RUNNING.discard(self)
 
     def __enter__(self) -> Self:
