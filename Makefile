@@ -64,9 +64,13 @@ localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, vers
 	bash localstack/install_versitygw.sh
 
 # One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0) for the per-line
-# tests and benchmarks.
-spark-lines: venv jar  ## install the cached virtualenvs of the older Spark lines (per-line tests)
-	$(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0 > /dev/null
+# tests and benchmarks, and each line's class data sharing archive for the test-bed drivers
+# (docs/testbed.md; cached, so only the first run pays about 35 s a line).
+spark-lines: venv jar  ## install the cached virtualenvs of the older Spark lines (per-line tests) and the drivers' class archives
+	$(PY) -m deltaguard.localstack.class_archive ensure > /dev/null
+	for python in $$($(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0); do \
+	  $$python -m deltaguard.localstack.class_archive ensure > /dev/null || exit 1; \
+	done
 
 setup: venv jar jars localstack spark-lines  ## everything above: venv, jars, localstack, spark-lines
 

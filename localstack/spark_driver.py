@@ -14,8 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from deltaguard.localstack.class_archive import archive_options
 from deltaguard.spark_conf.preset_name import PresetName
-from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, build_spark_session
+from deltaguard.spark_conf.session import (
+    DynamoDBCommitTableSpec,
+    build_spark_session,
+    class_path,
+    default_jars,
+)
 from deltaguard.spark_conf.storage import Storage
 
 if TYPE_CHECKING:
@@ -74,16 +80,19 @@ def build_test_session(
     dynamodb: DynamoDBCommitTableSpec | None = None,
 ) -> SparkSession:
     """:func:`deltaguard.spark_conf.session.build_spark_session` with the test bed's driver
-    tuning (:func:`local_driver_conf`, :func:`master_conf`); ``extra_conf`` wins."""
+    tuning (:func:`local_driver_conf`, :func:`master_conf`, and for a local master the class
+    archive of :mod:`deltaguard.localstack.class_archive`); ``extra_conf`` wins."""
+    tuning = {**local_driver_conf(local_dir), **master_conf(master, driver_memory)}
+    if master.startswith("local"):
+        options = archive_options(class_path(default_jars()))
+        if options:
+            java_options = tuning["spark.driver.extraJavaOptions"]
+            tuning["spark.driver.extraJavaOptions"] = f"{java_options} {options}"
     return build_spark_session(
         storage,
         logstore,
         app_name=app_name,
-        extra_conf={
-            **local_driver_conf(local_dir),
-            **master_conf(master, driver_memory),
-            **(extra_conf or {}),
-        },
+        extra_conf={**tuning, **(extra_conf or {})},
         dynamodb=dynamodb,
     )
 

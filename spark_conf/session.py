@@ -92,11 +92,22 @@ def delta_conf(
     return conf
 
 
+def class_path(jars: list[Path]) -> str:
+    """The class path ``jars`` make, as :func:`local_classpath_conf` sets it."""
+    return os.pathsep.join(str(j) for j in jars)
+
+
 def local_classpath_conf(jars: list[Path]) -> dict[str, str]:
     """Jars from the local cache on the driver and executor class paths (no copy per session,
     unlike ``spark.jars``, which matters for the 686 MB SDK bundle)."""
-    classpath = os.pathsep.join(str(j) for j in jars)
+    classpath = class_path(jars)
     return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath}
+
+
+def default_jars() -> list[Path]:
+    """The jars a session of the installed pyspark line needs: the line's runtime jars and its
+    deltaguard plugin jar."""
+    return [*runtime_jars(), plugin_jar(installed_line().sdk)]
 
 
 def delta_spark_conf(
@@ -109,7 +120,7 @@ def delta_spark_conf(
     """:func:`delta_conf` plus the locally cached jars on the class path (default: the installed
     pyspark line's runtime jars plus its deltaguard plugin jar)."""
     if jars is None:
-        jars = [*runtime_jars(), plugin_jar(installed_line().sdk)]
+        jars = default_jars()
     return {**delta_conf(storage, logstore, dynamodb), **local_classpath_conf(jars)}
 
 
