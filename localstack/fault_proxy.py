@@ -26,7 +26,8 @@ loopback answers in about a millisecond, a real S3 round trip takes 10-50 ms. Re
 proxy answers itself (``error``, ``reset``, ``hang``) and the control API are not delayed.
 
 ``skip``: the first ``skip`` matching requests pass untouched (a writer's third commit PUT,
-not its first). Request log: every forwarded request's kind, path, ``prefix`` (a listing's)
+not its first). ``after``: the rule is armed only once an earlier rule of the set has fired
+(the read-back after a dropped create, however many reads came before it). Request log: every forwarded request's kind, path, ``prefix`` (a listing's)
 and status, in arrival order (the newest :data:`REQUEST_LOG_LIMIT`), to attribute requests to
 a path such as a streaming checkpoint (:func:`requests_under`).
 
@@ -98,6 +99,10 @@ class FaultRule:
     #: A DynamoDB operation (``PutItem``): the request's X-Amz-Target header must end with it.
     target: str | None = None
     skip: int = 0
+    #: Armed only once the rule at this index of the same set has fired: requests before that
+    #: neither count toward ``skip`` nor fire (e.g. hang the read-back after a dropped create,
+    #: however many reads of the same keys came before it).
+    after: int | None = None
 
     def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
         if self.method and self.method.upper() != method.upper():
@@ -156,6 +161,8 @@ class _Proxy:
             for state in self.rules:
                 rule = state.rule
                 if not rule.matches(method, path, headers):
+                    continue
+                if rule.after is not None and self.rules[rule.after].fired == 0:
                     continue
                 state.matched += 1
                 if state.matched <= rule.skip:

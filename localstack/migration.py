@@ -3,10 +3,11 @@ negative control, on LocalStack with DynamoDB Local (docs/migration.md is the ru
 the protocol argument is the javadoc of ``S3TransitionLogStore``).
 
 :func:`run_rolling_migration`: writer jobs (deltaguard's Python committer, a Spark driver, and
-delta-rs from phase 2) append to one table while the phases move on; no moment passes without a
-running writer. Phase 1 starts transition jobs next to the plain DynamoDB jobs, then the plain
-jobs end; phase 2 starts conditional writers (Python and delta-rs) next to the transition jobs;
-phase 3 ends the transition jobs and starts their replacements on ``s3-conditional``.
+delta-rs from phase 2) append to one table while the phases move on. Phase 1 starts transition
+jobs next to the plain DynamoDB jobs, then the plain jobs end; phase 2 starts conditional writers
+(Python and delta-rs) next to the transition jobs; phase 3 ends the transition jobs and starts
+their replacements on ``s3-conditional``. Each phase waits for commits of named jobs (or of jobs
+started after the phase began), never for a time span, so it holds however fast the writers are.
 Transition writers are SIGKILLed at each crash point (after the temp file, after the PutItem,
 during the create of N.json, before the entry is completed; the last two again in phase 2,
 where a conditional writer may take the dead writer's version), and the others recover them.
@@ -39,7 +40,7 @@ from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import append, create_table
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
-from deltaguard.localstack.multi_driver import job_result, kill_when, start_job
+from deltaguard.localstack.multi_driver import DriverFailedError, job_result, kill_when, start_job
 from deltaguard.localstack.race import hold_one_commit_put
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
@@ -64,10 +65,14 @@ CRASH_POINTS: dict[str, list[FaultRule]] = {
     # the create of N.json landed, its answer was lost; the read-back is held
     "during-create": [
         FaultRule("drop_response", method="PUT", path_regex=COMMIT_KEY, times=1),
-        FaultRule("hang", method="GET", path_regex=COMMIT_KEY, skip=1, times=1, delay_s=120),
+        FaultRule("hang", method="GET", path_regex=COMMIT_KEY, after=0, times=1, delay_s=120),
     ],
-    # N.json holds the commit; marking the entry complete is held
-    "before-complete": [FaultRule("hang", target="PutItem", skip=1, times=1, delay_s=120)],
+    # N.json holds the commit; marking the entry complete is held (the PUT of N.json only arms
+    # the hang: the reads and repairs of the job before it send PutItems and PUTs of their own)
+    "before-complete": [
+        FaultRule("delay", method="PUT", path_regex=COMMIT_KEY, times=1, delay_s=0),
+        FaultRule("hang", target="PutItem", after=0, times=1, delay_s=120),
+    ],
 }
 
 
@@ -135,6 +140,11 @@ class _Jobs:
         self.running: list[tuple[str, Any, Path]] = []
         self.reports: list[dict[str, Any]] = []
         self.engines: dict[str, int] = {}
+        self.writers: dict[Any, int] = {}
+
+    def tag(self, proc: Any) -> str:
+        """The user metadata prefix of the commits of the job ``proc`` (``run_id/wN/``)."""
+        return f"{self.run_id}/w{self.writers[proc]}/"
 
     def _args(self, engine: str, preset: PresetName, appends: int, endpoint: str) -> list[str]:
         writer = self.next_writer
@@ -152,6 +162,7 @@ class _Jobs:
         name = f"{engine}-{preset.value}-w{args[args.index('--writer') + 1]}"
         log = self.workdir / f"{name}.log"
         proc = start_job(args, log)
+        self.writers[proc] = int(args[args.index("--writer") + 1])
         self.running.append((name, proc, log))
         key = f"{engine} {preset.value}"
         self.engines[key] = self.engines.get(key, 0) + 1
@@ -166,11 +177,20 @@ class _Jobs:
         """A transition job through the proxy, frozen at ``point`` and SIGKILLed there."""
         rules = CRASH_POINTS[point]
         proxy.set_rules(rules)
+        proxy.reset_requests()
         args = self._args("python", PresetName.S3_DYNAMODB_TRANSITION, 1, proxy.endpoint.url)
         log = self.workdir / f"killed-{point}-{self.next_writer}.log"
         proc = start_job(args, log)
         want = [1] * len(rules)
-        kill_when(proc, lambda: proxy.fired() == want, log, timeout_s=120)
+        try:
+            kill_when(proc, lambda: proxy.fired() == want, log, timeout_s=120)
+        except DriverFailedError as exc:
+            seen = "\n".join(
+                f"  {r['kind']} {r['path']} -> {r['status']}" for r in proxy.requests()
+            )
+            raise DriverFailedError(
+                f"{exc}\nrules fired {proxy.fired()}; requests:\n{seen}"
+            ) from exc
         proxy.set_rules([])
 
 
@@ -183,6 +203,22 @@ def _wait_for_commit_after(s3: Any, table: str, moment: float, timeout_s: float 
             return
         time.sleep(0.5)
     raise TimeoutError(f"no commit of {table} after {moment}")
+
+
+def _wait_for_commit_by(
+    s3: Any, table: str, tags: list[str], *, every: bool = False, timeout_s: float = 300
+) -> None:
+    """Until a commit of ``table`` carries user metadata starting with one of ``tags`` (a
+    writer's ``run_id/wN/`` prefix; ``every``: one commit for each tag): unlike a wall-clock
+    boundary, this holds however fast those writers were, even if they have all finished."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = {h.user_metadata for h in read_history(open_table(table, client=s3))}
+        seen = [any(m and m.startswith(tag) for m in found) for tag in tags]
+        if all(seen) if every else any(seen):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"no commit of {table} by {'each' if every else 'any'} of {tags}")
 
 
 def run_rolling_migration(
@@ -249,7 +285,12 @@ def run_rolling_migration(
     for point in config.phase2_kills:
         jobs.kill_at(proxy, point)
         kills.append(f"phase2:{point}")
-    _wait_for_commit_after(s3, table, time.time())
+    # A transition writer that starts after the kills commits (its listing first completes
+    # any entry a killed writer left), however fast the other jobs were: so no version that a
+    # killed writer claimed is first written in phase 3.
+    witness = jobs.start("python", PresetName.S3_DYNAMODB_TRANSITION, 2, url)
+    transition.append(witness)
+    _wait_for_commit_by(s3, table, [jobs.tag(p) for p in [*conditional, witness]], every=True)
     status("2-mixed", window_s=time.time() - plain_done - 1)
     # phase 3: the transition jobs end and come back on s3-conditional
     jobs.wait(transition)

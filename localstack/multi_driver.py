@@ -203,10 +203,11 @@ def kill_when(
     while not condition():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            proc.communicate()
+            report, _ = proc.communicate()
             raise DriverFailedError(
                 f"the condition to kill on never held (exit {proc.returncode}); log {log_path}\n"
-                f"{_failure_summary(log_path.read_text(errors='replace'))}"
+                f"{_failure_summary(log_path.read_text(errors='replace'))}\n"
+                f"its report: {report[-2000:]}"
             )
         time.sleep(0.1)
     _kill(proc)

@@ -114,6 +114,24 @@ def test_proxy_drop_response_lands_write_but_client_sees_error(ls_proxy, localst
     )
 
 
+def test_proxy_rule_after_is_armed_only_once_its_rule_fired(ls_proxy, ls_bucket):
+    s3 = ls_proxy.endpoint.s3_client()
+    s3.put_object(Bucket=ls_bucket, Key="k", Body=b"x")
+    ls_proxy.set_rules(
+        [
+            FaultRule("delay", method="PUT", path_regex="/j$", times=1, delay_s=0),
+            FaultRule("error", method="GET", after=0, times=1, status=503, code="SlowDown"),
+        ]
+    )
+    s3.get_object(Bucket=ls_bucket, Key="k")  # before the PUT: neither counted nor fired
+    assert ls_proxy.fired() == [0, 0]
+    assert ls_proxy.stats()["rules"][1]["matched"] == 0
+    s3.put_object(Bucket=ls_bucket, Key="j", Body=b"y")
+    with pytest.raises(ClientError):  # botocore retries are off in this client
+        s3.get_object(Bucket=ls_bucket, Key="k")
+    assert ls_proxy.fired() == [1, 1]
+
+
 def test_proxy_reset_never_forwards(ls_proxy, localstack, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     ls_proxy.set_rules([FaultRule("reset", method="PUT", times=1)])
