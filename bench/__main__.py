@@ -26,6 +26,7 @@ from . import (
     commit_latency,
     orphans,
     orphans_engines,
+    orphans_synthetic,
     replay,
     snapshot_jobs,
     spark_lines,
@@ -258,6 +259,9 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans_engines"):
         lines += [f"Orphan scan engines, {_when(results['orphans_engines'])}:", ""]
         lines += orphans_engines.markdown(results["orphans_engines"])
+    if results.get("orphans_synthetic"):
+        lines += [f"Orphan scan, synthetic inventory, {_when(results['orphans_synthetic'])}:", ""]
+        lines += orphans_synthetic.markdown(results["orphans_synthetic"])
     if results.get("streaming"):
         st = results["streaming"]
         lines += [
@@ -383,8 +387,15 @@ def _parser() -> argparse.ArgumentParser:
         "--engine-tables",
         type=Path,
         default=None,
-        help="orphans_engines: a directory where the bench tables are built once and reused "
-        "(default: built and deleted in each run)",
+        help="orphans_engines and orphans_synthetic: a directory where the bench tables "
+        "(and their inventories) are built once and reused (default: built and deleted in "
+        "each run)",
+    )
+    parser.add_argument(
+        "--synthetic-sizes",
+        default="10000000",
+        help="orphans_synthetic: table sizes scanned with --inventory from a synthetic "
+        "inventory, no data files on disk (comma-separated; one run each)",
     )
     parser.add_argument(
         "--engine-spark-only-runs",
@@ -541,6 +552,18 @@ def _measure_orphans_engines(b: _Bench) -> None:
     )
 
 
+def _measure_orphans_synthetic(b: _Bench) -> None:
+    """One run per ``--synthetic-sizes`` size; the sizes it does not measure are kept from the
+    earlier results (:func:`orphans_engines.merge_sizes`)."""
+    b.results["orphans_synthetic"] = _stamped(
+        orphans_engines.merge_sizes(
+            b.results.get("orphans_synthetic", {}),
+            orphans_synthetic.run(b.workdir, _sizes(b.args.synthetic_sizes), b.args.engine_tables),
+        ),
+        1,
+    )
+
+
 def _measure_streaming(b: _Bench) -> None:
     load = os.getloadavg()
     b.results["streaming"] = _stamped(
@@ -570,6 +593,7 @@ MEASURE: dict[str, Callable[[_Bench], None]] = {
     "snapshot_jobs": _measure_snapshot_jobs,
     "orphans": _measure_orphans,
     "orphans_engines": _measure_orphans_engines,
+    "orphans_synthetic": _measure_orphans_synthetic,
     "streaming": _measure_streaming,
     "replay": _measure_replay,
 }

@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,14 +47,30 @@ LABELS = {
 }
 
 
-def build_table(root: Path, files: int, mtime_ms: int) -> int:
+def build_table(
+    root: Path,
+    files: int,
+    mtime_ms: int,
+    *,
+    data_files: bool = True,
+    on_file: Callable[[str], None] | None = None,
+) -> int:
     """The bench table with ``files`` files (2.5% of them orphans), streamed to disk: the
-    same names, commit and checkpoint as ``build_wide_table``. Returns the orphan count."""
+    same names, commit and checkpoint as ``build_wide_table``. ``data_files``: create the
+    (empty) data files too; without them only the log and the partition directories are on
+    disk. ``on_file``: called with every data file's path relative to ``root``, live files
+    first, then the orphans. Returns the orphan count."""
     import orjson
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from deltaguard.localstack.synthetic_table import CHECKPOINT_SCHEMA, SyntheticTable
+
+    def data_file(rel: str) -> None:
+        if data_files:
+            _touch(root / rel, stamp)
+        if on_file is not None:
+            on_file(rel)
 
     orphans = files // 40
     live = files - orphans
@@ -74,7 +91,7 @@ def build_table(root: Path, files: int, mtime_ms: int) -> int:
         commit.write(b"\n")
         for i in range(live):
             rel = f"p={i % PARTITIONS}/part-{i:06d}-{uuid.UUID(int=i)}.c000.snappy.parquet"
-            _touch(root / rel, stamp)
+            data_file(rel)
             add = SyntheticTable.add_action(rel, mtime_ms)
             commit.write(orjson.dumps({"add": add}) + b"\n")
             batch.append({"add": {**add, "partitionValues": list(add["partitionValues"].items())}})
@@ -88,7 +105,7 @@ def build_table(root: Path, files: int, mtime_ms: int) -> int:
         os.utime(log / name, ns=stamp)
     (log / "_last_checkpoint").write_text(json.dumps({"version": 1, "size": live + 2}))
     for i in range(orphans):
-        _touch(root / f"p={i % PARTITIONS}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet", stamp)
+        data_file(f"p={i % PARTITIONS}/part-{i:06d}-{uuid.uuid4()}.c000.snappy.parquet")
     return orphans
 
 
@@ -97,34 +114,65 @@ def inventory_of(root: Path) -> Path:
     return root.with_name(f"{root.name}-inventory")
 
 
-def build_inventory(root: Path) -> Path:
-    """A Parquet ``USING INVENTORY`` table (``path``, ``length``, ``isDir``,
-    ``modificationTime``) of every file and directory below ``root``, as a storage
-    inventory would list them, written in batches; its file's modification time is the
-    inventory's date (:func:`engine_run`). Returns its directory."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+class InventoryWriter:
+    """One Parquet file of ``USING INVENTORY`` rows (``path`` a ``file:`` URI, ``length``,
+    ``isDir``, ``modificationTime`` in epoch ms), written in batches of 100,000 rows, so
+    memory holds one batch whatever the row count. Use as a context manager: the file is
+    complete once it exits; its modification time is the inventory's date
+    (:func:`engine_run`)."""
 
-    out = inventory_of(root)
-    out.mkdir(parents=True, exist_ok=True)
-    schema = pa.schema(
-        [("path", pa.string()), ("length", pa.int64()), ("isDir", pa.bool_()),
-         ("modificationTime", pa.int64())]
-    )  # fmt: skip
-    rows: dict[str, list[Any]] = {name: [] for name in schema.names}
-    with pq.ParquetWriter(out / "part-0.parquet", schema) as writer:
+    _BATCH = 100_000
+
+    def __init__(self, out: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from deltaguard.tools.orphans.inventory import INVENTORY_COLUMNS
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        types = (pa.string(), pa.int64(), pa.bool_(), pa.int64())
+        self._schema = pa.schema(list(zip(INVENTORY_COLUMNS, types, strict=True)))
+        self._writer = pq.ParquetWriter(out, self._schema)
+        self._rows: dict[str, list[Any]] = {name: [] for name in self._schema.names}
+
+    def __enter__(self) -> InventoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._flush()
+        self._writer.close()
+
+    def add(self, path: str, length: int, is_dir: bool, mtime_ms: int) -> None:
+        """One row for the local absolute ``path``."""
+        rows = self._rows
+        rows["path"].append(f"file:{path}")
+        rows["length"].append(length)
+        rows["isDir"].append(is_dir)
+        rows["modificationTime"].append(mtime_ms)
+        if len(rows["path"]) >= self._BATCH:
+            self._flush()
+
+    def walk(self, root: Path) -> None:
+        """A row for every file and directory below ``root``, as on disk now (stat'ed)."""
         for folder, dirs, files in os.walk(root):
             for name, is_dir in [*((d, True) for d in dirs), *((f, False) for f in files)]:
                 path = os.path.join(folder, name)
                 st = os.stat(path)
-                rows["path"].append(f"file:{path}")
-                rows["length"].append(0 if is_dir else st.st_size)
-                rows["isDir"].append(is_dir)
-                rows["modificationTime"].append(st.st_mtime_ns // 1_000_000)
-            if len(rows["path"]) >= 100_000:
-                writer.write_table(pa.table(rows, schema=schema))
-                rows = {name: [] for name in schema.names}
-        writer.write_table(pa.table(rows, schema=schema))
+                self.add(path, 0 if is_dir else st.st_size, is_dir, st.st_mtime_ns // 1_000_000)
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        self._writer.write_table(pa.table(self._rows, schema=self._schema))
+        self._rows = {name: [] for name in self._schema.names}
+
+
+def build_inventory(root: Path) -> Path:
+    """A Parquet ``USING INVENTORY`` table of every file and directory below ``root``, as a
+    storage inventory would list them (:class:`InventoryWriter`). Returns its directory."""
+    out = inventory_of(root)
+    with InventoryWriter(out / "part-0.parquet") as writer:
+        writer.walk(root)
     return out
 
 
@@ -313,20 +361,27 @@ def run(
     return out
 
 
-def cached_table(tables: Path, files: int) -> tuple[Path, int]:
-    """The bench table of ``files`` files under ``tables`` (``engines-<files>``), built on
-    first use and reused after (a dry run changes nothing in it; its files stay ten days
-    older than the build, older than a retention-0 cut-off). A table whose build did not
-    finish (no ``.built`` marker) is built again. Returns its root and orphan count."""
+def cached_table(
+    tables: Path,
+    files: int,
+    name: str = "engines",
+    build: Callable[[Path, int, int], int] = build_table,
+) -> tuple[Path, int]:
+    """The bench table of ``files`` files under ``tables`` (``<name>-<files>``), built by
+    ``build(root, files, mtime_ms)`` (returning the orphan count) on first use and reused
+    after (a dry run changes nothing in it; its files stay ten days older than the build,
+    older than a retention-0 cut-off). A table whose build did not finish (no ``.built``
+    marker) is built again, its inventory (:func:`inventory_of`) removed first. Returns its
+    root and orphan count."""
     import shutil
 
-    root = tables / f"engines-{files}"
-    marker = tables / f"engines-{files}.built"
+    root = tables / f"{name}-{files}"
+    marker = tables / f"{name}-{files}.built"
     if marker.exists():
         return root, int(marker.read_text())
     shutil.rmtree(root, ignore_errors=True)
     shutil.rmtree(inventory_of(root), ignore_errors=True)
-    orphans = build_table(root, files, int(time.time() * 1000) - 10 * DAY_MS)
+    orphans = build(root, files, int(time.time() * 1000) - 10 * DAY_MS)
     marker.write_text(f"{orphans}\n")
     return root, orphans
 
