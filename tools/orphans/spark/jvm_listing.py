@@ -16,7 +16,7 @@ started without deltaguard's jar); the caller then lists with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,13 +56,25 @@ class JvmListing:
 
     @property
     def file_count(self) -> int:
-        return int(self._count.get["files"])
+        return observed(self._count, "files", self.files.count)
 
     def hidden_dirs(self) -> list[str]:
         return sorted(set(self._hidden.value()))
 
     def markers(self) -> set[str]:
         return set(self._markers.value())
+
+
+def observed(observation: Observation, name: str, otherwise: Callable[[], int]) -> int:
+    """The metric ``name`` of ``observation`` after the job that computed it, or
+    ``otherwise()`` if Spark has none (an input the optimizer found empty drops the
+    observation from the plan, and ``Observation.get`` then fails)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+
+    try:
+        return int(observation.get[name])
+    except Py4JError:
+        return otherwise()
 
 
 def lister_available(spark: SparkSession) -> bool:

@@ -32,12 +32,13 @@ from deltaguard.tools.orphans.spark.classify_sql import (
     visible_unkept,
 )
 from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
-from deltaguard.tools.orphans.spark.jvm_listing import JvmListing, list_table_jvm
+from deltaguard.tools.orphans.spark.jvm_listing import JvmListing, list_table_jvm, observed
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import (
     SparkLog,
     flag_aggregates,
     read_log,
+    reference_flags,
     reference_rows,
     strict_file_reads,
 )
@@ -214,7 +215,9 @@ def _scan_spark(
         (classified if jvm else classified.where(visible)).unionByName(logs).write.mode(
             "overwrite"
         ).parquet(report_path)
-        live_files = int(live.get["live"])
+        live_files = observed(
+            live, "live", lambda: reference_flags(log, cutoff).where("live").count()
+        )
         if isinstance(table, JvmListing):
             checkpoints = checkpoint_dirs(table.markers())
             if checkpoints:  # rare: a streaming checkpoint inside the root; written again
