@@ -80,7 +80,7 @@ def observed(observation: Observation, name: str, otherwise: Callable[[], int]) 
 def lister_available(spark: SparkSession) -> bool:
     """True if the session's driver can load ``TableLister`` (deltaguard's jar is on its
     class path; the executors share it under every preset)."""
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JError
 
     try:
         jvm: Any = spark.sparkContext._jvm

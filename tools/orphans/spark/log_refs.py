@@ -98,9 +98,10 @@ _NON_FILE_ACTIONS = ("metaData", "protocol", "sidecar")
 @dataclass
 class SparkLog:
     """The latest snapshot's ``version``, ``metadata`` and ``protocol``, and ``actions``: every
-    file action of the retained log (:data:`ACTIONS_SCHEMA`), computed from the log's
-    actions held (``cached``) until :meth:`release`; ``notes``: the damaged checkpoints
-    skipped (the local snapshot's notes); ``one_checkpoint``: see below."""
+    file action of the retained log (:data:`ACTIONS_SCHEMA`), computed when used (from the
+    snapshot's checkpoint, held in ``cached`` until :meth:`release`, and the other log
+    files, read again); ``notes``: the damaged checkpoints skipped (the local snapshot's
+    notes); ``one_checkpoint``: see below."""
 
     version: int
     metadata: Metadata
@@ -491,37 +492,32 @@ def _ruled(spec: StoreSpec) -> Any:
 
 def parse_actions(
     spark: SparkSession, spec: StoreSpec, raw: DataFrame
-) -> tuple[DataFrame, DataFrame, dict[str, str]]:
+) -> tuple[DataFrame, dict[str, str]]:
     """Raw log rows (:data:`RAW_SCHEMA` plus ``file``, ``version``, ``in_segment``) as
     :data:`ACTIONS_SCHEMA` rows: in Spark SQL, except the file actions the path rule can
     change (:func:`_needs_path_rule`), which alone go through Python (:func:`_ruled`).
-    Returns them, the persisted actions they are computed from (the caller unpersists it),
-    and the JSON lines of the newest ``metaData`` and ``protocol`` of the snapshot's segment.
-    The log is read once, by one job that also tells whether any action needs the path
-    rule."""
-    from pyspark import StorageLevel
+    Returns them (not persisted: the job that uses them reads the log again, which measured
+    cheaper than holding every action) and the JSON lines of the newest ``metaData`` and
+    ``protocol`` of the snapshot's segment, found by one job that also tells whether any
+    action needs the path rule."""
     from pyspark.sql import functions as F
 
-    actions = _actions(raw).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        ruled = F.col("small").isNull() & _needs_path_rule()
+    actions = _actions(raw)
+    ruled = F.col("small").isNull() & _needs_path_rule()
 
-        def newest(kind: str) -> Any:
-            of_kind = (F.col("kind") == kind) & F.col("in_segment")
-            return F.max_by(F.col("small"), F.when(of_kind, F.col("version"))).alias(kind)
+    def newest(kind: str) -> Any:
+        of_kind = (F.col("kind") == kind) & F.col("in_segment")
+        return F.max_by(F.col("small"), F.when(of_kind, F.col("version"))).alias(kind)
 
-        (summary,) = actions.agg(
-            F.count_if(ruled).alias("ruled"), newest("metaData"), newest("protocol")
-        ).collect()
-        parsed = _plain_actions(actions.where(~ruled))
-        if summary.ruled:
-            python = actions.where(ruled).rdd.mapPartitions(_ruled(spec))
-            parsed = parsed.unionByName(spark.createDataFrame(python, ACTIONS_SCHEMA))
-    except BaseException:
-        actions.unpersist()
-        raise
+    (summary,) = actions.agg(
+        F.count_if(ruled).alias("ruled"), newest("metaData"), newest("protocol")
+    ).collect()
+    parsed = _plain_actions(actions.where(~ruled))
+    if summary.ruled:
+        python = actions.where(ruled).rdd.mapPartitions(_ruled(spec))
+        parsed = parsed.unionByName(spark.createDataFrame(python, ACTIONS_SCHEMA))
     small = {k: summary[k] for k in ("metaData", "protocol") if summary[k] is not None}
-    return parsed, actions, small
+    return parsed, small
 
 
 def read_log(
@@ -552,22 +548,20 @@ def read_log(
     for more in sources[1:]:
         raw = raw.unionByName(more)
     try:
-        parsed, cached, small = parse_actions(spark, spec, raw)
-    finally:
-        for part in own_lines:
-            part.unpersist()
-    found = {kind: parse_action(orjson.loads(line)) for kind, line in small.items()}
-    metadata, protocol = found.get("metaData"), found.get("protocol")
-    if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
-        cached.unpersist()
-        raise CorruptLogError(f"{store.uri}: version {latest} has no metaData or protocol action")
-    try:
+        parsed, small = parse_actions(spark, spec, raw)
+        found = {kind: parse_action(orjson.loads(line)) for kind, line in small.items()}
+        metadata, protocol = found.get("metaData"), found.get("protocol")
+        if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
+            raise CorruptLogError(
+                f"{store.uri}: version {latest} has no metaData or protocol action"
+            )
         check_readable(protocol, store.uri)
     except BaseException:
-        cached.unpersist()
+        for part in own_lines:
+            part.unpersist()
         raise
     one_checkpoint = own is not None and not (in_chain & set(listing.commits))
-    return SparkLog(latest, metadata, protocol, parsed, notes, [cached], one_checkpoint)
+    return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint)
 
 
 def snapshot_files(parsed: DataFrame) -> DataFrame:
