@@ -762,3 +762,197 @@ def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
     assert not planned & left
     snapshot = load_snapshot(open_table(uri, client=client))
     assert set(snapshot.adds.paths()) <= left
+
+
+def test_sql_classification_matches_data_candidate_row_for_row(spark) -> None:
+    """:mod:`~deltaguard.tools.orphans.spark.classify_sql` against the local engine's
+    ``data_candidate`` on every combination of flags (null flags: a path no entry names),
+    both sides of the cut-off, inside and outside ``_change_data``: same class, same reason."""
+    from itertools import product
+
+    from deltaguard.tools.deltalog.storage import FileInfo
+    from deltaguard.tools.orphans.classify import data_candidate
+    from deltaguard.tools.orphans.spark.classify_sql import data_class_columns
+
+    cutoff = 1_000
+    flag_values = [None, False, True]
+    rows = [
+        (path, mtime, protected, named, tomb, tomb_ms, cdc)
+        for path, mtime in product(["p=1/a.parquet", "_change_data/c.parquet"], [999, 1_000])
+        for protected, named, tomb, cdc in product(flag_values, repeat=4)
+        for tomb_ms in ([None, 42] if tomb else [None])
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "path string, mtime_ms long, protected boolean, named_in_log boolean, tombstone boolean, "
+        "tombstone_ms long, change_data boolean",
+    )
+    file_class, reason = data_class_columns(cutoff)
+    got = frame.select(file_class.alias("class"), reason.alias("reason")).collect()
+    seen = set()
+    for (path, mtime, protected, named, tomb, tomb_ms, cdc), row in zip(rows, got, strict=True):
+        want = data_candidate(
+            FileInfo(path, 0, mtime),
+            cutoff,
+            protected=bool(protected),
+            named_in_log=bool(named),
+            tombstone=(bool(tomb), tomb_ms),
+            change_data=bool(cdc),
+        )
+        expected = (want.file_class.value, want.reason) if want is not None else (None, None)
+        assert (row["class"], row["reason"]) == expected, (path, mtime, protected, named, tomb)
+        seen.add(expected[0])
+    assert seen == {None, "recent", "orphan", "expired-tombstone"}
+
+
+@pytest.mark.parametrize(
+    ("partition_columns", "configuration"),
+    [
+        ([], {}),
+        (["_p", "a b", "c.d#"], {}),
+        (["p"], {"delta.universalFormat.enabledFormats": "delta, Iceberg"}),
+    ],
+)
+def test_sql_visibility_matches_the_hidden_name_rule(
+    spark, partition_columns: list[str], configuration: dict[str, str]
+) -> None:
+    """``visible_unkept`` (Java regex from :func:`~deltaguard.tools.orphans.rules.hidden_regex`
+    and checkpoint prefixes) against the local engine's ``is_visible``/``in_checkpoint``."""
+    from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
+    from deltaguard.tools.orphans.spark.classify_sql import visible_unkept
+    from deltaguard.tools.orphans.streaming import in_checkpoint
+
+    names = ["a", "_x", ".y", "_delta_index_1", "_change_data", "_p=1", "a b=2", "c.d#=3"]
+    names += ["metadata", "metadata2", "p=1", "_", "é_", "_é", "cx", "cp"]
+    paths = [f"{a}/{b}/f" for a in names for b in names] + [f"{a}/f.parquet" for a in names]
+    for checkpoints in [set(), {"cp"}, {"cx", "a/cp"}]:
+        frame = spark.createDataFrame([(p,) for p in paths], "path string")
+        got = frame.select(
+            "path", visible_unkept(partition_columns, configuration, checkpoints).alias("v")
+        ).collect()
+        is_hidden = hidden_name_rule(partition_columns, configuration)
+        for row in got:
+            want = is_visible(row.path, is_hidden) and not in_checkpoint(row.path, checkpoints)
+            assert row.v == want, (row.path, checkpoints)
+
+
+def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> None:
+    """The file actions ``read_log`` maps in Spark SQL (``_plain_actions``) and the ones it
+    sends through the path rule (``_ruled``) give the same rows for every action either can
+    take: odd names, inline DVs with and without an offset; and the SQL side takes no action
+    whose raw path the rule would change (decoding, absolute, not normalized)."""
+    from pyspark.sql import functions as F
+
+    from deltaguard.tools.deltalog.actions import decode_path
+    from deltaguard.tools.deltalog.paths import relative_to_root
+    from deltaguard.tools.orphans.spark import log_refs
+
+    root = tmp_path / "t"
+    root.mkdir()
+    store = open_table(str(root))
+    raw_paths = ["a.parquet", "p=1/a b#c?.parquet", "é/ü+.parquet", "x y/../z", "a//b", "./a"]
+    raw_paths += ["a%20b", "ab%3Ac", f"file:{root}/in.parquet", "s3://other/b", "/elsewhere/x"]
+    dvs = [None, ("i", "wi5b=000010000siXQKl0rr91000f", None), ("i", "abc", 7)]
+    rows = [("add", p, dv, None, "f.json", 1, True) for p in raw_paths for dv in dvs] + [
+        ("remove", p, None, 5, "f.json", 1, True) for p in raw_paths
+    ]
+    frame = spark.createDataFrame(
+        rows,
+        "kind string, path string, "
+        "dv struct<storageType string, pathOrInlineDv string, offset int>, "
+        "deletion_ts long, file string, version long, in_segment boolean",
+    ).withColumn("small", F.lit(None).cast("string"))
+    needs = log_refs._needs_path_rule()
+    plain = {tuple(r) for r in log_refs._plain_actions(frame.where(~needs)).collect()}
+    ruled_all = {tuple(r) for r in log_refs._ruled(StoreSpec(str(root)))(frame.collect())}
+    assert plain and plain <= ruled_all
+    for p in {r[1] for r in frame.where(~needs).collect()}:
+        assert relative_to_root(decode_path(p), store) == p
+    assert {r[1] for r in frame.where(needs).collect()} >= {"a%20b", "x y/../z", "a//b", "./a"}
+
+
+def test_jvm_lister_lists_like_the_local_engine(spark, tmp_path: Path) -> None:
+    """``TableLister`` (the JVM listing the scan uses) against the local engine's listing:
+    the same visible files with the same sizes and mtimes, names with every odd character
+    as on disk, the same hidden directories (not entered), and the streaming checkpoint
+    markers collected on the way."""
+    from deltaguard.tools.orphans.listing import list_table
+    from deltaguard.tools.orphans.rules import hidden_name_rule
+    from deltaguard.tools.orphans.spark.jvm_listing import list_table_jvm
+
+    root = tmp_path / "t b#%"
+    files = ["p=1/a.parquet", "p=1/b c#d%25e:f?é+.parquet", "p=1/_hidden.parquet"]
+    files += ["p=1/.a.parquet.crc", "p=1/_tmp/z.parquet", "p=1/q=2/deep.parquet", "top"]
+    files += ["_change_data/c.parquet", "p=ü x/f", "_delta_index/i", ".hid/y", "_p=3/f"]
+    files += ["cp/metadata", "cp/offsets/0", "_delta_log/00000000000000000000.json"]
+    for i, rel in enumerate(files):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * i)
+        os.utime(path, ns=(1_700_000_000_123_000_000 + i, 1_700_000_000_123_000_000 + i))
+    (root / "empty" / "_e").mkdir(parents=True)
+    is_hidden = hidden_name_rule(["_p"], {})
+    local = list_table(open_table(str(root)), is_hidden)
+    listing = list_table_jvm(spark, StoreSpec(str(root)), ["_p"], {})
+    assert listing is not None
+    got = sorted((r.path, r.size, r.mtime_ms) for r in listing.files.collect())
+    assert got == sorted((f.path, f.size, f.mtime_ms) for f in local.files)
+    assert listing.file_count == len(got)
+    assert listing.hidden_dirs() == sorted(local.hidden_dirs)
+    assert listing.markers() == {"cp/metadata", "cp/offsets/0"}
+
+
+def test_one_checkpoint_flags_equal_the_reconciled_ones(spark, tmp_path: Path) -> None:
+    """When the snapshot is one checkpoint, ``reference_rows`` skips the reconciliation; its
+    flags equal the reconciled ones on a table with live files, tombstones on both sides of
+    the cut-off, deletion vectors and older commits."""
+    from deltaguard.tools.deltalog.listing import list_log
+    from deltaguard.tools.orphans.spark.log_refs import (
+        flag_aggregates,
+        read_log,
+        reference_rows,
+    )
+
+    ops = [("append", 1), ("append-encoded", 1), ("append-absolute", 1), ("dv", 1)]
+    ops += [("remove", 1), ("cdc", 1), ("append", 200), ("remove", 1), ("dv", 1)]
+    root = tmp_path / "t"
+    t, _never = _run_history(root, [*ops, ("checkpoint", 0)], int(time.time() * 1000))
+    assert t.version > 0
+    spec = StoreSpec(str(root))
+    log = read_log(spark, spec, list_log(spec.open()))
+    try:
+        assert log.one_checkpoint
+        cutoff = int(time.time() * 1000) - 100 * 3_600_000  # the first remove is older
+        flags = {
+            fast: sorted(
+                tuple(r)
+                for r in reference_rows(log.actions, cutoff, fast)
+                .groupBy("path")
+                .agg(*flag_aggregates())
+                .collect()
+            )
+            for fast in (True, False)
+        }
+    finally:
+        log.release()
+    assert flags[True] == flags[False]
+    assert {r[1] for r in flags[True]} == {True, False}  # live files, and others
+    assert any(r[4] for r in flags[True])  # a tombstone
+
+
+@pytest.mark.parametrize("damage", ["not-json", "add-without-path"])
+def test_spark_engine_names_the_file_of_a_damaged_commit(spark, tmp_path: Path, damage) -> None:
+    """A commit line that is not JSON, or a file action without a path, stops the scan with
+    exit code 2 and one line naming the commit file (the log read's FAILFAST and its
+    missing-path check), not a traceback."""
+    root = tmp_path / "t"
+    orphans_table(root)
+    commit = sorted((root / "_delta_log").glob("*.json"))[-1]
+    line = b"{not json" if damage == "not-json" else b'{"add": {"size": 1}}'
+    commit.write_bytes(commit.read_bytes() + line + b"\n")
+    run = CliRunner().invoke(
+        main,
+        ["orphans", str(root), "--engine", "spark", "--report-table", str(tmp_path / "r")],
+    )
+    assert run.exit_code == 2, run.output
+    assert commit.name in run.stderr and "Traceback" not in run.output + run.stderr

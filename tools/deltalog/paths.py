@@ -42,6 +42,11 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 _UNNORMAL = r"(^|/)\.\.?(/|$)|//"
 _UNNORMAL_RE = re.compile(_UNNORMAL)
 _NEEDS_RULE = f"{ABSOLUTE}|{_UNNORMAL}"
+#: A raw (encoded) log path that :func:`~deltaguard.tools.deltalog.actions.decode_path` or
+#: :func:`relative_to_root` could change (escaped, with a ``:`` or a leading ``/``, or not
+#: normalized; a regex valid in Python and Java): every other raw path is already its decoded
+#: form relative to the root (what lets the Spark engine map those in Spark SQL).
+NEEDS_RULE_OR_DECODING = f"[%:]|^/|{_UNNORMAL}"
 
 
 def is_absolute(path: str) -> bool:

@@ -174,6 +174,17 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
     return out
 
 
+#: The reasons :func:`data_candidate` gives (the Spark engine's SQL gives the same ones:
+#: :func:`deltaguard.tools.orphans.spark.classify_sql.data_class_columns`).
+RECENT_REASON = "modified after the cut-off: may belong to a writer still in flight"
+ORPHAN_CHANGE_DATA_REASON = "change data no retained commit names"
+ORPHAN_REASON = "no retained log entry references it (failed or aborted write)"
+#: ``.format(deletion timestamp in ms)``
+TOMBSTONE_REASON = "removed at {} ms, before the cut-off"
+EXPIRED_CHANGE_DATA_REASON = "change data older than the retention"
+EXPIRED_REASON = "named only by removed entries or older versions of the log"
+
+
 def data_candidate(
     info: FileInfo,
     cutoff_ms: int,
@@ -185,26 +196,25 @@ def data_candidate(
 ) -> Candidate | None:
     """The class of one listed data file, from what the log says about its path: protected by
     the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
-    timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine calls it in
-    its executors, :mod:`deltaguard.tools.orphans.spark.scan`)."""
+    timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine's SQL,
+    :mod:`deltaguard.tools.orphans.spark.classify_sql`, is tested row for row against it)."""
     if protected:
         return None
     if info.mtime_ms >= cutoff_ms:
-        reason = "modified after the cut-off: may belong to a writer still in flight"
-        return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, reason)
+        return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, RECENT_REASON)
     if not named_in_log:
         reason = (
-            "change data no retained commit names"
+            ORPHAN_CHANGE_DATA_REASON
             if info.path.startswith(CHANGE_DATA_DIR + "/")
-            else "no retained log entry references it (failed or aborted write)"
+            else ORPHAN_REASON
         )
         return Candidate(info.path, info.size, info.mtime_ms, FileClass.ORPHAN, reason)
     if tombstone[0]:
-        reason = f"removed at {tombstone[1]} ms, before the cut-off"
+        reason = TOMBSTONE_REASON.format(tombstone[1])
     elif change_data:
-        reason = "change data older than the retention"
+        reason = EXPIRED_CHANGE_DATA_REASON
     else:
-        reason = "named only by removed entries or older versions of the log"
+        reason = EXPIRED_REASON
     return Candidate(info.path, info.size, info.mtime_ms, FileClass.EXPIRED_TOMBSTONE, reason)
 
 

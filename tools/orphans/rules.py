@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 #: The shortest retention cleanup accepts without ``unsafe_retention`` (as Iceberg's procedure).
@@ -30,22 +31,32 @@ class RetentionTooShortError(ValueError):
     """A retention under 24 hours was asked for without the explicit override."""
 
 
+def hidden_regex(
+    partition_columns: Sequence[str], configuration: dict[str, str] | None = None
+) -> str:
+    """Spark's ``isHiddenDirectory`` for this table as a regex (the same in Python's ``re`` and
+    Java's ``Pattern``): it matches (``search``/``rlike``) a relative path at the start of each
+    hidden component, so a path is visible iff it does not match, and a name is hidden iff it
+    matches at its start. The one definition :func:`hidden_name_rule` and the Spark engine's
+    SQL both use."""
+    formats = (configuration or {}).get("delta.universalFormat.enabledFormats", "")
+    iceberg = "iceberg" in [f.strip().lower() for f in formats.split(",")]
+    never = [*_NEVER_HIDDEN, *(f"{c}=" for c in partition_columns)]
+    hidden = [f"(?!(?:{'|'.join(re.escape(n) for n in never)}))[._]"]
+    if iceberg:
+        hidden.append("metadata(?:/|$)")
+    return f"(?:^|/)(?:{'|'.join(hidden)})"
+
+
 def hidden_name_rule(
     partition_columns: Sequence[str], configuration: dict[str, str] | None = None
 ) -> Callable[[str], bool]:
-    """Spark's ``isHiddenDirectory`` for this table: a predicate on one path *component*."""
-    formats = (configuration or {}).get("delta.universalFormat.enabledFormats", "")
-    iceberg = "iceberg" in [f.strip().lower() for f in formats.split(",")]
-    prefixes = tuple(f"{c}=" for c in partition_columns)
+    """Spark's ``isHiddenDirectory`` for this table: a predicate on one path *component*
+    (:func:`hidden_regex` at its start)."""
+    pattern = re.compile(hidden_regex(partition_columns, configuration))
 
     def is_hidden(name: str) -> bool:
-        if iceberg and name == "metadata":
-            return True
-        return (
-            name.startswith((".", "_"))
-            and not name.startswith(_NEVER_HIDDEN)
-            and not (prefixes and name.startswith(prefixes))
-        )
+        return name[:1] in "._m" and name != "" and pattern.match(name) is not None
 
     return is_hidden
 

@@ -171,7 +171,7 @@ def _execute_spark(
     log = read_log(spark, spec, listing)
     retention = result.retention_ms if given_retention else log.retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
-    flags, _live = reference_flags(spark, log.actions, cutoff)
+    flags = reference_flags(log, cutoff)
     log_temp_now = log_leftovers(store, listing, cutoff, dynamodb)
     plan_path = str(manifest_dir / PLAN_DIR)
     try:
@@ -183,7 +183,6 @@ def _execute_spark(
         )
         judged.write.mode("overwrite").parquet(plan_path)
     finally:
-        flags.unpersist()
         log.release()
     plan = spark.read.parquet(plan_path)
     targets = plan.where("outcome = 'planned'")

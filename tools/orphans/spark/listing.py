@@ -33,14 +33,18 @@ _FILE, _DIR, _HIDDEN_DIR = 0, 1, 2
 @dataclass
 class DistributedListing:
     """``files``: every visible file (path relative to the root, size, mtime in epoch ms), a
-    DataFrame persisted until :meth:`release`; ``dirs``: directories listed;
-    ``hidden_dirs``: directories not entered; ``file_count``: the rows of ``files``."""
+    DataFrame persisted until :meth:`release`; ``dirs``: directories listed (0: not
+    counted); ``hidden_dirs``: directories not entered; ``file_count``: the rows of
+    ``files``; ``markers``: the files of ``files`` that can mark a streaming checkpoint
+    (:data:`~deltaguard.tools.orphans.streaming.CHECKPOINT_MARKER_REGEX`), if the listing
+    collected them (None: the caller looks for them in ``files``)."""
 
     files: DataFrame
     dirs: int
     hidden_dirs: list[str]
     file_count: int
     _persisted: list[Any]
+    markers: list[str] | None = None
 
     def release(self) -> None:
         for rdd in self._persisted:
@@ -116,5 +120,7 @@ def list_table_distributed(
         tasks = max(-(-pending // dirs_per_task), min(pending, parallelism))
         dirs = next_dirs.repartition(min(tasks, 4 * parallelism))
     files_rdd = spark.sparkContext.union([r.filter(lambda r: r[0] == _FILE) for r in rounds])
+    # persisted as rows of the JVM: each later use reads them, not the Python rounds again
     files = spark.createDataFrame(files_rdd.map(lambda r: (r[1], r[2], r[3])), FILES_SCHEMA)
-    return DistributedListing(files, listed, sorted(hidden), file_count, rounds)
+    files = files.persist(StorageLevel.MEMORY_AND_DISK)
+    return DistributedListing(files, listed, sorted(hidden), file_count, [*rounds, files])

@@ -4,20 +4,26 @@ The same sets as :mod:`deltaguard.tools.orphans.references` (read its docstring 
 means and why ``named_in_log`` covers every version that can still be read), computed without holding
 them in one process:
 
-* every retained JSON commit and compaction is read with ``spark.read.text``; every checkpoint
-  the snapshot or ``named_in_log`` needs (the snapshot's own, the oldest, the ones after a gap:
+* every retained JSON commit and compaction is read with ``spark.read.json`` (an explicit
+  schema, ``FAILFAST``: a line that is not JSON fails the job); every checkpoint the snapshot
+  or ``named_in_log`` needs (the snapshot's own, the oldest, the ones after a gap:
   :func:`~deltaguard.tools.orphans.references.checkpoints_besides`) and their sidecars with
-  ``spark.read.parquet``, each action rendered back to its JSON line (``to_json`` drops nulls
-  as the JSON log does);
-* executors parse each line with the local engine's action parser
-  (:func:`~deltaguard.tools.deltalog.actions.parse_action`) and map paths into the table with
-  :func:`~deltaguard.tools.deltalog.paths.relative_to_root` and deletion vectors to their files;
+  ``spark.read.parquet``, projected onto the same columns (:data:`RAW_SCHEMA`: the paths,
+  deletion vector ids and deletion timestamps of file actions; metaData, protocol and
+  sidecar actions as JSON text, parsed on the driver by the local engine's parser);
+* the actions are mapped in Spark SQL when their raw path is already its decoded path
+  relative to the root and their DV (if any) is inline
+  (:data:`~deltaguard.tools.deltalog.paths.NEEDS_RULE_OR_DECODING`); the others (encoded,
+  absolute or unnormalized paths, DVs in files) go through the one path rule,
+  :func:`~deltaguard.tools.deltalog.paths.relative_to_root`, and
+  :meth:`~deltaguard.tools.deltalog.actions.DeletionVector.file_path` in the executors; a
+  file action without a path fails the job naming its file;
 * the snapshot is reconciled in Spark: newest version wins per ``(path, DV id)`` over the
   snapshot's checkpoint and the commits after it.
 
 Only the log listing (file names in ``_delta_log``), the newest metadata and protocol, and the
-names of sidecars reach the driver. A line that is not a valid action fails the job with the
-file and the error (a reference we cannot read is one we could miss).
+names of sidecars reach the driver. A line that is not JSON, or a file action without a path,
+fails the job (a reference we cannot read is one we could miss).
 
 **No read of the log skips a damaged file.** A session with
 ``spark.sql.files.ignoreCorruptFiles`` or ``spark.sql.files.ignoreMissingFiles`` on would
@@ -40,12 +46,12 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deltaguard.tools.deltalog.actions import (
-    AddFile,
-    CdcFile,
+    ActionError,
+    DeletionVector,
     Metadata,
     Protocol,
-    RemoveFile,
     Sidecar,
+    decode_path,
     parse_action,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
@@ -58,7 +64,7 @@ from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind
-from deltaguard.tools.deltalog.paths import relative_to_root
+from deltaguard.tools.deltalog.paths import NEEDS_RULE_OR_DECODING, relative_to_root
 from deltaguard.tools.deltalog.snapshot import (
     DEFAULT_DELETED_FILE_RETENTION_MS,
     parse_interval_ms,
@@ -92,17 +98,24 @@ _NON_FILE_ACTIONS = ("metaData", "protocol", "sidecar")
 @dataclass
 class SparkLog:
     """The latest snapshot's ``version``, ``metadata`` and ``protocol``, and ``actions``: every
-    file action of the retained log (:data:`ACTIONS_SCHEMA`), persisted until
-    :meth:`release`; ``notes``: the damaged checkpoints skipped (the local snapshot's notes)."""
+    file action of the retained log (:data:`ACTIONS_SCHEMA`), computed when used (from the
+    snapshot's checkpoint, held in ``cached`` until :meth:`release`, and the other log
+    files, read again); ``notes``: the damaged checkpoints skipped (the local snapshot's
+    notes); ``one_checkpoint``: see below."""
 
     version: int
     metadata: Metadata
     protocol: Protocol
     actions: DataFrame
     notes: list[str] = field(default_factory=list)
+    cached: list[DataFrame] = field(default_factory=list)
+    #: the snapshot is its checkpoint alone (no commit after it): each ``(path, DV id)`` is
+    #: in it once, so nothing needs reconciling (:func:`reference_rows`)
+    one_checkpoint: bool = False
 
     def release(self) -> None:
-        self.actions.unpersist()
+        for frame in self.cached:
+            frame.unpersist()
 
     def retention_ms(self) -> int:
         value = self.metadata.configuration.get("delta.deletedFileRetentionDuration")
@@ -194,7 +207,7 @@ def _own_checkpoint(
             return None, [], _skipped_notes(skipped)
         parts: list[DataFrame] = []
         try:
-            parts = _checkpoint_lines(spark, spec, ref, True)
+            parts = _checkpoint_actions(spark, spec, ref, True)
             for part in parts:
                 part.persist().count()  # every row decoded: a damaged page fails here
         except (PySparkException, Py4JError, ValueError) as exc:
@@ -210,49 +223,95 @@ def _skipped_notes(skipped: list[tuple[CheckpointRef, str]]) -> list[str]:
     return [f"skipped checkpoint {ref.files[0]}: {why}" for ref, why in skipped]
 
 
-def _parser(spec: StoreSpec) -> Any:
-    def parse(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        store = spec.open()
-        for row in rows:
-            line, source, version, in_segment = row[0], row[1], row[2], row[3]
-            if not line.strip():
-                continue
-            try:
-                action = parse_action(orjson.loads(line))
-            except (orjson.JSONDecodeError, ValueError, TypeError) as exc:
-                raise CorruptLogError(f"{source}: {exc}", source) from None
-            if isinstance(action, Metadata | Protocol | Sidecar):
-                small = {Metadata: "metaData", Protocol: "protocol", Sidecar: "sidecar"}
-                yield line, None, None, small[type(action)], version, in_segment, None, False, False
-                continue
-            if not isinstance(action, AddFile | RemoveFile | CdcFile):
-                continue
-            rel = relative_to_root(action.path, store)
-            dv = None if isinstance(action, CdcFile) else action.deletion_vector
-            dv_file = dv.file_path() if dv is not None else None
-            dv_rel = relative_to_root(dv_file, store) if dv_file is not None else None
-            kind = {AddFile: "add", RemoveFile: "remove", CdcFile: "cdc"}[type(action)]
-            ts = action.deletion_timestamp if isinstance(action, RemoveFile) else None
-            path = rel if rel is not None else action.path
-            key = key_string(path, dv.unique_id if dv is not None else None)
-            dv_path = dv_rel if dv_rel is not None else dv_file
-            outside, dv_outside = rel is None, dv_file is not None and dv_rel is None
-            yield key, path, dv_path, kind, version, in_segment, ts, outside, dv_outside
-
-    return parse
+#: The columns the log is read into (both JSON commits and checkpoint parquet): the file
+#: actions' fields the references need (nested projection: nothing else of a checkpoint is
+#: decoded), and the small actions as their JSON bodies (parsed on the driver).
+_DV_FIELDS = "storageType string, pathOrInlineDv string, offset int"
+RAW_SCHEMA = (
+    f"add struct<path string, deletionVector struct<{_DV_FIELDS}>>, "
+    f"remove struct<path string, deletionTimestamp long, deletionVector struct<{_DV_FIELDS}>>, "
+    "cdc struct<path string>, metaData string, protocol string, sidecar string"
+)
 
 
-def _json_lines(
+def _raw_columns(df: DataFrame) -> DataFrame:
+    """``df`` (a log file read) projected onto :data:`RAW_SCHEMA`: fields its schema lacks are
+    null, struct bodies of small actions become their JSON text (``to_json`` drops nulls as
+    the JSON log does)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    schema = df.schema
+
+    def field(path: str, kind: str) -> Any:
+        node: Any = schema
+        for name in path.split("."):
+            if not isinstance(node, StructType) or name not in node.fieldNames():
+                return F.lit(None).cast(kind)
+            node = node[name].dataType
+        col = F.col(path)
+        return F.to_json(col) if kind == "string" and isinstance(node, StructType) else col
+
+    def dv(action: str) -> Any:
+        base = f"{action}.deletionVector"
+        return F.when(
+            field(f"{base}.storageType", "string").isNotNull(),
+            F.struct(
+                field(f"{base}.storageType", "string").alias("storageType"),
+                field(f"{base}.pathOrInlineDv", "string").alias("pathOrInlineDv"),
+                field(f"{base}.offset", "int").alias("offset"),
+            ),
+        )
+
+    def present(action: str, body: Any) -> Any:
+        return F.when(F.col(action).isNotNull(), body) if action in schema.fieldNames() else None
+
+    def struct_or_null(action: str, *cols: Any) -> Any:
+        body = present(action, F.struct(*cols))
+        return body if body is not None else F.lit(None)
+
+    add = struct_or_null(
+        "add", field("add.path", "string").alias("path"), dv("add").alias("deletionVector")
+    )
+    remove = struct_or_null(
+        "remove",
+        field("remove.path", "string").alias("path"),
+        field("remove.deletionTimestamp", "long").alias("deletionTimestamp"),
+        dv("remove").alias("deletionVector"),
+    )
+    cdc = struct_or_null("cdc", field("cdc.path", "string").alias("path"))
+    raw = spark_schema(RAW_SCHEMA)
+    return df.select(
+        *[
+            c.cast(raw[name].dataType).alias(name)
+            for name, c in (("add", add), ("remove", remove), ("cdc", cdc))
+        ],
+        *[field(name, "string").alias(name) for name in _NON_FILE_ACTIONS],
+    )
+
+
+def spark_schema(ddl: str) -> Any:
+    """A DDL schema string as a :class:`~pyspark.sql.types.StructType`."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(ddl)
+
+
+def _json_actions(
     spark: SparkSession, paths: list[str], versions: dict[str, tuple[int, bool]]
 ) -> DataFrame:
-    """Lines of JSON log files with the version of their file and whether the snapshot's
-    segment includes it (``versions``: file name -> (version, in segment))."""
+    """The actions of JSON log files (:data:`RAW_SCHEMA`, ``spark.read.json`` in ``FAILFAST``
+    mode: a line that is not JSON, or whose action is not an object, fails the job) with the
+    version of their file and whether the snapshot's segment includes it (``versions``: file
+    name -> (version, in segment))."""
     from pyspark.sql import functions as F
 
     df = (
         log_reader(spark)
-        .text(paths)
-        .select(F.col("value").alias("line"), F.input_file_name().alias("file"))
+        .schema(RAW_SCHEMA)
+        .option("mode", "FAILFAST")
+        .json(paths)
+        .withColumn("file", F.input_file_name())
     )
     by_name = spark.createDataFrame(
         [(name, v, seg) for name, (v, seg) in versions.items()],
@@ -260,57 +319,205 @@ def _json_lines(
     )
     df = df.withColumn("name", F.regexp_extract("file", r"([^/]+)$", 1))
     return df.join(F.broadcast(by_name), "name", "left").select(
-        "line",
+        *_FILE_ACTIONS,
+        *_NON_FILE_ACTIONS,
         "file",
         F.coalesce("version", F.lit(-1)).alias("version"),
         F.coalesce("in_segment", F.lit(False)).alias("in_segment"),
     )
 
 
-def _parquet_lines(
+def _parquet_actions(
     spark: SparkSession, paths: list[str], version: int, in_segment: bool
 ) -> DataFrame:
+    """The actions of checkpoint parquet files (:data:`RAW_SCHEMA`, only those columns read)."""
     from pyspark.sql import functions as F
 
-    df = log_reader(spark).parquet(*paths)
-    present = [c for c in (*_FILE_ACTIONS, *_NON_FILE_ACTIONS) if c in df.columns]
-    line = F.coalesce(
-        *[
-            F.when(
-                F.col(c).isNotNull(), F.concat(F.lit(f'{{"{c}":'), F.to_json(F.col(c)), F.lit("}"))
-            )
-            for c in present
-        ]
-    )
+    df = _raw_columns(log_reader(spark).parquet(*paths))
     return df.select(
-        line.alias("line"),
+        "*",
         F.input_file_name().alias("file"),
-        F.lit(version).alias("version"),
+        F.lit(version).cast("long").alias("version"),
         F.lit(in_segment).alias("in_segment"),
-    ).where(F.col("line").isNotNull())
+    ).where(F.greatest(*[F.col(c).isNotNull() for c in (*_FILE_ACTIONS, *_NON_FILE_ACTIONS)]))
 
 
-def _checkpoint_lines(
+def _checkpoint_actions(
     spark: SparkSession, spec: StoreSpec, ref: CheckpointRef, in_segment: bool
 ) -> list[DataFrame]:
     store = spec.open()
     locations = [store.location(f"{LOG_DIR}/{name}") for name in ref.files]
     if ref.files[0].endswith(".json"):
         versions = {n: (ref.version, in_segment) for n in ref.files}
-        parts = [_json_lines(spark, locations, versions)]
+        parts = [_json_actions(spark, locations, versions)]
     else:
-        parts = [_parquet_lines(spark, locations, ref.version, in_segment)]
+        parts = [_parquet_actions(spark, locations, ref.version, in_segment)]
     if ref.kind is LogFileKind.V2_CHECKPOINT:
-        sidecar_lines = parts[0].where(parts[0].line.startswith('{"sidecar"')).select("line")
         rels = []
-        for row in sidecar_lines.collect():
-            action = parse_action(orjson.loads(row.line))
+        for row in parts[0].where(parts[0].sidecar.isNotNull()).select("sidecar").collect():
+            action = parse_action({"sidecar": orjson.loads(row.sidecar)})
             if isinstance(action, Sidecar):
                 rels.append(sidecar_rel_path(action))
         if rels:
             located = [r if "://" in r or r.startswith("/") else store.location(r) for r in rels]
-            parts.append(_parquet_lines(spark, located, ref.version, in_segment))
+            parts.append(_parquet_actions(spark, located, ref.version, in_segment))
     return parts
+
+
+def _invalid(kind: str) -> Any:
+    """An error (raised when the row is computed) for a file action without a path: the JSON
+    log's line, or the checkpoint row, names no file, and a reference we cannot read is one we
+    could miss."""
+    from pyspark.sql import functions as F
+
+    return F.raise_error(F.concat(F.col("file"), F.lit(f": {kind}: missing field 'path'")))
+
+
+def _actions(raw: DataFrame) -> DataFrame:
+    """One row per action of the raw rows, in one pass over them: ``kind``, the raw ``path``
+    and ``dv`` of a file action (``deletion_ts`` of a remove), the JSON line ``small`` of a
+    metaData, protocol or sidecar action, and the row's file, version and segment flag."""
+    from pyspark.sql import functions as F
+
+    dv_type = spark_schema(RAW_SCHEMA)["add"].dataType["deletionVector"].dataType
+    no_dv, no_ts = F.lit(None).cast(dv_type), F.lit(None).cast("long")
+    no_str = F.lit(None).cast("string")
+    entries = []
+    for kind in _FILE_ACTIONS:
+        body = F.col(kind)
+        path = F.when(body.path.isNull(), _invalid(kind)).otherwise(body.path)
+        entry = F.struct(
+            F.lit(kind).alias("kind"),
+            path.cast("string").alias("path"),
+            (body.deletionVector if kind != "cdc" else no_dv).alias("dv"),
+            (body.deletionTimestamp if kind == "remove" else no_ts).alias("deletion_ts"),
+            no_str.alias("small"),
+        )
+        entries.append(F.when(body.isNotNull(), entry))
+    for kind in _NON_FILE_ACTIONS:
+        line = F.concat(F.lit(f'{{"{kind}":'), F.col(kind), F.lit("}"))
+        entry = F.struct(
+            F.lit(kind).alias("kind"),
+            no_str.alias("path"),
+            no_dv.alias("dv"),
+            no_ts.alias("deletion_ts"),
+            line.alias("small"),
+        )
+        entries.append(F.when(F.col(kind).isNotNull(), entry))
+    present = F.filter(F.array(*entries), lambda e: e.isNotNull())
+    return raw.select(F.explode(present).alias("a"), "file", "version", "in_segment").select(
+        "a.*", "file", "version", "in_segment"
+    )
+
+
+def _plain_actions(actions: DataFrame) -> DataFrame:
+    """:data:`ACTIONS_SCHEMA` rows of actions (:func:`_actions`) that need no path rule: a
+    file action's path is its relative path and its DV (if any) is inline, so it has no DV
+    file; a small action's ``key`` is its JSON line (parsed on the driver)."""
+    from pyspark.sql import functions as F
+
+    dv_id = F.concat(
+        F.col("dv.storageType"),
+        F.col("dv.pathOrInlineDv"),
+        F.when(F.col("dv.offset").isNotNull(), F.concat(F.lit("@"), F.col("dv.offset"))).otherwise(
+            F.lit("")
+        ),
+    )
+    key = (
+        F.when(F.col("small").isNotNull(), F.col("small"))
+        .when(F.col("dv").isNull(), F.col("path"))
+        .otherwise(F.concat(F.col("path"), F.lit("\x00"), dv_id))
+    )
+    return actions.select(
+        key.alias("key"),
+        "path",
+        F.lit(None).cast("string").alias("dv_path"),
+        "kind",
+        "version",
+        "in_segment",
+        "deletion_ts",
+        F.lit(False).alias("outside"),
+        F.lit(False).alias("dv_outside"),
+    )
+
+
+def _needs_path_rule() -> Any:
+    """True for a file action :func:`_plain_actions` cannot map: a path that needs the path
+    rule (:data:`~deltaguard.tools.deltalog.paths.NEEDS_RULE_OR_DECODING`), or a DV stored in a file."""
+    from pyspark.sql import functions as F
+
+    return F.col("path").rlike(NEEDS_RULE_OR_DECODING) | (
+        F.col("dv").isNotNull() & (F.col("dv.storageType") != "i")
+    )
+
+
+def _ruled(spec: StoreSpec) -> Any:
+    """The file actions :func:`_needs_path_rule` selects, mapped in the executors by the one
+    path rule (:func:`~deltaguard.tools.deltalog.paths.relative_to_root`) and the DV file
+    rule (:meth:`~deltaguard.tools.deltalog.actions.DeletionVector.file_path`)."""
+
+    def parse(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        store = spec.open()
+        for row in rows:
+            dv = None
+            try:
+                decoded = decode_path(row.path)
+                if row.dv is not None:
+                    dv = DeletionVector(
+                        row.dv.storageType, row.dv.pathOrInlineDv, row.dv.offset, 0, 0
+                    )
+                dv_file = dv.file_path() if dv is not None else None
+            except (ActionError, ValueError, TypeError) as exc:
+                raise CorruptLogError(f"{row.file}: {row.kind}: {exc}", row.file) from None
+            rel = relative_to_root(decoded, store)
+            dv_rel = relative_to_root(dv_file, store) if dv_file is not None else None
+            path = rel if rel is not None else decoded
+            key = key_string(path, dv.unique_id if dv is not None else None)
+            dv_path = dv_rel if dv_rel is not None else dv_file
+            outside, dv_outside = rel is None, dv_file is not None and dv_rel is None
+            yield (
+                key,
+                path,
+                dv_path,
+                row.kind,
+                row.version,
+                row.in_segment,
+                row.deletion_ts,
+                outside,
+                dv_outside,
+            )
+
+    return parse
+
+
+def parse_actions(
+    spark: SparkSession, spec: StoreSpec, raw: DataFrame
+) -> tuple[DataFrame, dict[str, str]]:
+    """Raw log rows (:data:`RAW_SCHEMA` plus ``file``, ``version``, ``in_segment``) as
+    :data:`ACTIONS_SCHEMA` rows: in Spark SQL, except the file actions the path rule can
+    change (:func:`_needs_path_rule`), which alone go through Python (:func:`_ruled`).
+    Returns them (not persisted: the job that uses them reads the log again, which measured
+    cheaper than holding every action) and the JSON lines of the newest ``metaData`` and
+    ``protocol`` of the snapshot's segment, found by one job that also tells whether any
+    action needs the path rule."""
+    from pyspark.sql import functions as F
+
+    actions = _actions(raw)
+    ruled = F.col("small").isNull() & _needs_path_rule()
+
+    def newest(kind: str) -> Any:
+        of_kind = (F.col("kind") == kind) & F.col("in_segment")
+        return F.max_by(F.col("small"), F.when(of_kind, F.col("version"))).alias(kind)
+
+    (summary,) = actions.agg(
+        F.count_if(ruled).alias("ruled"), newest("metaData"), newest("protocol")
+    ).collect()
+    parsed = _plain_actions(actions.where(~ruled))
+    if summary.ruled:
+        python = actions.where(ruled).rdd.mapPartitions(_ruled(spec))
+        parsed = parsed.unionByName(spark.createDataFrame(python, ACTIONS_SCHEMA))
+    small = {k: summary[k] for k in ("metaData", "protocol") if summary[k] is not None}
+    return parsed, small
 
 
 def read_log(
@@ -322,8 +529,6 @@ def read_log(
     log checks' finding, not this read's failure). Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` naming the file at fault (a
     damaged line fails the Spark job with it)."""
-    from pyspark.sql import functions as F
-
     store = spec.open()
     own, own_lines, notes = _own_checkpoint(spark, spec, listing, store.uri)
     latest = listing.latest_version
@@ -336,136 +541,127 @@ def read_log(
     sources = own_lines[:]
     if names:
         locations = [store.location(f"{LOG_DIR}/{n}") for n in names]
-        sources.append(_json_lines(spark, locations, names))
+        sources.append(_json_actions(spark, locations, names))
     for i in [] if segment_only else checkpoints_besides(listing, own):
-        sources += _checkpoint_lines(spark, spec, listing.checkpoints[i], False)
-    lines = sources[0]
+        sources += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
+    raw = sources[0]
     for more in sources[1:]:
-        lines = lines.unionByName(more)
-    parsed = spark.createDataFrame(lines.rdd.mapPartitions(_parser(spec)), ACTIONS_SCHEMA)
-    parsed = parsed.persist()
-    small = (
-        parsed.where(F.col("kind").isin("metaData", "protocol") & F.col("in_segment"))
-        .groupBy("kind")
-        .agg(F.max_by("key", "version").alias("line"))
-        .collect()
-    )
-    found = {r.kind: parse_action(orjson.loads(r.line)) for r in small}
-    metadata, protocol = found.get("metaData"), found.get("protocol")
-    if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
-        raise CorruptLogError(f"{store.uri}: version {latest} has no metaData or protocol action")
-    check_readable(protocol, store.uri)
-    for part in own_lines:
-        part.unpersist()
-    return SparkLog(latest, metadata, protocol, parsed, notes)
+        raw = raw.unionByName(more)
+    try:
+        parsed, small = parse_actions(spark, spec, raw)
+        found = {kind: parse_action(orjson.loads(line)) for kind, line in small.items()}
+        metadata, protocol = found.get("metaData"), found.get("protocol")
+        if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
+            raise CorruptLogError(
+                f"{store.uri}: version {latest} has no metaData or protocol action"
+            )
+        check_readable(protocol, store.uri)
+    except BaseException:
+        for part in own_lines:
+            part.unpersist()
+        raise
+    one_checkpoint = own is not None and not (in_chain & set(listing.commits))
+    return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint)
 
 
 def snapshot_files(parsed: DataFrame) -> DataFrame:
     """The snapshot's file actions: per ``(path, DV id)`` the newest add or remove of the
-    snapshot's checkpoint and the commits after it (``kind`` says which)."""
-    from pyspark.sql import Window
+    snapshot's checkpoint and the commits after it (``kind`` says which); one hash
+    aggregation."""
     from pyspark.sql import functions as F
 
-    newest = Window.partitionBy("key").orderBy(F.col("version").desc())
+    fields = [c for c in parsed.columns if c != "key"]
     return (
         parsed.where(F.col("in_segment") & F.col("kind").isin("add", "remove"))
-        .withColumn("rank", F.row_number().over(newest))
-        .where("rank = 1")
-        .drop("rank")
+        .groupBy("key")
+        .agg(F.max_by(F.struct(*fields), F.col("version")).alias("newest"))
+        .select("key", "newest.*")
     )
 
 
-def reference_flags(
-    spark: SparkSession, parsed: DataFrame, cutoff_ms: int
-) -> tuple[DataFrame, int]:
-    """One row per referenced path (:data:`REFS_SCHEMA`) for a deletion cut-off, persisted,
-    and the number of live paths (data files and their DV files)."""
+def reference_rows(parsed: DataFrame, cutoff_ms: int, one_checkpoint: bool = False) -> DataFrame:
+    """The rows :func:`flag_aggregates` groups by path: for each file action inside the table
+    its path and its DV file's path, with what the action says about each (see
+    :mod:`deltaguard.tools.orphans.references` for the sets): a snapshot add makes both live
+    and protected, a snapshot remove deleted at or after the cut-off (or with no timestamp)
+    protects both and is a tombstone of its path, every retained action names both, a ``cdc``
+    action marks its path change data. The snapshot is :func:`snapshot_files` (one shuffle by
+    ``(path, DV id)``), or with ``one_checkpoint`` (:attr:`SparkLog.one_checkpoint`: the
+    snapshot is one checkpoint, each key once) the segment's actions themselves, each giving
+    one row with all its flags."""
     from pyspark.sql import functions as F
 
-    inside = parsed.where(~F.col("outside")).withColumn(
+    inside = parsed.where(~F.col("outside") & F.col("kind").isin(*_FILE_ACTIONS)).withColumn(
         "dv_path", F.when(~F.col("dv_outside"), F.col("dv_path"))
     )
-    files = inside.where(F.col("kind").isin(*_FILE_ACTIONS))
-    snap = snapshot_files(inside)
-    adds = snap.where("kind = 'add'")
-    removes = snap.where("kind = 'remove'")
-    unexpired = removes.where((F.col("deletion_ts") >= cutoff_ms) | F.col("deletion_ts").isNull())
+    t, f = F.lit(True), F.lit(False)
+    no_ts = F.lit(None).cast("long")
 
-    def paths_and_dv_paths(df: DataFrame) -> DataFrame:
-        """The rows' file paths and their deletion-vector files' paths, one column."""
-        return df.select("path").unionByName(
-            df.where(F.col("dv_path").isNotNull()).select(F.col("dv_path").alias("path"))
-        )
+    def two(live: Any, protected: Any, named: Any, remove: Any, ts: Any, cdc: Any) -> Any:
+        """The action's path row and (if it has one) its DV file's row (never a tombstone
+        or change data)."""
 
-    false, true, null = F.lit(False), F.lit(True), F.lit(None).cast("long")
-    live = paths_and_dv_paths(adds).distinct().persist()
-    rows = [
-        live.select(
-            "path",
-            true.alias("live"),
-            true.alias("protected"),
-            false.alias("named_in_log"),
-            false.alias("tombstone"),
-            null.alias("tombstone_ms"),
-            false.alias("change_data"),
-        ),
-        paths_and_dv_paths(unexpired).select(
-            "path",
-            false.alias("live"),
-            true.alias("protected"),
-            false.alias("named_in_log"),
-            false.alias("tombstone"),
-            null.alias("tombstone_ms"),
-            false.alias("change_data"),
-        ),
-        paths_and_dv_paths(files).select(
-            "path",
-            false.alias("live"),
-            false.alias("protected"),
-            true.alias("named_in_log"),
-            false.alias("tombstone"),
-            null.alias("tombstone_ms"),
-            false.alias("change_data"),
-        ),
-        removes.join(live, "path", "left_anti").select(
-            "path",
-            false.alias("live"),
-            false.alias("protected"),
-            false.alias("named_in_log"),
-            true.alias("tombstone"),
-            F.col("deletion_ts").alias("tombstone_ms"),
-            false.alias("change_data"),
-        ),
-        files.where("kind = 'cdc'").select(
-            "path",
-            false.alias("live"),
-            false.alias("protected"),
-            false.alias("named_in_log"),
-            false.alias("tombstone"),
-            null.alias("tombstone_ms"),
-            true.alias("change_data"),
-        ),
-    ]
-    union = rows[0]
-    for more in rows[1:]:
-        union = union.unionByName(more)
-    flags = (
-        union.groupBy("path")
-        .agg(
-            *[
-                F.max(c).alias(c)
-                for c in (
-                    "live",
-                    "protected",
-                    "named_in_log",
-                    "tombstone",
-                    "tombstone_ms",
-                    "change_data",
+        def row(path: Any, is_path: bool) -> Any:
+            return F.struct(
+                path.alias("path"),
+                live.alias("live"),
+                protected.alias("protected"),
+                named.alias("named_in_log"),
+                (remove if is_path else f).alias("snapshot_remove"),
+                (ts if is_path else no_ts).alias("tombstone_ms"),
+                (cdc if is_path else f).alias("change_data"),
+            )
+
+        dv = F.when(F.col("dv_path").isNotNull(), row(F.col("dv_path"), False))
+        return F.filter(F.array(row(F.col("path"), True), dv), lambda r: r.isNotNull())
+
+    is_add, is_remove = F.col("kind") == "add", F.col("kind") == "remove"
+    unexpired = (F.col("deletion_ts") >= cutoff_ms) | F.col("deletion_ts").isNull()
+    tombstone_ms = F.when(is_remove, F.col("deletion_ts"))
+    is_cdc = F.col("kind") == "cdc"
+    if one_checkpoint:
+        seg = F.col("in_segment")
+        return inside.select(
+            F.inline(
+                two(
+                    seg & is_add,
+                    seg & (is_add | (is_remove & unexpired)),
+                    t,
+                    seg & is_remove,
+                    F.when(seg, tombstone_ms),
+                    is_cdc,
                 )
-            ]
+            )
         )
-        .persist()
+    snap = snapshot_files(inside)
+    from_snapshot = snap.select(
+        F.inline(two(is_add, is_add | unexpired, f, is_remove, tombstone_ms, f))
     )
-    count = live.count()
-    live.unpersist()
-    return flags, count
+    named = inside.select(F.inline(two(f, f, t, f, no_ts, is_cdc)))
+    return from_snapshot.unionByName(named)
+
+
+def flag_aggregates() -> list[Any]:
+    """The :data:`REFS_SCHEMA` flags of a path from its :func:`reference_rows` (aggregate
+    columns over a group by ``path``; a group without such rows gets nulls: no flag). A
+    tombstone is a snapshot remove of a path that is not live; its time is the newest
+    deletion timestamp among them."""
+    from pyspark.sql import functions as F
+
+    live = F.max("live")
+    tombstone = F.max("snapshot_remove") & ~F.coalesce(live, F.lit(False))
+    return [
+        live.alias("live"),
+        F.max("protected").alias("protected"),
+        F.max("named_in_log").alias("named_in_log"),
+        tombstone.alias("tombstone"),
+        F.when(tombstone, F.max("tombstone_ms")).alias("tombstone_ms"),
+        F.max("change_data").alias("change_data"),
+    ]
+
+
+def reference_flags(log: SparkLog, cutoff_ms: int) -> DataFrame:
+    """One row per referenced path (:data:`REFS_SCHEMA`) of ``log`` for a deletion cut-off
+    (not persisted: computed by the job that uses it)."""
+    rows = reference_rows(log.actions, cutoff_ms, log.one_checkpoint)
+    return rows.groupBy("path").agg(*flag_aggregates())

@@ -41,6 +41,10 @@ from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.state_dir import default_manifest_path
 
 _ERROR = re.compile(r"deltaguard\.tools\.[\w.]+\.(\w+Error): (.+)")
+#: Spark's error for a file a job could not read (a log line that is not JSON, a truncated
+#: parquet), and the causes below it in a Java stack trace.
+_READ_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+SQLSTATE")
+_CAUSE = re.compile(r"^Caused by: [\w.$]+: (?:\[[\w.]+\] )?(.+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,17 @@ class SparkEngineOptions:
 
 def spark_failure(exc: Exception) -> str | None:
     """The deltaguard error a Spark job failed with (``CorruptLogError: file:line: ...``), or
-    None if the failure is not one of ours."""
-    match = _ERROR.search(str(exc))
-    return f"{match.group(1)}: {match.group(2)}" if match else None
+    the file a job could not read with the innermost cause (``cannot read F: why``), or None
+    if the failure is neither."""
+    text = str(exc)
+    match = _ERROR.search(text)
+    if match:
+        return f"{match.group(1)}: {match.group(2)}"
+    read = _READ_FILE.search(text)
+    if read is None:
+        return None
+    causes = _CAUSE.findall(text)
+    return f"cannot read {read.group(1)}: {causes[-1].strip() if causes else 'unreadable'}"
 
 
 def json_report(

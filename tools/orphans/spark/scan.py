@@ -1,8 +1,9 @@
 """The Spark engine's scan: listing, reference flags, anti-join and classification in Spark.
 
-Each listed file is joined (left) with the reference flags of its path
-(:func:`.log_refs.reference_flags`) and classified in the executors by the local engine's
-:func:`~deltaguard.tools.orphans.classify.data_candidate`; the ``log-temp`` candidates come
+The table is listed on the JVM side (:mod:`.jvm_listing`). Each visible listed file is joined
+(left) with the reference flags of its path (:func:`.log_refs.reference_flags`) and classified
+in Spark SQL by the local engine's rule (:mod:`.classify_sql`, checked row for row against
+:func:`~deltaguard.tools.orphans.classify.data_candidate`); the ``log-temp`` candidates come
 from the local engine's :func:`~deltaguard.tools.orphans.classify.log_candidates` on the
 driver (``_delta_log`` is listed once, on the driver, as the local engine does). The
 candidates are written as a parquet table (:data:`REPORT_COLUMNS`), the totals and partition
@@ -13,35 +14,43 @@ groups are computed in Spark, and the candidates reach the driver only when ther
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import FileInfo
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
     Candidate,
     FileClass,
     ScanResult,
-    data_candidate,
     log_candidates,
 )
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
-from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
+from deltaguard.tools.orphans.spark.classify_sql import (
+    data_class_columns,
+    partition_column,
+    visible_unkept,
+)
 from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
+from deltaguard.tools.orphans.spark.jvm_listing import JvmListing, list_table_jvm, observed
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
+from deltaguard.tools.orphans.spark.log_refs import (
+    SparkLog,
+    flag_aggregates,
+    read_log,
+    reference_flags,
+    reference_rows,
+    strict_file_reads,
+)
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.orphans.streaming import (
     CHECKPOINT_MARKER_REGEX,
     checkpoint_dirs,
-    in_checkpoint,
     kept_dirs,
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Observation, SparkSession
 
 REPORT_SCHEMA = (
     "path string, size long, mtime_ms long, class string, reason string, partition string"
@@ -65,36 +74,49 @@ class SparkScan:
         return len(self.result.candidates) == self.candidate_count
 
 
-def _classifier(
-    partition_columns: list[str],
-    configuration: dict[str, str],
-    cutoff_ms: int,
-    checkpoints: set[str],
-) -> Any:
-    def run(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        is_hidden = hidden_name_rule(partition_columns, configuration)
-        for r in rows:
-            if not is_visible(r.path, is_hidden) or in_checkpoint(r.path, checkpoints):
-                continue
-            c = data_candidate(
-                FileInfo(r.path, r.size, r.mtime_ms),
-                cutoff_ms,
-                protected=bool(r.protected),
-                named_in_log=bool(r.named_in_log),
-                tombstone=(bool(r.tombstone), r.tombstone_ms),
-                change_data=bool(r.change_data),
-            )
-            if c is not None:
-                yield c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition
-
-    return run
-
-
 def _checkpoint_dirs(table: DistributedListing) -> set[str]:
     """The local engine's streaming checkpoint rule (:mod:`deltaguard.tools.orphans.streaming`)
-    on the listed files that can mark a checkpoint (few: collected to the driver)."""
+    on the listed files that can mark a checkpoint (few: collected to the driver, or by the
+    listing itself)."""
+    if table.markers is not None:
+        return checkpoint_dirs(table.markers)
     markers = table.files.filter(table.files.path.rlike(CHECKPOINT_MARKER_REGEX)).select("path")
     return checkpoint_dirs(r.path for r in markers.collect())
+
+
+def _classified(files: DataFrame, log: SparkLog, cutoff_ms: int, live: Observation) -> DataFrame:
+    """The candidates among the listed ``files`` (:data:`REPORT_SCHEMA`): the listing and the
+    log's :func:`~.log_refs.reference_rows` grouped by path in one aggregation (one shuffle,
+    no join), classified by :func:`~.classify_sql.data_class_columns`. ``live`` observes the
+    number of live paths (data files and their DV files)."""
+    from pyspark.sql import functions as F
+
+    listed = files.select("path", "size", "mtime_ms", F.lit(True).alias("listed"))
+    grouped = (
+        reference_rows(log.actions, cutoff_ms, log.one_checkpoint)
+        .unionByName(listed, allowMissingColumns=True)
+        .groupBy("path")
+        .agg(
+            *flag_aggregates(),
+            F.max("listed").alias("listed"),
+            F.max("size").alias("size"),
+            F.max("mtime_ms").alias("mtime_ms"),
+        )
+        .observe(live, F.count_if(F.coalesce(F.col("live"), F.lit(False))).alias("live"))
+    )
+    file_class, reason = data_class_columns(cutoff_ms)
+    return (
+        grouped.where(F.col("listed"))
+        .select(
+            "path",
+            "size",
+            "mtime_ms",
+            file_class.alias("class"),
+            reason.alias("reason"),
+            partition_column().alias("partition"),
+        )
+        .where(F.col("class").isNotNull())
+    )
 
 
 def candidate_of(row: Any) -> Candidate:
@@ -144,6 +166,7 @@ def _scan_spark(
     ``report_path`` (parquet, replaced). Same arguments and errors as
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
     the data files, :mod:`.inventory`)."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -170,30 +193,44 @@ def _scan_spark(
         from_inventory = read.report
         cutoff = min(cutoff, from_inventory.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None
-    flags, live_files = reference_flags(spark, log.actions, cutoff)
-    table = (
-        read.listing
-        if inventory is not None
-        else list_table_distributed(spark, spec, partition_columns, configuration)
-    )
+    table: DistributedListing | JvmListing | None = (
+        read.listing if inventory is not None else None
+    ) or list_table_jvm(spark, spec, partition_columns, configuration)
+    if table is None:  # a session without deltaguard's jar
+        table = list_table_distributed(spark, spec, partition_columns, configuration)
     try:
-        checkpoints = _checkpoint_dirs(table)
-        joined = table.files.join(flags, "path", "left")
-        classify = _classifier(partition_columns, configuration, cutoff, checkpoints)
-        data = spark.createDataFrame(
-            joined.rdd.mapPartitions(classify),
+        jvm = isinstance(table, JvmListing)
+        # the JVM listing collects its checkpoint markers while the report is written
+        checkpoints = set() if isinstance(table, JvmListing) else _checkpoint_dirs(table)
+        logs = spark.createDataFrame(
+            [
+                (c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition)
+                for c in log_candidates(store, listing, cutoff, entries)
+            ],
             REPORT_SCHEMA,
         )
-        logs = [
-            (c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition)
-            for c in log_candidates(store, listing, cutoff, entries)
-        ]
-        report = data.unionByName(spark.createDataFrame(logs, REPORT_SCHEMA))
-        report.write.mode("overwrite").parquet(report_path)
+        live = Observation("orphans live files")
+        classified = _classified(table.files, log, cutoff, live)
+        visible = visible_unkept(partition_columns, configuration, checkpoints)
+        (classified if jvm else classified.where(visible)).unionByName(logs).write.mode(
+            "overwrite"
+        ).parquet(report_path)
+        live_files = observed(
+            live, "live", lambda: reference_flags(log, cutoff).where("live").count()
+        )
+        if isinstance(table, JvmListing):
+            checkpoints = checkpoint_dirs(table.markers())
+            if checkpoints:  # rare: a streaming checkpoint inside the root; written again
+                visible = visible_unkept(partition_columns, configuration, checkpoints)
+                again = _classified(table.files, log, cutoff, Observation("again"))
+                again.where(visible).unionByName(logs).write.mode("overwrite").parquet(report_path)
+            hidden_dirs = table.hidden_dirs()
+        else:
+            hidden_dirs = table.hidden_dirs
         listed = table.file_count
     finally:
-        table.release()
-        flags.unpersist()
+        if isinstance(table, DistributedListing):
+            table.release()
         log.release()
     written = spark.read.parquet(report_path)
     groups = (
@@ -231,11 +268,11 @@ def _scan_spark(
         candidates,
         listed,
         live_files,
-        table.hidden_dirs,
+        hidden_dirs,
         len(listing.files),
         time.monotonic() - started,
         notes,
-        kept_dirs(checkpoints, table.hidden_dirs),
+        kept_dirs(checkpoints, hidden_dirs),
         from_inventory,
     )
     return SparkScan(result, report_path, count, totals, partitions)

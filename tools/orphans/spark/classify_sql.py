@@ -1,0 +1,90 @@
+"""The local engine's classification of listed data files, as Spark SQL columns.
+
+:func:`data_class_columns` is :func:`~deltaguard.tools.orphans.classify.data_candidate` over
+a listed file joined (left) with its path's reference flags
+(:data:`~deltaguard.tools.orphans.spark.log_refs.REFS_SCHEMA`; a file no entry names has
+null flags), with the same classes and reasons (the reason texts are the local engine's
+constants); ``tests/test_orphans_classify_sql.py`` checks it row for row against
+``data_candidate`` on every class. :func:`visible_unkept` is the local engine's visibility
+and streaming checkpoint filter (:func:`~deltaguard.tools.orphans.rules.hidden_regex`,
+:func:`~deltaguard.tools.orphans.streaming.in_checkpoint`) on a ``path`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from deltaguard.tools.orphans.classify import (
+    EXPIRED_CHANGE_DATA_REASON,
+    EXPIRED_REASON,
+    ORPHAN_CHANGE_DATA_REASON,
+    ORPHAN_REASON,
+    RECENT_REASON,
+    TOMBSTONE_REASON,
+    FileClass,
+)
+from deltaguard.tools.orphans.rules import CHANGE_DATA_DIR, hidden_regex
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+
+def data_class_columns(cutoff_ms: int) -> tuple[Column, Column]:
+    """The ``class`` (null: not a candidate, i.e. protected) and ``reason`` columns of a row
+    with ``path``, ``mtime_ms`` and the nullable flags ``protected``, ``named_in_log``,
+    ``tombstone``, ``tombstone_ms``, ``change_data``."""
+    from pyspark.sql import functions as F
+
+    def flag(name: str) -> Column:
+        return F.coalesce(F.col(name), F.lit(False))
+
+    before, after = TOMBSTONE_REASON.split("{}")
+    # Python formats a missing timestamp as "None"
+    tombstone_ms = F.coalesce(F.col("tombstone_ms").cast("string"), F.lit("None"))
+    protected = flag("protected")
+    recent = F.col("mtime_ms") >= F.lit(cutoff_ms)
+    orphan = ~flag("named_in_log")
+    file_class = (
+        F.when(protected, F.lit(None).cast("string"))
+        .when(recent, F.lit(FileClass.RECENT.value))
+        .when(orphan, F.lit(FileClass.ORPHAN.value))
+        .otherwise(F.lit(FileClass.EXPIRED_TOMBSTONE.value))
+    )
+    reason = (
+        F.when(protected, F.lit(None).cast("string"))
+        .when(recent, F.lit(RECENT_REASON))
+        .when(
+            orphan,
+            F.when(
+                F.col("path").startswith(CHANGE_DATA_DIR + "/"), F.lit(ORPHAN_CHANGE_DATA_REASON)
+            ).otherwise(F.lit(ORPHAN_REASON)),
+        )
+        .when(flag("tombstone"), F.concat(F.lit(before), tombstone_ms, F.lit(after)))
+        .when(flag("change_data"), F.lit(EXPIRED_CHANGE_DATA_REASON))
+        .otherwise(F.lit(EXPIRED_REASON))
+    )
+    return file_class, reason
+
+
+def partition_column() -> Column:
+    """:func:`~deltaguard.tools.orphans.rules.partition_of` of the ``path`` column."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_extract(F.col("path"), r"(?s)^(.*)/[^/]*$", 1)
+
+
+def visible_unkept(
+    partition_columns: Sequence[str], configuration: dict[str, str], checkpoints: Iterable[str]
+) -> Column:
+    """True for a ``path`` VACUUM can see (no hidden component) outside every streaming
+    checkpoint directory of ``checkpoints`` (``""``: the root itself is one)."""
+    from pyspark.sql import functions as F
+
+    dirs = sorted(set(checkpoints))
+    if "" in dirs:
+        return F.lit(False)
+    visible = ~F.col("path").rlike(hidden_regex(partition_columns, configuration))
+    for d in dirs:
+        visible = visible & ~F.col("path").startswith(d + "/")
+    return visible
