@@ -355,10 +355,17 @@ def run(
             f"(15 min: {load[2]:.1f}) on {os.cpu_count()} cores"
         )
         if tables is None:
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.rmtree(inventory_of(root), ignore_errors=True)
+            remove_table(root)
         shutil.rmtree(f"{root}-report", ignore_errors=True)
     return out
+
+
+def remove_table(root: Path) -> None:
+    """Deletes a bench table built at ``root`` and its inventory, if there are any."""
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(inventory_of(root), ignore_errors=True)
 
 
 def cached_table(
@@ -373,14 +380,12 @@ def cached_table(
     older than a retention-0 cut-off). A table whose build did not finish (no ``.built``
     marker) is built again, its inventory (:func:`inventory_of`) removed first. Returns its
     root and orphan count."""
-    import shutil
 
     root = tables / f"{name}-{files}"
     marker = tables / f"{name}-{files}.built"
     if marker.exists():
         return root, int(marker.read_text())
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.rmtree(inventory_of(root), ignore_errors=True)
+    remove_table(root)
     orphans = build(root, files, int(time.time() * 1000) - 10 * DAY_MS)
     marker.write_text(f"{orphans}\n")
     return root, orphans

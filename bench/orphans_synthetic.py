@@ -32,7 +32,6 @@ stay in use).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -49,6 +48,7 @@ from .orphans_engines import (
     build_table,
     cached_table,
     inventory_of,
+    remove_table,
 )
 
 #: The mode the rows are labelled with: how they were made.
@@ -141,8 +141,7 @@ def run(workdir: Path, sizes: tuple[int, ...], tables: Path | None = None) -> di
             f"{os.cpu_count()} cores"
         )
         if tables is None:
-            shutil.rmtree(root, ignore_errors=True)
-            shutil.rmtree(inventory_of(root), ignore_errors=True)
+            remove_table(root)
     return out
 
 
