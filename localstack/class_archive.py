@@ -10,8 +10,9 @@ The test suite starts about two hundred such drivers.
 it first if it is missing (once per machine and class path, in
 ``$DELTAGUARD_CACHE/cds/<key>.jsa``; ``key`` hashes ``SPARK_HOME``, the ``java`` binary and
 every jar on the class path with its modification time and size, which the JVM checks: a
-rebuilt plugin jar, as in a fresh checkout, needs a new archive, and the old one is removed). Creating one (:func:`_create`, under a file lock, so concurrent test workers
-create it once) runs a training driver with ``-XX:ArchiveClassesAtExit`` into a temporary file.
+rebuilt plugin jar, as in a fresh checkout, needs a new archive, and the old one is removed).
+Creating one (:func:`_create`, under a file lock, so concurrent test workers create it once)
+runs a training driver with ``-XX:ArchiveClassesAtExit`` into a temporary file.
 The JVM writes that file as it exits, and a JVM that maps a truncated archive crashes (SIGBUS,
 measured), so the file is moved into place only after the training JVM has exited and a
 separate ``java -Xshare:on`` has opened it on the same class path (:func:`usable`). Anything else (a failed

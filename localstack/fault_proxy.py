@@ -27,9 +27,10 @@ proxy answers itself (``error``, ``reset``, ``hang``) and the control API are no
 
 ``skip``: the first ``skip`` matching requests pass untouched (a writer's third commit PUT,
 not its first). ``after``: the rule is armed only once an earlier rule of the set has fired
-(the read-back after a dropped create, however many reads came before it). Request log: every forwarded request's kind, path, ``prefix`` (a listing's)
-and status, in arrival order (the newest :data:`REQUEST_LOG_LIMIT`), to attribute requests to
-a path such as a streaming checkpoint (:func:`requests_under`).
+(the read-back after a dropped create, however many reads came before it). Request log: every
+forwarded request's kind, path, ``prefix`` (a listing's) and status, in arrival order (the
+newest :data:`REQUEST_LOG_LIMIT`), to attribute requests to a path such as a streaming
+checkpoint (:func:`requests_under`).
 
 Determinism: every rule draws from its own ``random.Random(seed, rule index)``, in arrival order.
 Control API on the same port under ``/__faultproxy__/``: ``PUT rules`` (JSON list), ``GET

@@ -159,10 +159,11 @@ class _Jobs:
 
     def start(self, engine: str, preset: PresetName, appends: int, endpoint: str) -> Any:
         args = self._args(engine, preset, appends, endpoint)
-        name = f"{engine}-{preset.value}-w{args[args.index('--writer') + 1]}"
+        writer = int(args[args.index("--writer") + 1])
+        name = f"{engine}-{preset.value}-w{writer}"
         log = self.workdir / f"{name}.log"
         proc = start_job(args, log)
-        self.writers[proc] = int(args[args.index("--writer") + 1])
+        self.writers[proc] = writer
         self.running.append((name, proc, log))
         key = f"{engine} {preset.value}"
         self.engines[key] = self.engines.get(key, 0) + 1

@@ -56,7 +56,7 @@ def hidden_name_rule(
     pattern = re.compile(hidden_regex(partition_columns, configuration))
 
     def is_hidden(name: str) -> bool:
-        return name[:1] in "._m" and name != "" and pattern.match(name) is not None
+        return pattern.match(name) is not None
 
     return is_hidden
 

@@ -4,7 +4,7 @@
 a listed file joined (left) with its path's reference flags
 (:data:`~deltaguard.tools.orphans.spark.log_refs.REFS_SCHEMA`; a file no entry names has
 null flags), with the same classes and reasons (the reason texts are the local engine's
-constants); ``tests/test_orphans_classify_sql.py`` checks it row for row against
+constants); ``tests/test_orphans_spark_engine.py`` checks it row for row against
 ``data_candidate`` on every class. :func:`visible_unkept` is the local engine's visibility
 and streaming checkpoint filter (:func:`~deltaguard.tools.orphans.rules.hidden_regex`,
 :func:`~deltaguard.tools.orphans.streaming.in_checkpoint`) on a ``path`` column.
