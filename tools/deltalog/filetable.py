@@ -70,6 +70,30 @@ def _decode(paths: pa.Array) -> pa.Array:
     )
 
 
+#: Per type, one all-null array that :func:`_nulls` slices (a slice shares its buffers).
+_NULLS: dict[pa.DataType, pa.Array] = {}
+
+
+def _nulls(typ: pa.DataType, n: int) -> pa.Array:
+    """An all-null array of ``n`` values of ``typ`` that costs no memory of its own: a slice of
+    one shared array per type (grown when a longer one is asked for). Arrow arrays are
+    immutable, so sharing is safe."""
+    shared = _NULLS.get(typ)
+    if shared is None or len(shared) < n:
+        shared = _NULLS[typ] = pa.nulls(n, typ)
+    return shared.slice(0, n)
+
+
+def _column(values: pa.Array | None, typ: pa.DataType, n: int) -> pa.Array:
+    """A FILE_SCHEMA column of ``n`` rows from a decoded field (cast to ``typ``); shared nulls
+    (:func:`_nulls`) when the field is missing or holds no value, the common case for the
+    deletion vector fields (a table without DVs) and an add's deletion time: a million-file
+    snapshot then keeps no buffer of nulls (measured: 34 MB less at 975,000 adds)."""
+    if values is None or values.null_count == n:
+        return _nulls(typ, n)
+    return values.cast(typ)
+
+
 def _unique_id(storage: pa.Array, inline: pa.Array, offset: pa.Array) -> pa.Array:
     base = pc.binary_join_element_wise(storage, inline, "")
     with_offset = pc.binary_join_element_wise(base, pc.cast(offset, pa.string()), "@")
@@ -93,8 +117,7 @@ def from_struct(column: pa.ChunkedArray | pa.Array) -> pa.Table:
     n = len(fields["path"])
     cols: dict[str, pa.Array] = {}
     for src, dst in _CHECKPOINT_FIELDS.items():
-        typ = FILE_SCHEMA.field(dst).type
-        cols[dst] = fields[src].cast(typ) if src in fields else pa.nulls(n, typ)
+        cols[dst] = _column(fields.get(src), FILE_SCHEMA.field(dst).type, n)
     cols["path"] = _decode(cols["path"])
     dv = fields.get("deletionVector")
     dv_fields = (
@@ -109,10 +132,13 @@ def from_struct(column: pa.ChunkedArray | pa.Array) -> pa.Table:
         else {}
     )
     for src, dst in _DV_FIELDS.items():
-        typ = FILE_SCHEMA.field(dst).type
-        cols[dst] = dv_fields[src].cast(typ) if src in dv_fields else pa.nulls(n, typ)
-    cols["dv_unique_id"] = _unique_id(
-        cols["dv_storage_type"], cols["dv_path_or_inline_dv"], cols["dv_offset"]
+        cols[dst] = _column(dv_fields.get(src), FILE_SCHEMA.field(dst).type, n)
+    cols["dv_unique_id"] = _column(
+        _unique_id(cols["dv_storage_type"], cols["dv_path_or_inline_dv"], cols["dv_offset"])
+        if cols["dv_storage_type"].null_count < n
+        else None,
+        pa.string(),
+        n,
     )
     return pa.Table.from_pydict(cols, schema=FILE_SCHEMA)
 
