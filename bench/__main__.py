@@ -104,6 +104,37 @@ def _throughput_baseline(spark: dict[str, Any]) -> str:
     )
 
 
+def _cpu_share_lines(spark: dict[str, Any]) -> list[str]:
+    """Where the CPU went while the Spark drivers appended (bench/cpu_share.py), for the rows
+    that measured it."""
+    rows = [
+        (name, writers, r)
+        for name, by_count in spark["stores"].items()
+        for writers, r in by_count.items()
+        if "machine_busy_share_median" in r
+    ]
+    if not rows:
+        return []
+    lines = [
+        "Where the CPU went while they appended (from the first append's start to the last "
+        "one's end, medians of the runs): the machine's busy share of all its cores, and CPU "
+        "seconds per committed version of the writers (their JVMs and Python, with everything "
+        "else on the machine), LocalStack and the fault proxy.",
+        "",
+        "| commit path | drivers | machine busy | writers and the rest | LocalStack | fault proxy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, writers, r in rows:
+        lines.append(
+            f"| {throughput_labels().get(name, name)} | {writers} | "
+            f"{r['machine_busy_share_median']:.0%} | "
+            f"{r['writers_cpu_s_per_commit_median']:.2f} s | "
+            f"{r['localstack_cpu_s_per_commit_median']:.2f} s | "
+            f"{r['proxy_cpu_s_per_commit_median']:.2f} s |"
+        )
+    return [*lines, ""]
+
+
 def _throughput_lines(tput: dict[str, Any]) -> list[str]:
     """One table for the Spark drivers (with lost commits and ratios against the baseline),
     one for the anchors."""
@@ -141,7 +172,7 @@ def _throughput_lines(tput: dict[str, Any]) -> list[str]:
                     + (f"{scaling[name][writers]:.2f}x" if writers in scaling.get(name, {}) else "")
                     + " |"
                 )
-        lines.append("")
+        lines += ["", *_cpu_share_lines(spark)]
     anchors = tput.get("anchors")
     if anchors:
         lines += [
@@ -427,8 +458,8 @@ def _stamped(section: dict[str, Any], runs: int, **params: Any) -> dict[str, Any
 @dataclass(frozen=True)
 class _Bench:
     """What every section runs against: the parsed options, one LocalStack (its endpoint, a
-    bucket and a DynamoDB commit table), a scratch directory, and the results so far (each
-    section adds its own key; a long section also writes them part way)."""
+    bucket and a DynamoDB commit table, its process), a scratch directory, and the results so
+    far (each section adds its own key; a long section also writes them part way)."""
 
     args: argparse.Namespace
     endpoint: Endpoint
@@ -436,6 +467,7 @@ class _Bench:
     ddb_table: str
     workdir: Path
     results: dict[str, Any]
+    localstack_pid: int
 
 
 def _measure_latency(b: _Bench) -> None:
@@ -493,6 +525,7 @@ def _measure_throughput(b: _Bench) -> None:
         a.tput_runs,
         _appends(throughput.ANCHOR_APPENDS, a.python_appends, counts),
         b.workdir,
+        b.localstack_pid,
         on_progress=lambda p: keep("anchors", p),
     )
     throughput.run(
@@ -502,6 +535,7 @@ def _measure_throughput(b: _Bench) -> None:
         a.spark_runs,
         _appends(throughput.SPARK_APPENDS, a.spark_appends, counts),
         b.workdir,
+        b.localstack_pid,
         on_progress=lambda p: keep("spark", p),
     )
 
@@ -617,6 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     with LocalStackServer(workdir / "localstack") as localstack:
+        assert localstack.server is not None  # started by the with
         bench = _Bench(
             args,
             localstack.endpoint,
@@ -624,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
             "deltaguard-bench-commits",
             workdir,
             results,
+            localstack.server.pid,
         )
         bench.endpoint.s3_client().create_bucket(Bucket=bench.bucket)
         create_table(bench.endpoint.dynamodb_client(), bench.ddb_table)

@@ -20,11 +20,15 @@ the data commits found over the span from that start to the last append's end, a
 request counts run from that start to the next round's (so JVM start-up is in neither). Per
 append, the writer times its commit call (p50/p95 pooled over the runs' appends) and its
 process CPU seconds. Ratios are per run (round i against round i) against the baseline of the
-same bench run. The verification (delta-rs, reading LocalStack directly) is not counted.
+same bench run. The verification (delta-rs, reading LocalStack directly) is not counted. Where
+the CPU went during each round's appending span (:mod:`bench.cpu_share`): the machine's busy
+share of its cores, and CPU seconds per commit of LocalStack, the fault proxy and the rest
+(the writers), so a figure that does not grow with writers can say whether CPU was short.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import uuid
@@ -41,6 +45,7 @@ from deltaguard.spark_conf.request_tuning import checksums_off_conf, untuned_con
 from deltaguard.spark_conf.session import delta_conf
 from deltaguard.spark_conf.spark_lines import installed_line
 
+from .cpu_share import CpuSampler
 from .stats import percentile
 
 #: The delay the proxy adds to every request: a real S3 round trip is 10-50 ms.
@@ -144,10 +149,12 @@ def _samples(
     writers: int,
     appends: int,
     runs: int,
+    cpu: CpuSampler,
 ) -> list[dict[str, Any]]:
     """``runs`` runs of ``writers`` writers, as rounds of the same writer processes (one JVM
     start per point instead of per run), each round on a fresh table behind a start barrier;
-    requests are counted from one round's start to the next one's (the last: to the exit)."""
+    requests are counted from one round's start to the next one's (the last: to the exit);
+    CPU (``cpu``) over each round's appending span."""
     workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
     marks: list[dict[str, Any]] = []
     results: list[MultiDriverResult] = run_multi_driver_rounds(
@@ -167,7 +174,28 @@ def _samples(
         verify_with_deltars=True,
     )
     marks.append(proxy.stats())
-    return [_sample(who, r, marks[i], marks[i + 1]) for i, r in enumerate(results)]
+    return [
+        {**_sample(who, r, marks[i], marks[i + 1]), **_cpu_share(cpu, r)}
+        for i, r in enumerate(results)
+    ]
+
+
+def _cpu_share(cpu: CpuSampler, result: MultiDriverResult) -> dict[str, Any]:
+    """Where the CPU went while the round's writers appended (from the first append's start
+    to the last one's end): the machine's busy share of all its cores, and CPU seconds per
+    committed version of LocalStack, the fault proxy and everything else (the writers, their
+    JVMs' compiler and GC threads, this process)."""
+    start = min(r["first_append_at"] for r in result.reports)
+    end = max(r["last_append_at"] for r in result.reports)
+    used = cpu.used(start, end)
+    commits = max(1, len(result.found_tags))
+    servers = used["localstack"] + used["proxy"]
+    return {
+        "machine_busy_share": used["machine"] / ((end - start) * (os.cpu_count() or 1)),
+        "localstack_cpu_s_per_commit": used["localstack"] / commits,
+        "proxy_cpu_s_per_commit": used["proxy"] / commits,
+        "writers_cpu_s_per_commit": max(0.0, used["machine"] - servers) / commits,
+    }
 
 
 def _sample(
@@ -208,6 +236,15 @@ def _sample(
     }
 
 
+#: The per-run figures of :func:`_cpu_share`.
+CPU_SHARE_KEYS = (
+    "machine_busy_share",
+    "localstack_cpu_s_per_commit",
+    "proxy_cpu_s_per_commit",
+    "writers_cpu_s_per_commit",
+)
+
+
 def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
     kinds = sorted({k for x in samples for k in x["by_kind"]})
     calls = [t for x in samples for t in x["commit_call_s"]]
@@ -232,6 +269,7 @@ def _row(samples: list[dict[str, Any]], appends: int) -> dict[str, Any]:
         "cpu_s_per_append_median": med("cpu_s_per_append"),
         "startup_s_median": med("startup_s"),
         "spark_jobs_per_append_median": med("spark_jobs_per_append"),
+        **{f"{key}_median": med(key) for key in CPU_SHARE_KEYS},
         "appends_per_writer": appends,
         "runs": [round(x["commits_per_s"], 3) for x in samples],
     }
@@ -244,6 +282,7 @@ def run(
     runs: int,
     appends: dict[int, int],
     workdir: Path,
+    localstack_pid: int,
     latency_ms: float = LATENCY_MS,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
@@ -252,14 +291,18 @@ def run(
     races and lost commits, CPU seconds per append) and the commit call's p50/p95 over all the
     runs' appends. With the baseline in ``group``: per writer count, the median of the per-run
     ratios against it (commits/s and requests per commit). ``on_progress(partial)``: after
-    each writer count, what is measured so far (a long run keeps its results)."""
+    each writer count, what is measured so far (a long run keeps its results).
+    ``localstack_pid``: the server's process, whose CPU is reported apart (:func:`_cpu_share`)."""
     rows: dict[str, Any] = {who.name: {} for who in group}
     ratios: dict[str, Any] = {}
-    with FaultProxy(endpoint, workdir, latency_ms=latency_ms) as proxy:
+    with (
+        FaultProxy(endpoint, workdir, latency_ms=latency_ms) as proxy,
+        CpuSampler({"localstack": localstack_pid, "proxy": _pid(proxy)}) as cpu,
+    ):
         proxy.set_rules([COMMIT_PUTS])
         for writers, each in appends.items():
             samples = {
-                who.name: _samples(endpoint, proxy, bucket, who, writers, each, runs)
+                who.name: _samples(endpoint, proxy, bucket, who, writers, each, runs, cpu)
                 for who in group
             }
             for who in group:
@@ -279,6 +322,12 @@ def run(
             if on_progress is not None:
                 on_progress(_section(latency_ms, rows, ratios))
     return _section(latency_ms, rows, ratios)
+
+
+def _pid(proxy: FaultProxy) -> int:
+    if proxy.server is None:
+        raise RuntimeError("the fault proxy is not running")
+    return proxy.server.pid
 
 
 def _scaling(rows: dict[str, Any]) -> dict[str, Any]:
