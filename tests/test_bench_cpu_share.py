@@ -13,11 +13,7 @@ from bench.cpu_share import CpuSampler
 
 #: A child that spins for a second, then sleeps (it stays alive: a tree that is gone counts 0).
 _SPIN_THEN_SLEEP = (
-    "import time\n"
-    "end = time.time() + 1.0\n"
-    "while time.time() < end:\n"
-    "    pass\n"
-    "time.sleep(30)\n"
+    "import time\nend = time.time() + 1.0\nwhile time.time() < end:\n    pass\ntime.sleep(30)\n"
 )
 
 
