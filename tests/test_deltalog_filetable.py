@@ -6,30 +6,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from deltaguard.localstack.synthetic_table import ADD
 from deltaguard.tools.deltalog import filetable
-
-_DV = pa.struct(
-    [
-        ("storageType", pa.string()),
-        ("pathOrInlineDv", pa.string()),
-        ("offset", pa.int32()),
-        ("sizeInBytes", pa.int32()),
-        ("cardinality", pa.int64()),
-    ]
-)
-_ADD = pa.struct(
-    [
-        ("path", pa.string()),
-        ("size", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("deletionVector", _DV),
-    ]
-)
 
 
 def _adds(rows: list[dict[str, object] | None]) -> pa.Array:
-    return pa.array(rows, _ADD)
+    return pa.array(rows, ADD)  # the test bed's checkpoint layout of an add
 
 
 def _add(path: str, dv: dict[str, object] | None = None) -> dict[str, object]:
