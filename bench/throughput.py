@@ -185,8 +185,7 @@ def _cpu_share(cpu: CpuSampler, result: MultiDriverResult) -> dict[str, Any]:
     to the last one's end): the machine's busy share of all its cores, and CPU seconds per
     committed version of LocalStack, the fault proxy and everything else (the writers, their
     JVMs' compiler and GC threads, this process)."""
-    start = min(r["first_append_at"] for r in result.reports)
-    end = max(r["last_append_at"] for r in result.reports)
+    start, end = result.append_span
     used = cpu.used(start, end)
     commits = max(1, len(result.found_tags))
     servers = used["localstack"] + used["proxy"]

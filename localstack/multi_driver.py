@@ -89,11 +89,19 @@ class MultiDriverResult:
         return int(self.verified["rows"])
 
     @property
-    def commits_per_second(self) -> float:
-        """Data commits found / the span from the first append start to the last append end."""
-        span = max(r["last_append_at"] for r in self.reports) - min(
-            r["first_append_at"] for r in self.reports
+    def append_span(self) -> tuple[float, float]:
+        """The first append's start and the last append's end, over all writers (``time.time()``
+        values)."""
+        return (
+            min(r["first_append_at"] for r in self.reports),
+            max(r["last_append_at"] for r in self.reports),
         )
+
+    @property
+    def commits_per_second(self) -> float:
+        """Data commits found / the :attr:`append_span`."""
+        start, end = self.append_span
+        span = end - start
         return len(self.found_tags) / span if span > 0 else 0.0
 
     @property
