@@ -134,9 +134,7 @@ def from_struct(column: pa.ChunkedArray | pa.Array) -> pa.Table:
     for src, dst in _DV_FIELDS.items():
         cols[dst] = _column(dv_fields.get(src), FILE_SCHEMA.field(dst).type, n)
     cols["dv_unique_id"] = _column(
-        _unique_id(cols["dv_storage_type"], cols["dv_path_or_inline_dv"], cols["dv_offset"])
-        if cols["dv_storage_type"].null_count < n
-        else None,
+        _unique_id(cols["dv_storage_type"], cols["dv_path_or_inline_dv"], cols["dv_offset"]),
         pa.string(),
         n,
     )
