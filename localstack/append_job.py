@@ -11,7 +11,7 @@ commits with a conditional PUT; given the endpoint and keys only, never a lockin
 ``AWS_S3_ALLOW_UNSAFE_RENAME``).
 
 Start barrier (``--barrier-dir``): a writer that is ready to append (session built, table
-found, a Spark driver warmed by two appends to a scratch table beside it and holding the round's
+found, a Spark driver warmed by creating two scratch tables beside it, and holding the round's
 table open, as a long-running writer does and as writer 0 does after creating it) creates
 ``ready-r<round>-w<writer>`` there and waits for ``go-r<round>`` (written by the orchestrator
 once every writer is ready; ``abort`` if one failed), so the writers' appends overlap fully and
@@ -265,13 +265,13 @@ def _wait_and_append(
 
 
 def _warm_up(spark: SparkSession, table: str, writer: int) -> None:
-    """Two appends to this writer's scratch Delta table beside ``table`` (same storage, same
-    commit path: ``<table>-warm-up-w<writer>``): class loading and code generation of the
-    write path and of the store's requests happen before the timed appends, without touching
-    the shared table."""
-    scratch = f"{table}-warm-up-w{writer}"
-    for _ in range(2):
-        spark.range(10).write.format("delta").mode("append").save(scratch)
+    """Two writes, each creating a scratch Delta table of this writer beside ``table`` (same
+    storage, same commit path: ``<table>-warm-up-w<writer>-<i>``): class loading and code
+    generation of the write path and of the store's requests happen before the timed appends,
+    without touching the shared table. Each commit is a version 0, which a staged race
+    (:func:`deltaguard.localstack.race.hold_one_commit_put`, versions >= 1) leaves alone."""
+    for i in range(2):
+        spark.range(10).write.format("delta").mode("append").save(f"{table}-warm-up-w{writer}-{i}")
 
 
 def _session_conf(
