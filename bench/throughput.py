@@ -14,9 +14,9 @@ the same delay (:data:`ANCHORS`): deltaguard's Python writer and delta-rs writer
 
 The runs of one point (commit path, writer count) are rounds of the same writer processes,
 each round on a fresh table: a JVM start per point, not per run, keeps the section near 25
-minutes on 2 cores. Every round starts behind a barrier: writers start and warm up (a Spark
-driver appends twice to a scratch table of its own on the same store and opens the round's
-table, as writer 0 has from creating it), then all start appending at once; commits/s is
+minutes on 2 cores. Every round starts behind a barrier: writers start and warm up (what a
+Spark driver does before it is ready: :mod:`deltaguard.localstack.append_job`, "Start
+barrier"), then all start appending at once; commits/s is
 the data commits found over the span from that start to the last append's end, and the proxy's
 request counts run from that start to the next round's (so JVM start-up is in neither). Per
 append, the writer times its commit call (p50/p95 pooled over the runs' appends) and its
