@@ -10,7 +10,9 @@ deltaguard.localstack.checksum_check TABLE ENDPOINT APPENDS``; prints a JSON rep
 3. the driver loads the newest snapshot and validates its checksum against a full state
    reconstruction (``Snapshot.validateChecksum``: with the fatal setting, a mismatch raises);
 4. the driver appends once more; the report lists that append's Spark jobs by description,
-   so a caller can see whether Delta rebuilt the state (``Delta: Compute snapshot``).
+   so a caller can see whether Delta rebuilt the state (``Delta: Compute snapshot``);
+5. a fresh load validates that append's checksum, which the conditional store wrote right
+   after the commit (derived from the Python committer's; ``CommitChecksums.java``).
 """
 
 from __future__ import annotations
@@ -76,6 +78,15 @@ def run(table: str, endpoint_url: str, appends: int, local_dir: Path) -> dict[st
     before = jobs()
     rows.write.format("delta").mode("append").save(table)
     after = jobs()
+    # That append's checksum is the conditional store's (derived from the Python committer's):
+    # a fresh load reads it back and validates it the same way.
+    jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+    last = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(
+        spark._jsparkSession, table
+    ).unsafeVolatileSnapshot()
+    last_valid = bool(last.validateChecksum(getattr(last, "validateChecksum$default$1")()))
+    last_has_checksum = bool(last.checksumOpt().isDefined())
+    last_version = int(last.version())
     spark.stop()
     return {
         "spark_version": spark.version,
@@ -86,6 +97,9 @@ def run(table: str, endpoint_url: str, appends: int, local_dir: Path) -> dict[st
         "snapshot_has_checksum": has_checksum,
         "checksum_valid": valid,
         "next_append_jobs": [d for j, d in sorted(after.items()) if j not in before],
+        "last_version": last_version,
+        "last_has_checksum": last_has_checksum,
+        "last_checksum_valid": last_valid,
     }
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import orjson
 import pytest
 
 from deltaguard.localstack.spark_driver import SNAPSHOT_JOB
@@ -53,6 +55,23 @@ def test_checksum_after_append_adds_the_files_and_carries_the_rest():
     assert "allFiles" not in fields and "inCommitTimestampOpt" not in fields
 
 
+CASES = Path(__file__).parent.parent / "logstore/src/test/resources/blind-append-checksums.json"
+
+
+def test_the_shared_cases_give_what_the_stores_java_rule_gives():
+    """The derivable cases of the file BlindAppendChecksumTest runs the store's rule on: the
+    Python rule gives the same checksum exactly (which cases are blind appends is the
+    committer's own decision: it writes only those)."""
+    derivable = [c for c in orjson.loads(CASES.read_bytes())["cases"] if c["expected"]]
+    assert len(derivable) == 2
+    for case in derivable:
+        actions = [orjson.loads(line) for line in case["actions"]]
+        sizes = [a["add"]["size"] for a in actions if "add" in a]
+        txn = next(a["commitInfo"]["txnId"] for a in actions if "commitInfo" in a)
+        previous = parse_checksum(orjson.dumps(case["previous"]))
+        assert checksum_after_append(previous, sizes, txn).fields == case["expected"], case["name"]
+
+
 def test_parse_checksum_names_what_is_wrong():
     with pytest.raises(ChecksumError, match="not valid JSON"):
         parse_checksum(b"{")
@@ -89,6 +108,8 @@ def test_spark_validates_the_python_committers_checksums(line, localstack, ls_bu
     assert report["rows"] == 24, report
     assert report["snapshot_version"] == 3 and report["snapshot_has_checksum"], report
     assert report["checksum_valid"], report
+    assert report["last_version"] == 4 and report["last_has_checksum"], report
+    assert report["last_checksum_valid"], report
     assert SNAPSHOT_JOB not in report["next_append_jobs"], report
     # One job, the write: the Python committer's N.crc lists no files, and the preset's
     # allFilesInCrc.enabled=false keeps Delta from collecting the table's files to derive the

@@ -30,11 +30,14 @@ _CARRIED = (
     "domainMetadata",
     "metadata",
     "protocol",
+    "fileSizeHistogram",
     "histogramOpt",
     "deletedRecordCountsHistogramOpt",
     "numDeletedRecordsOpt",
     "numDeletionVectorsOpt",
 )
+#: The file-size histogram under Delta 4.4's name (the protocol's) and the legacy Delta-Spark one.
+_HISTOGRAMS = ("fileSizeHistogram", "histogramOpt")
 REQUIRED = ("tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol")
 
 
@@ -90,7 +93,9 @@ def parse_checksum(data: bytes) -> VersionChecksum:
 def checksum_after_append(
     previous: VersionChecksum, sizes: list[int], txn_id: str
 ) -> VersionChecksum:
-    """The checksum of the version a blind append commits right after ``previous``'s version:
+    """The checksum of the version a blind append commits right after ``previous``'s version
+    (the same rule as the conditional store's JVM twin, ``BlindAppendChecksum.java``; both are
+    pinned to ``logstore/src/test/resources/blind-append-checksums.json``):
     ``sizes`` are the byte sizes of the files it adds (no removes, no deletion vectors, no
     protocol, metadata, transaction or domain changes). Counts, table size and each histogram
     present in ``previous`` grow by the added files; the rest is carried as it was."""
@@ -98,9 +103,10 @@ def checksum_after_append(
     fields["txnId"] = txn_id
     fields["numFiles"] = previous.num_files + len(sizes)
     fields["tableSizeBytes"] = previous.table_size_bytes + sum(sizes)
-    histogram = fields.get("histogramOpt")
-    if isinstance(histogram, dict):
-        fields["histogramOpt"] = _with_files(histogram, sizes)
+    for name in _HISTOGRAMS:
+        histogram = fields.get(name)
+        if isinstance(histogram, dict):
+            fields[name] = _with_files(histogram, sizes)
     deleted = fields.get("deletedRecordCountsHistogramOpt")
     if isinstance(deleted, dict):
         counts = list(deleted["deletedRecordCounts"])

@@ -32,6 +32,11 @@ import org.apache.hadoop.fs.Path;
  * A cancelled or failed stream sent no request, or a PUT that S3 rejected: no temp file is left
  * behind either, unlike an interrupted rename.
  *
+ * <p><b>A checksum the store already wrote.</b> For a {@code N.crc} that deltaguard's
+ * conditional store itself created right after {@code N.json} in this JVM ({@link
+ * CommitChecksums#storedHere}), an {@code overwriteIfPossible = false} stream sends nothing at
+ * close: the file exists, so the conditional create could only fail.
+ *
  * <p><b>Large files.</b> A file larger than {@link LogStoreSettings#CHECKPOINT_PUT_MAX_BYTES}
  * (16 MiB by default: state-store snapshots, RocksDB archives) is not held in memory: once the
  * buffer would pass that size, the bytes so far and the rest go through {@code fallback}, the
@@ -57,9 +62,18 @@ final class CheckpointPut extends OutputStream {
     private ByteArrayOutputStream buffer = new ByteArrayOutputStream();
     private OutputStream fallbackStream;
     private boolean done;
+    /** The file is a checksum the conditional store itself stored: close sends nothing. */
+    private final boolean alreadyStored;
 
     CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
                   LogStoreSettings settings, boolean overwrite, Fallback fallback) {
+        this(s3, endpoint, bucket, key, settings, overwrite, fallback, false);
+    }
+
+    private CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
+                          LogStoreSettings settings, boolean overwrite, Fallback fallback,
+                          boolean alreadyStored) {
+        this.alreadyStored = alreadyStored;
         this.s3 = s3;
         this.endpoint = endpoint;
         this.bucket = bucket;
@@ -80,8 +94,16 @@ final class CheckpointPut extends OutputStream {
             return null;
         }
         S3Target target = S3Target.resolve(path, conf);
-        return new CheckpointPut(target.calls(), target.endpoint(), target.bucket(), target.key(),
+        return forKey(target.calls(), target.endpoint(), target.bucket(), target.key(),
             LogStoreSettings.from(conf), overwrite, fallback);
+    }
+
+    /** The stream for a resolved key; see the class contract, "A checksum the store already
+     * wrote", for when its close sends nothing. */
+    static CheckpointPut forKey(S3Calls s3, String endpoint, String bucket, String key,
+                                LogStoreSettings settings, boolean overwrite, Fallback fallback) {
+        return new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite, fallback,
+            !overwrite && CommitChecksums.storedHere(bucket, key));
     }
 
     @Override
@@ -126,7 +148,11 @@ final class CheckpointPut extends OutputStream {
         }
         byte[] body = buffer.toByteArray();
         buffer = null;
+        if (alreadyStored) {
+            return;
+        }
         S3ConditionalLogStore.write(s3, settings, endpoint, bucket, key, body, overwrite);
+        CommitChecksums.seen(bucket, key, body);
     }
 
     /** Drops the file: nothing is sent (or the fallback stream is cancelled). */

@@ -30,15 +30,24 @@ public final class LogStoreSettings {
      */
     public static final String CHECKPOINT_PUT_MAX_BYTES = "checkpoint.putMaxBytes";
 
+    /**
+     * Whether the conditional store writes a blind append's {@code N.crc} right after its
+     * {@code N.json} (default true; also off whenever Delta's {@code
+     * spark.databricks.delta.writeChecksumFile.enabled} is false). See {@link CommitChecksums}.
+     */
+    public static final String COMMIT_CHECKSUMS = "commitChecksums";
+
     private final boolean verifyConditionalWrites;
+    private final boolean commitChecksums;
     private final int maxAttempts;
     private final long baseDelayMs;
     private final long maxDelayMs;
     private final long checkpointPutMaxBytes;
 
     private LogStoreSettings(boolean verify, int maxAttempts, long baseDelayMs, long maxDelayMs,
-                             long checkpointPutMaxBytes) {
+                             long checkpointPutMaxBytes, boolean commitChecksums) {
         this.verifyConditionalWrites = verify;
+        this.commitChecksums = commitChecksums;
         this.maxAttempts = maxAttempts;
         this.baseDelayMs = baseDelayMs;
         this.maxDelayMs = maxDelayMs;
@@ -52,7 +61,6 @@ public final class LogStoreSettings {
      *     under the two prefixes; the message names the key.
      */
     public static LogStoreSettings from(Configuration conf) {
-        boolean verify = Boolean.parseBoolean(get(conf, VERIFY_CONDITIONAL_WRITES, "true"));
         int maxAttempts = (int) positive(conf, MAX_ATTEMPTS, 10);
         long base = positive(conf, BASE_DELAY_MS, 50);
         long max = positive(conf, MAX_DELAY_MS, 5_000);
@@ -66,7 +74,9 @@ public final class LogStoreSettings {
             throw new IllegalArgumentException(PREFIX + CHECKPOINT_PUT_MAX_BYTES
                 + " must be below 2 GiB (the bytes are held in memory), got " + putMax);
         }
-        return new LogStoreSettings(verify, maxAttempts, base, max, putMax);
+        boolean checksums = bool(conf, COMMIT_CHECKSUMS, true);
+        return new LogStoreSettings(bool(conf, VERIFY_CONDITIONAL_WRITES, true), maxAttempts, base,
+            max, putMax, checksums);
     }
 
     /** The full key a user sets, for error messages. */
@@ -88,6 +98,15 @@ public final class LogStoreSettings {
         return spark != null ? spark : dflt;
     }
 
+    private static boolean bool(Configuration conf, String name, boolean dflt) {
+        String raw = get(conf, name, Boolean.toString(dflt));
+        if (!raw.equalsIgnoreCase("true") && !raw.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(PREFIX + name + " must be true or false, got '"
+                + raw + "'");
+        }
+        return Boolean.parseBoolean(raw);
+    }
+
     private static long positive(Configuration conf, String name, long dflt) {
         String raw = get(conf, name, Long.toString(dflt));
         long value;
@@ -104,6 +123,10 @@ public final class LogStoreSettings {
 
     public boolean verifyConditionalWrites() {
         return verifyConditionalWrites;
+    }
+
+    public boolean commitChecksums() {
+        return commitChecksums;
     }
 
     public int maxAttempts() {

@@ -56,6 +56,10 @@ import org.apache.hadoop.fs.Path;
  *       {@link S3LogFiles}.</li>
  * </ol>
  *
+ * <p><b>Checksums.</b> After the create of a blind append's {@code N.json} the store also
+ * writes its {@code N.crc}, best effort and never affecting the commit's outcome: see {@link
+ * CommitChecksums}.
+ *
  * <h2>What happens on each failure</h2>
  * <ul>
  *   <li>412, another writer's bytes stored: FileAlreadyExistsException; Delta retries at N+1.</li>
@@ -91,8 +95,13 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         S3Target target = S3Target.resolve(path, hadoopConf);
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         writeLines(actions, body);
-        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
-            body.toByteArray(), overwrite);
+        byte[] bytes = body.toByteArray();
+        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(), bytes,
+            overwrite);
+        if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
+            CommitChecksums.afterCommit(conditionalCreate(target.calls(), settings),
+                target.bucket(), target.key(), bytes);
+        }
     }
 
     /**
@@ -119,12 +128,17 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             new Backoff(settings.baseDelayMs(), settings.maxDelayMs()));
     }
 
-    /** One GET of the whole file (see point 6 above), not S3A's HEAD + GET. */
+    /**
+     * One GET of the whole file (see point 6 above), not S3A's HEAD + GET. A checksum read is
+     * remembered for {@link CommitChecksums}.
+     */
     @Override
     public CloseableIterator<String> read(Path path, Configuration hadoopConf) throws IOException {
         S3Target target = S3Target.resolve(path, hadoopConf);
-        return S3LogFiles.read(conditionalCreate(target.calls(), settings), target.bucket(),
-            target.key());
+        byte[] body = S3LogFiles.readBytes(conditionalCreate(target.calls(), settings),
+            target.bucket(), target.key());
+        CommitChecksums.seen(target.bucket(), target.key(), body);
+        return S3LogFiles.lines(body);
     }
 
     /** Each action followed by a newline, UTF-8, as every Delta LogStore writes them. */

@@ -30,13 +30,24 @@ final class S3LogFiles {
      */
     static CloseableIterator<String> read(ConditionalCreate reads, String bucket, String key)
             throws IOException {
+        return lines(readBytes(reads, bucket, key));
+    }
+
+    /** {@link #read}'s one GET, as bytes; the same exceptions. */
+    static byte[] readBytes(ConditionalCreate reads, String bucket, String key)
+            throws IOException {
         String where = "s3://" + bucket + "/" + key;
         Optional<byte[]> body = reads.read(bucket, key, "read " + where);
         if (!body.isPresent()) {
             throw new FileNotFoundException("No such file: " + where);
         }
+        return body.get();
+    }
+
+    /** The lines (UTF-8) of a file's bytes, as Delta's LogStores return them. */
+    static CloseableIterator<String> lines(byte[] body) {
         return new LineCloseableIterator(new BufferedReader(new InputStreamReader(
-            new ByteArrayInputStream(body.get()), StandardCharsets.UTF_8)));
+            new ByteArrayInputStream(body), StandardCharsets.UTF_8)));
     }
 
     /**

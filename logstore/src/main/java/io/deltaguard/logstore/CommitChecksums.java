@@ -1,0 +1,181 @@
+package io.deltaguard.logstore;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.hadoop.conf.Configuration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The version checksum {@code N.crc} of a blind append, written by {@link S3ConditionalLogStore}
+ * right after it created {@code N.json}, instead of seconds later by Delta.
+ *
+ * <p><b>Why.</b> A Spark driver that commits {@code N+1} derives its own checksum from {@code
+ * N.crc}; without it, it rebuilds the whole table state with Spark jobs. Delta writes {@code
+ * N.crc} in a post-commit hook, and at a checkpoint version only after its commit statistics
+ * have rebuilt the state: seconds in which every other driver that commits finds no checksum
+ * and rebuilds too (measured in {@code docs/logstore.md}, "The checkpoint version under
+ * contention"). Written by the store, {@code N.crc} is there one PUT after {@code N.json}.
+ *
+ * <p><b>Contract.</b> {@link #afterCommit} is best effort and never throws: the commit has
+ * already been decided by the conditional create of {@code N.json}, and nothing here can change
+ * it. It writes {@code N.crc} only when {@link BlindAppendChecksum} can derive it exactly from
+ * {@code (N-1).crc} (taken from this JVM's memory of the newest checksum Delta read or wrote, or
+ * the store stored, for the table, else one GET; none there means none written), with the same conditional create as
+ * a commit (If-None-Match, read-back of an unknown outcome), so it never replaces a checksum. It
+ * writes nothing when Delta's own {@code spark.databricks.delta.writeChecksumFile.enabled} is
+ * false (Spark copies SQL settings into the Hadoop configuration each write gets) or when {@code
+ * deltaguard.logstore.commitChecksums} is false. A checksum stored here is remembered, so that
+ * Delta's own write of the same file through deltaguard's checkpoint file manager sends nothing
+ * ({@link #storedHere}; see {@link CheckpointPut}): the file exists, and Delta's write of it
+ * would fail with a 412 and a logged warning. What is not written here, Delta writes as before.
+ */
+final class CommitChecksums {
+    private static final Logger LOG = LoggerFactory.getLogger(CommitChecksums.class);
+    /** Delta's own switch for checksum files (a Spark SQL setting, default true). */
+    static final String DELTA_WRITE_CHECKSUM = "spark.databricks.delta.writeChecksumFile.enabled";
+
+    private static final Pattern COMMIT = Pattern.compile("(.*_delta_log/)(\\d{20})\\.json");
+    private static final Pattern CHECKSUM = Pattern.compile("(.*_delta_log/)(\\d{20})\\.crc");
+    private static final int TABLES_REMEMBERED = 1_000;
+    private static final int STORED_REMEMBERED = 10_000;
+
+    /** Per log directory ({@code bucket/..._delta_log/}): the newest checksum read or stored. */
+    private static final Map<String, Known> NEWEST = lru(TABLES_REMEMBERED);
+    /** {@code bucket/key} of each checksum this JVM stored in {@link #afterCommit}. */
+    private static final Map<String, Boolean> STORED = lru(STORED_REMEMBERED);
+
+    private CommitChecksums() {}
+
+    /** Whether the store writes checksums for writes with {@code hadoopConf}. */
+    static boolean enabled(LogStoreSettings settings, Configuration hadoopConf) {
+        return settings.commitChecksums()
+            && hadoopConf.getBoolean(DELTA_WRITE_CHECKSUM, true);
+    }
+
+    /**
+     * After the create of {@code key} (a commit file {@code N.json} holding {@code body})
+     * succeeded: writes {@code N.crc} if it can be derived (class contract). Never throws.
+     */
+    static void afterCommit(ConditionalCreate create, String bucket, String key, byte[] body) {
+        Matcher commit = COMMIT.matcher(key);
+        if (!commit.matches()) {
+            return;
+        }
+        String logDir = commit.group(1);
+        long version = Long.parseLong(commit.group(2));
+        if (version == 0) {
+            return;
+        }
+        String crcKey = checksumKey(logDir, version);
+        try {
+            byte[] previous = previous(create, bucket, logDir, version - 1);
+            if (previous == null) {
+                return;
+            }
+            byte[] checksum = BlindAppendChecksum.derive(previous, lines(body));
+            if (checksum == null) {
+                return;
+            }
+            create.create(bucket, crcKey, checksum);
+            STORED.put(bucket + "/" + crcKey, Boolean.TRUE);
+            remember(bucket, logDir, version, checksum);
+        } catch (FileAlreadyExistsException e) {
+            LOG.debug("s3://{}/{} was already written by another writer", bucket, crcKey);
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Could not write the checksum s3://{}/{} (the commit itself landed; Delta "
+                + "writes the checksum after the commit instead): {}", bucket, crcKey,
+                e.toString());
+        }
+    }
+
+    /**
+     * Remembers a checksum Delta read through the store or wrote through deltaguard's
+     * checkpoint file manager, if {@code key} is one: the next commit derives from it with no GET.
+     */
+    static void seen(String bucket, String key, byte[] body) {
+        Matcher checksum = CHECKSUM.matcher(key);
+        if (checksum.matches()) {
+            remember(bucket, checksum.group(1), Long.parseLong(checksum.group(2)), body);
+        }
+    }
+
+    /** Whether {@link #afterCommit} in this JVM stored {@code s3://bucket/key}. */
+    static boolean storedHere(String bucket, String key) {
+        return STORED.containsKey(bucket + "/" + key);
+    }
+
+    /** Forgets every checksum read or stored (tests only). */
+    static void resetForTests() {
+        NEWEST.clear();
+        STORED.clear();
+    }
+
+    private static byte[] previous(ConditionalCreate create, String bucket, String logDir,
+                                   long version) throws IOException {
+        Known known = NEWEST.get(bucket + "/" + logDir);
+        if (known != null && known.version == version) {
+            return known.bytes;
+        }
+        String key = checksumKey(logDir, version);
+        Optional<byte[]> body = create.read(bucket, key, "read s3://" + bucket + "/" + key);
+        if (!body.isPresent()) {
+            return null;
+        }
+        remember(bucket, logDir, version, body.get());
+        return body.get();
+    }
+
+    private static void remember(String bucket, String logDir, long version, byte[] bytes) {
+        String table = bucket + "/" + logDir;
+        synchronized (NEWEST) {
+            Known known = NEWEST.get(table);
+            if (known == null || known.version <= version) {
+                NEWEST.put(table, new Known(version, bytes));
+            }
+        }
+    }
+
+    private static String checksumKey(String logDir, long version) {
+        return logDir + String.format("%020d", version) + ".crc";
+    }
+
+    private static List<String> lines(byte[] body) {
+        List<String> out = new ArrayList<>();
+        for (String line : new String(body, StandardCharsets.UTF_8).split("\n")) {
+            if (!line.trim().isEmpty()) {
+                out.add(line);
+            }
+        }
+        return out;
+    }
+
+    private static <V> Map<String, V> lru(int size) {
+        return Collections.synchronizedMap(new LinkedHashMap<String, V>(64, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > size;
+            }
+        });
+    }
+
+    private static final class Known {
+        final long version;
+        final byte[] bytes;
+
+        Known(long version, byte[] bytes) {
+            this.version = version;
+            this.bytes = bytes;
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.deltaguard.logstore;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Collections;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.hadoop.conf.Configuration;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What the conditional store sends for a blind append's {@code N.crc} after creating {@code
+ * N.json} (CommitChecksums): the derived checksum with one conditional PUT, the previous one
+ * from memory when this JVM read or wrote it (else one GET), nothing when it cannot be derived,
+ * never an exception, never a replaced file; and Delta's own later write of that checksum
+ * through the checkpoint file manager sends nothing.
+ */
+class CommitChecksumsTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String LOG = "t/_delta_log/";
+
+    private FakeS3 s3;
+    private JsonNode append;
+
+    @BeforeEach
+    void fresh() throws IOException {
+        CommitChecksums.resetForTests();
+        s3 = new FakeS3(true);
+        append = BlindAppendChecksumTest.cases().get(0);
+    }
+
+    private ConditionalCreate create() {
+        return new ConditionalCreate(s3.calls(), 3, new Backoff(1, 2));
+    }
+
+    private static String key(long version, String suffix) {
+        return LOG + String.format("%020d", version) + suffix;
+    }
+
+    private byte[] commit() {
+        return String.join("\n", BlindAppendChecksumTest.actions(append))
+            .concat("\n").getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void writesTheDerivedChecksumWithOneConditionalPut() throws IOException {
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        assertEquals(Arrays.asList("GET " + key(6, ".crc"), "PUT " + key(7, ".crc")
+            + " If-None-Match"), s3.requests);
+        assertEquals(append.get("expected"), JSON.readTree(s3.objects.get(key(7, ".crc"))));
+        assertTrue(CommitChecksums.storedHere("b", key(7, ".crc")));
+
+        s3.requests.clear();
+        CommitChecksums.afterCommit(create(), "b", key(8, ".json"), commit());
+        assertEquals(Collections.singletonList("PUT " + key(8, ".crc") + " If-None-Match"),
+            s3.requests, "the previous checksum is the one this JVM just stored: no GET");
+    }
+
+    @Test
+    void aChecksumDeltaReadOrWroteNeedsNoGet() throws IOException {
+        CommitChecksums.seen("b", key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        assertEquals(Collections.singletonList("PUT " + key(7, ".crc") + " If-None-Match"),
+            s3.requests);
+    }
+
+    @Test
+    void withoutThePreviousChecksumNothingIsWritten() {
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
+        assertTrue(s3.objects.isEmpty());
+        assertFalse(CommitChecksums.storedHere("b", key(7, ".crc")));
+    }
+
+    @Test
+    void anotherWritersChecksumIsNeverReplacedAndNothingThrows() throws IOException {
+        byte[] theirs = "{\"numFiles\":9}\n".getBytes(StandardCharsets.UTF_8);
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        s3.objects.put(key(7, ".crc"), theirs);
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        assertArrayEquals(theirs, s3.objects.get(key(7, ".crc")));
+        assertFalse(CommitChecksums.storedHere("b", key(7, ".crc")));
+    }
+
+    @Test
+    void aFailedChecksumPutNeverFailsTheCommit() throws IOException {
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        s3.script.add(FakeS3.Fault.ERROR_403);
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        assertFalse(s3.objects.containsKey(key(7, ".crc")));
+        s3.getScript.add(FakeS3.Fault.ERROR_403);
+        CommitChecksums.afterCommit(create(), "b", key(8, ".json"), commit());
+        assertFalse(s3.objects.containsKey(key(8, ".crc")));
+    }
+
+    @Test
+    void notABlindAppendOrNotACommitWritesNothing() throws IOException {
+        JsonNode remove = BlindAppendChecksumTest.cases().get(2);
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(remove));
+        byte[] body = String.join("\n", BlindAppendChecksumTest.actions(remove))
+            .getBytes(StandardCharsets.UTF_8);
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), body);
+        CommitChecksums.afterCommit(create(), "b", key(7, ".checkpoint.parquet"), commit());
+        CommitChecksums.afterCommit(create(), "b", "t/_delta_log/_last_checkpoint", commit());
+        CommitChecksums.afterCommit(create(), "b", key(0, ".json"), commit());
+        assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
+        assertFalse(s3.objects.containsKey(key(7, ".crc")));
+    }
+
+    @Test
+    void deltasOwnWriteOfAStoredChecksumSendsNothing() throws IOException {
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        byte[] stored = s3.objects.get(key(7, ".crc"));
+        s3.requests.clear();
+        Configuration conf = new Configuration(false);
+        conf.set(LogStoreSettings.key(LogStoreSettings.VERIFY_CONDITIONAL_WRITES), "false");
+        CheckpointPut out = CheckpointPut.forKey(s3.calls(), "fake", "b", key(7, ".crc"),
+            LogStoreSettings.from(conf), false, new CheckpointPut.Fallback() {
+                @Override
+                public OutputStream open() {
+                    throw new AssertionError("no fallback for a small file");
+                }
+
+                @Override
+                public void cancel(OutputStream opened) {
+                }
+            });
+        out.write("{\"numFiles\":3}\n".getBytes(StandardCharsets.UTF_8));
+        out.close();
+        assertEquals(Collections.emptyList(), s3.requests);
+        assertArrayEquals(stored, s3.objects.get(key(7, ".crc")));
+    }
+
+    @Test
+    void offWhenDeltasChecksumSwitchOrOursIsOff() {
+        Configuration conf = new Configuration(false);
+        LogStoreSettings on = LogStoreSettings.from(conf);
+        assertTrue(CommitChecksums.enabled(on, conf));
+        Configuration deltaOff = new Configuration(false);
+        deltaOff.set(CommitChecksums.DELTA_WRITE_CHECKSUM, "false");
+        assertFalse(CommitChecksums.enabled(on, deltaOff));
+        Configuration oursOff = new Configuration(false);
+        oursOff.set(LogStoreSettings.key(LogStoreSettings.COMMIT_CHECKSUMS), "false");
+        assertFalse(CommitChecksums.enabled(LogStoreSettings.from(oursOff), oursOff));
+    }
+}
