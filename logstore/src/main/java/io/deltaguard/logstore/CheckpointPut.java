@@ -43,6 +43,13 @@ import org.apache.hadoop.fs.Path;
  * rename-based stream of Spark's own file manager, with its contract and its cost.
  */
 final class CheckpointPut extends OutputStream {
+    /** The Spark SQL / Hadoop setting that selects a checkpoint file manager (Spark reads it
+     * from the Hadoop configuration). */
+    static final String MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass";
+    /** The name every deltaguard checkpoint file manager's class starts with. */
+    private static final String MANAGER_CLASS_PREFIX =
+        "io.deltaguard.logstore.S3PutCheckpointFileManager";
+
     /** Opens Spark's own atomic stream for the same file, used past the size cap. */
     interface Fallback {
         OutputStream open() throws IOException;
@@ -104,6 +111,12 @@ final class CheckpointPut extends OutputStream {
                                 LogStoreSettings settings, boolean overwrite, Fallback fallback) {
         return new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite, fallback,
             !overwrite && CommitChecksums.storedHere(bucket, key));
+    }
+
+    /** Whether {@code conf} selects one of deltaguard's checkpoint file managers. */
+    static boolean managerSelected(Configuration conf) {
+        String manager = conf.getTrimmed(MANAGER_CLASS_KEY);
+        return manager != null && manager.startsWith(MANAGER_CLASS_PREFIX);
     }
 
     @Override

@@ -34,8 +34,9 @@ import org.slf4j.LoggerFactory;
  * the store stored, for the table, else one GET; none there means none written), with the same conditional create as
  * a commit (If-None-Match, read-back of an unknown outcome), so it never replaces a checksum. It
  * writes nothing when Delta's own {@code spark.databricks.delta.writeChecksumFile.enabled} is
- * false (Spark copies SQL settings into the Hadoop configuration each write gets) or when {@code
- * deltaguard.logstore.commitChecksums} is false. A checksum stored here is remembered, so that
+ * false (Spark copies SQL settings into the Hadoop configuration each write gets), when {@code
+ * deltaguard.logstore.commitChecksums} is false, or when no deltaguard checkpoint file manager
+ * is selected ({@link #enabled} says why). A checksum stored here is remembered, so that
  * Delta's own write of the same file through deltaguard's checkpoint file manager sends nothing
  * ({@link #storedHere}; see {@link CheckpointPut}): the file exists, and Delta's write of it
  * would fail with a 412 and a logged warning. What is not written here, Delta writes as before.
@@ -57,10 +58,16 @@ final class CommitChecksums {
 
     private CommitChecksums() {}
 
-    /** Whether the store writes checksums for writes with {@code hadoopConf}. */
+    /**
+     * Whether the store writes checksums for writes with {@code hadoopConf}: its own setting
+     * and Delta's are on, and one of deltaguard's checkpoint file managers is selected. Without
+     * one, Delta's own write of the same checksum (Spark's temp file plus rename) would find
+     * the file there, leave its temp file in {@code _delta_log} and log a warning per commit.
+     */
     static boolean enabled(LogStoreSettings settings, Configuration hadoopConf) {
         return settings.commitChecksums()
-            && hadoopConf.getBoolean(DELTA_WRITE_CHECKSUM, true);
+            && hadoopConf.getBoolean(DELTA_WRITE_CHECKSUM, true)
+            && CheckpointPut.managerSelected(hadoopConf);
     }
 
     /**

@@ -17,7 +17,7 @@ import org.apache.spark.sql.execution.streaming.CheckpointFileManager;
  */
 public class S3PutCheckpointFileManagerSpark35 implements CheckpointFileManager {
     /** The Spark SQL / Hadoop setting that selects the manager (Spark reads it from Hadoop). */
-    public static final String MANAGER_CLASS_KEY = "spark.sql.streaming.checkpointFileManagerClass";
+    public static final String MANAGER_CLASS_KEY = CheckpointPut.MANAGER_CLASS_KEY;
 
     private final CheckpointFileManager spark;
     private final Configuration conf;

@@ -142,15 +142,28 @@ class CommitChecksumsTest {
         assertArrayEquals(stored, s3.objects.get(key(7, ".crc")));
     }
 
-    @Test
-    void offWhenDeltasChecksumSwitchOrOursIsOff() {
+    private static Configuration withManager(String manager) {
         Configuration conf = new Configuration(false);
-        LogStoreSettings on = LogStoreSettings.from(conf);
-        assertTrue(CommitChecksums.enabled(on, conf));
-        Configuration deltaOff = new Configuration(false);
+        if (manager != null) {
+            conf.set(CheckpointPut.MANAGER_CLASS_KEY, manager);
+        }
+        return conf;
+    }
+
+    @Test
+    void onlyWithDeltaguardsFileManagerAndBothSwitchesOn() {
+        LogStoreSettings on = LogStoreSettings.from(new Configuration(false));
+        assertTrue(CommitChecksums.enabled(on,
+            withManager("io.deltaguard.logstore.S3PutCheckpointFileManager")));
+        assertTrue(CommitChecksums.enabled(on,
+            withManager("io.deltaguard.logstore.S3PutCheckpointFileManagerSpark35")));
+        assertFalse(CommitChecksums.enabled(on, withManager(null)), "Spark's own manager");
+        assertFalse(CommitChecksums.enabled(on, withManager(
+            "org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager")));
+        Configuration deltaOff = withManager("io.deltaguard.logstore.S3PutCheckpointFileManager");
         deltaOff.set(CommitChecksums.DELTA_WRITE_CHECKSUM, "false");
         assertFalse(CommitChecksums.enabled(on, deltaOff));
-        Configuration oursOff = new Configuration(false);
+        Configuration oursOff = withManager("io.deltaguard.logstore.S3PutCheckpointFileManager");
         oursOff.set(LogStoreSettings.key(LogStoreSettings.COMMIT_CHECKSUMS), "false");
         assertFalse(CommitChecksums.enabled(LogStoreSettings.from(oursOff), oursOff));
     }
