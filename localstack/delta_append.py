@@ -152,6 +152,8 @@ def write_next_checksum(
             "\n".join(store.read(checksum_uri(table_uri, version - 1))).encode("utf-8")
         )
         after = checksum_after_append(previous, added_sizes, txn_id)
+        if after is None:
+            return False
         write_object(checksum_uri(table_uri, version), after.to_json() + b"\n")
     except FileNotFoundError:
         return False

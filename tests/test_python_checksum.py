@@ -44,6 +44,7 @@ PREVIOUS = {
 
 def test_checksum_after_append_adds_the_files_and_carries_the_rest():
     after = checksum_after_append(parse_checksum(json.dumps(PREVIOUS).encode()), [10000], "t1")
+    assert after is not None
     fields = after.fields
     assert (fields["numFiles"], fields["tableSizeBytes"], fields["txnId"]) == (3, 10100, "t1")
     assert fields["histogramOpt"]["fileCounts"] == [2, 1, 0]
@@ -60,8 +61,9 @@ CASES = Path(__file__).parent.parent / "logstore/src/test/resources/blind-append
 
 def test_the_shared_cases_give_what_the_stores_java_rule_gives():
     """The derivable cases of the file BlindAppendChecksumTest runs the store's rule on: the
-    Python rule gives the same checksum exactly (which cases are blind appends is the
-    committer's own decision: it writes only those)."""
+    Python rule gives the same checksum exactly, and refuses the previous checksums the store
+    refuses (which commits are blind appends is the committer's own decision: it writes only
+    those)."""
     derivable = [c for c in orjson.loads(CASES.read_bytes())["cases"] if c["expected"]]
     assert len(derivable) == 2
     for case in derivable:
@@ -69,7 +71,13 @@ def test_the_shared_cases_give_what_the_stores_java_rule_gives():
         sizes = [a["add"]["size"] for a in actions if "add" in a]
         txn = next(a["commitInfo"]["txnId"] for a in actions if "commitInfo" in a)
         previous = parse_checksum(orjson.dumps(case["previous"]))
-        assert checksum_after_append(previous, sizes, txn).fields == case["expected"], case["name"]
+        after = checksum_after_append(previous, sizes, txn)
+        assert after is not None and after.fields == case["expected"], case["name"]
+    refused = [c for c in orjson.loads(CASES.read_bytes())["cases"] if c.get("previous_refused")]
+    assert len(refused) == 2
+    for case in refused:
+        previous = parse_checksum(orjson.dumps(case["previous"]))
+        assert checksum_after_append(previous, [1], "t") is None, case["name"]
 
 
 def test_parse_checksum_names_what_is_wrong():

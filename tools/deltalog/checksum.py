@@ -90,15 +90,30 @@ def parse_checksum(data: bytes) -> VersionChecksum:
     return VersionChecksum(obj)
 
 
+#: With this table property Delta drops expired ``setTransactions`` from the state, so a
+#: checksum cannot carry them forward (``BlindAppendChecksum.TXN_RETENTION``, the same rule).
+TXN_RETENTION = "delta.setTransactionRetentionDuration"
+
+
 def checksum_after_append(
     previous: VersionChecksum, sizes: list[int], txn_id: str
-) -> VersionChecksum:
+) -> VersionChecksum | None:
     """The checksum of the version a blind append commits right after ``previous``'s version
     (the same rule as the conditional store's JVM twin, ``BlindAppendChecksum.java``; both are
     pinned to ``logstore/src/test/resources/blind-append-checksums.json``):
     ``sizes`` are the byte sizes of the files it adds (no removes, no deletion vectors, no
     protocol, metadata, transaction or domain changes). Counts, table size and each histogram
-    present in ``previous`` grow by the added files; the rest is carried as it was."""
+    present in ``previous`` grow by the added files; the rest is carried as it was. None when
+    ``previous`` cannot be carried exactly: not one metadata and one protocol, or a table with
+    ``delta.setTransactionRetentionDuration``."""
+    meta = previous.fields.get("metadata")
+    config = meta.get("configuration") if isinstance(meta, dict) else None
+    if (
+        previous.fields.get("numMetadata") != 1
+        or previous.fields.get("numProtocol") != 1
+        or (isinstance(config, dict) and TXN_RETENTION in config)
+    ):
+        return None
     fields = {k: previous.fields[k] for k in _CARRIED if k in previous.fields}
     fields["txnId"] = txn_id
     fields["numFiles"] = previous.num_files + len(sizes)

@@ -20,10 +20,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * <p><b>Contract.</b> {@link #derive} returns the new checksum's bytes (one JSON line) only when
  * the commit is a blind append Delta itself would count the same way: its actions are one
  * {@code commitInfo} with {@code isBlindAppend = true} and no {@code inCommitTimestamp}, plus
- * {@code add} actions each with a {@code size} and no deletion vector. Anything else (a remove,
- * a protocol, metadata, transaction or domain action, CDC files, in-commit timestamps, an
- * unreadable previous checksum) returns null: a checksum is optional, and one that is not exact
- * would be worse than none, since Delta readers treat a mismatch as fatal by default.
+ * {@code add} actions each with a {@code size} and no deletion vector, on a previous checksum
+ * with one metadata and one protocol and a table without {@code
+ * delta.setTransactionRetentionDuration}. Anything else (a remove, a protocol, metadata,
+ * transaction or domain action, CDC files, in-commit timestamps, a {@code lastManifestCommit},
+ * Delta's {@code Manual Update}, an unreadable previous checksum) returns null: a checksum is
+ * optional, and one that is not exact would be worse than none, since Delta readers treat a
+ * mismatch as fatal by default.
  *
  * <p><b>What it holds.</b> {@code numFiles} and {@code tableSizeBytes} grow by the added files;
  * each file-size histogram present in the previous checksum ({@code fileSizeHistogram}, Delta
@@ -45,6 +48,14 @@ final class BlindAppendChecksum {
         "deletedRecordCountsHistogramOpt", "numDeletedRecordsOpt", "numDeletionVectorsOpt");
     private static final List<String> HISTOGRAMS = Arrays.asList("fileSizeHistogram",
         "histogramOpt");
+
+    /**
+     * With this table property Delta drops expired {@code setTransactions} from the state, so it
+     * never carries them forward incrementally (the full state's list may shrink with time).
+     */
+    static final String TXN_RETENTION = "delta.setTransactionRetentionDuration";
+    /** Delta's {@code ManualUpdate} operation, which Delta never derives a checksum for. */
+    private static final String MANUAL_UPDATE = "Manual Update";
 
     private BlindAppendChecksum() {}
 
@@ -73,7 +84,9 @@ final class BlindAppendChecksum {
             }
         }
         if (!old.get("tableSizeBytes").canConvertToLong()
-                || !old.get("numFiles").canConvertToLong()) {
+                || !old.get("numFiles").canConvertToLong()
+                || old.get("numMetadata").asLong(-1) != 1 || old.get("numProtocol").asLong(-1) != 1
+                || old.path("metadata").path("configuration").has(TXN_RETENTION)) {
             return null;
         }
         String txnId = null;
@@ -87,7 +100,9 @@ final class BlindAppendChecksum {
             }
             if (action.has("commitInfo")) {
                 JsonNode info = action.get("commitInfo");
-                if (!info.path("isBlindAppend").asBoolean(false) || info.has("inCommitTimestamp")) {
+                if (!info.path("isBlindAppend").asBoolean(false) || info.has("inCommitTimestamp")
+                        || info.has("lastManifestCommit")
+                        || MANUAL_UPDATE.equals(info.path("operation").asText())) {
                     return null;
                 }
                 blindAppend = true;
@@ -97,7 +112,8 @@ final class BlindAppendChecksum {
                 JsonNode add = action.get("add");
                 JsonNode size = add.get("size");
                 JsonNode dv = add.get("deletionVector");
-                if (size == null || !size.canConvertToLong() || (dv != null && !dv.isNull())) {
+                if (size == null || !size.canConvertToLong() || size.asLong() < 0
+                        || (dv != null && !dv.isNull())) {
                     return null;
                 }
                 sizes[files++] = size.asLong();

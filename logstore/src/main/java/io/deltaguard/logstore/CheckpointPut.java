@@ -34,7 +34,7 @@ import org.apache.hadoop.fs.Path;
  *
  * <p><b>A checksum the store already wrote.</b> For a {@code N.crc} that deltaguard's
  * conditional store itself created right after {@code N.json} in this JVM ({@link
- * CommitChecksums#storedHere}), an {@code overwriteIfPossible = false} stream sends nothing at
+ * CommitChecksums#takeStoredHere}), an {@code overwriteIfPossible = false} stream sends nothing at
  * close: the file exists, so the conditional create could only fail.
  *
  * <p><b>Large files.</b> A file larger than {@link LogStoreSettings#CHECKPOINT_PUT_MAX_BYTES}
@@ -71,6 +71,8 @@ final class CheckpointPut extends OutputStream {
     private boolean done;
     /** The file is a checksum the conditional store itself stored: close sends nothing. */
     private final boolean alreadyStored;
+    /** Whether a checksum written here is remembered for the store ({@link CommitChecksums}). */
+    private boolean rememberChecksum;
 
     CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
                   LogStoreSettings settings, boolean overwrite, Fallback fallback) {
@@ -101,16 +103,21 @@ final class CheckpointPut extends OutputStream {
             return null;
         }
         S3Target target = S3Target.resolve(path, conf);
-        return forKey(target.calls(), target.endpoint(), target.bucket(), target.key(),
-            LogStoreSettings.from(conf), overwrite, fallback);
+        LogStoreSettings settings = LogStoreSettings.from(conf);
+        return forKey(target.calls(), target.endpoint(), target.bucket(), target.key(), settings,
+            overwrite, fallback, CommitChecksums.enabled(settings, conf));
     }
 
     /** The stream for a resolved key; see the class contract, "A checksum the store already
      * wrote", for when its close sends nothing. */
     static CheckpointPut forKey(S3Calls s3, String endpoint, String bucket, String key,
-                                LogStoreSettings settings, boolean overwrite, Fallback fallback) {
-        return new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite, fallback,
-            !overwrite && CommitChecksums.storedHere(bucket, key));
+                                LogStoreSettings settings, boolean overwrite, Fallback fallback,
+                                boolean commitChecksums) {
+        CheckpointPut put = new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite,
+            fallback, commitChecksums && !overwrite
+                && CommitChecksums.takeStoredHere(endpoint, bucket, key));
+        put.rememberChecksum = commitChecksums;
+        return put;
     }
 
     /** Whether {@code conf} selects one of deltaguard's checkpoint file managers. */
@@ -165,7 +172,9 @@ final class CheckpointPut extends OutputStream {
             return;
         }
         S3ConditionalLogStore.write(s3, settings, endpoint, bucket, key, body, overwrite);
-        CommitChecksums.seen(bucket, key, body);
+        if (rememberChecksum) {
+            CommitChecksums.seen(endpoint, bucket, key, body);
+        }
     }
 
     /** Drops the file: nothing is sent (or the fallback stream is cancelled). */

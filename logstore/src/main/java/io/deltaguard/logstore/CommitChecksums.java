@@ -30,15 +30,18 @@ import org.slf4j.LoggerFactory;
  * <p><b>Contract.</b> {@link #afterCommit} is best effort and never throws: the commit has
  * already been decided by the conditional create of {@code N.json}, and nothing here can change
  * it. It writes {@code N.crc} only when {@link BlindAppendChecksum} can derive it exactly from
- * {@code (N-1).crc} (taken from this JVM's memory of the newest checksum Delta read or wrote, or
- * the store stored, for the table, else one GET; none there means none written), with the same conditional create as
- * a commit (If-None-Match, read-back of an unknown outcome), so it never replaces a checksum. It
+ * {@code (N-1).crc} (taken from this JVM's memory of the newest checksum Delta read or wrote,
+ * or the store stored, for the table on that endpoint, else one GET; none there means none
+ * written), with the same conditional create as a commit (If-None-Match, read-back of an
+ * unknown outcome) but at most {@link #ATTEMPTS} attempts, so it never replaces a checksum and
+ * delays a throttled commit's return little. A checksum another writer stored first is logged
+ * at debug level, any other failure as a warning. It
  * writes nothing when Delta's own {@code spark.databricks.delta.writeChecksumFile.enabled} is
  * false (Spark copies SQL settings into the Hadoop configuration each write gets), when {@code
  * deltaguard.logstore.commitChecksums} is false, or when no deltaguard checkpoint file manager
  * is selected ({@link #enabled} says why). A checksum stored here is remembered, so that
  * Delta's own write of the same file through deltaguard's checkpoint file manager sends nothing
- * ({@link #storedHere}; see {@link CheckpointPut}): the file exists, and Delta's write of it
+ * ({@link #takeStoredHere}; see {@link CheckpointPut}): the file exists, and Delta's write of it
  * would fail with a 412 and a logged warning. What is not written here, Delta writes as before.
  */
 final class CommitChecksums {
@@ -50,10 +53,14 @@ final class CommitChecksums {
     private static final Pattern CHECKSUM = Pattern.compile("(.*_delta_log/)(\\d{20})\\.crc");
     private static final int TABLES_REMEMBERED = 1_000;
     private static final int STORED_REMEMBERED = 10_000;
+    /** Attempts of the checksum's GET and of its PUT (the commit's own budget is 10). */
+    static final int ATTEMPTS = 2;
 
-    /** Per log directory ({@code bucket/..._delta_log/}): the newest checksum read or stored. */
+    /** Per log directory ({@code endpoint bucket/..._delta_log/}): the newest checksum read or
+     * stored. */
     private static final Map<String, Known> NEWEST = lru(TABLES_REMEMBERED);
-    /** {@code bucket/key} of each checksum this JVM stored in {@link #afterCommit}. */
+    /** {@code endpoint bucket/key} of each checksum this JVM stored in {@link #afterCommit}
+     * and Delta has not written yet. */
     private static final Map<String, Boolean> STORED = lru(STORED_REMEMBERED);
 
     private CommitChecksums() {}
@@ -71,22 +78,30 @@ final class CommitChecksums {
     }
 
     /**
-     * After the create of {@code key} (a commit file {@code N.json} holding {@code body})
-     * succeeded: writes {@code N.crc} if it can be derived (class contract). Never throws.
+     * After the create of {@code key} (a commit file {@code N.json} holding {@code body}) on
+     * {@code endpoint} succeeded: writes {@code N.crc} if it can be derived (class contract).
+     * The GET and the PUT get at most {@link #ATTEMPTS} attempts each: the commit has landed,
+     * and a checksum is not worth delaying its return. Never throws.
      */
-    static void afterCommit(ConditionalCreate create, String bucket, String key, byte[] body) {
-        Matcher commit = COMMIT.matcher(key);
-        if (!commit.matches()) {
-            return;
-        }
-        String logDir = commit.group(1);
-        long version = Long.parseLong(commit.group(2));
-        if (version == 0) {
-            return;
-        }
-        String crcKey = checksumKey(logDir, version);
+    static void afterCommit(S3Calls s3, Backoff backoff, String endpoint, String bucket,
+                            String key, byte[] body) {
+        String crcKey = null;
         try {
-            byte[] previous = previous(create, bucket, logDir, version - 1);
+            Matcher commit = COMMIT.matcher(key);
+            if (!commit.matches()) {
+                return;
+            }
+            String logDir = commit.group(1);
+            long version = Long.parseLong(commit.group(2));
+            String table = endpoint + " " + bucket + "/" + logDir;
+            crcKey = checksumKey(logDir, version);
+            STORED.remove(endpoint + " " + bucket + "/" + crcKey);
+            forgetIfRecreated(table, version);
+            if (version == 0) {
+                return;
+            }
+            ConditionalCreate create = new ConditionalCreate(s3, ATTEMPTS, backoff);
+            byte[] previous = previous(create, table, bucket, logDir, version - 1);
             if (previous == null) {
                 return;
             }
@@ -95,11 +110,11 @@ final class CommitChecksums {
                 return;
             }
             create.create(bucket, crcKey, checksum);
-            STORED.put(bucket + "/" + crcKey, Boolean.TRUE);
-            remember(bucket, logDir, version, checksum);
+            STORED.put(endpoint + " " + bucket + "/" + crcKey, Boolean.TRUE);
+            remember(table, version, checksum);
         } catch (FileAlreadyExistsException e) {
             LOG.debug("s3://{}/{} was already written by another writer", bucket, crcKey);
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | LinkageError e) {
             LOG.warn("Could not write the checksum s3://{}/{} (the commit itself landed; Delta "
                 + "writes the checksum after the commit instead): {}", bucket, crcKey,
                 e.toString());
@@ -108,18 +123,28 @@ final class CommitChecksums {
 
     /**
      * Remembers a checksum Delta read through the store or wrote through deltaguard's
-     * checkpoint file manager, if {@code key} is one: the next commit derives from it with no GET.
+     * checkpoint file manager, if {@code key} is one: the next commit derives from it with no
+     * GET. Never throws.
      */
-    static void seen(String bucket, String key, byte[] body) {
-        Matcher checksum = CHECKSUM.matcher(key);
-        if (checksum.matches()) {
-            remember(bucket, checksum.group(1), Long.parseLong(checksum.group(2)), body);
+    static void seen(String endpoint, String bucket, String key, byte[] body) {
+        try {
+            Matcher checksum = CHECKSUM.matcher(key);
+            if (checksum.matches()) {
+                remember(endpoint + " " + bucket + "/" + checksum.group(1),
+                    Long.parseLong(checksum.group(2)), body);
+            }
+        } catch (RuntimeException e) {
+            LOG.debug("Not remembering s3://{}/{}: {}", bucket, key, e.toString());
         }
     }
 
-    /** Whether {@link #afterCommit} in this JVM stored {@code s3://bucket/key}. */
-    static boolean storedHere(String bucket, String key) {
-        return STORED.containsKey(bucket + "/" + key);
+    /**
+     * Whether {@link #afterCommit} in this JVM stored {@code s3://bucket/key} on {@code
+     * endpoint}; answers true at most once per stored checksum (the answer is spent by Delta's
+     * one write of it).
+     */
+    static boolean takeStoredHere(String endpoint, String bucket, String key) {
+        return STORED.remove(endpoint + " " + bucket + "/" + key) != null;
     }
 
     /** Forgets every checksum read or stored (tests only). */
@@ -128,9 +153,22 @@ final class CommitChecksums {
         STORED.clear();
     }
 
-    private static byte[] previous(ConditionalCreate create, String bucket, String logDir,
-                                   long version) throws IOException {
-        Known known = NEWEST.get(bucket + "/" + logDir);
+    /**
+     * A commit created at or below the version remembered for its table means the table was
+     * deleted and created again at the same path: what was remembered is another table's.
+     */
+    private static void forgetIfRecreated(String table, long version) {
+        synchronized (NEWEST) {
+            Known known = NEWEST.get(table);
+            if (known != null && known.version >= version) {
+                NEWEST.remove(table);
+            }
+        }
+    }
+
+    private static byte[] previous(ConditionalCreate create, String table, String bucket,
+                                   String logDir, long version) throws IOException {
+        Known known = NEWEST.get(table);
         if (known != null && known.version == version) {
             return known.bytes;
         }
@@ -139,12 +177,11 @@ final class CommitChecksums {
         if (!body.isPresent()) {
             return null;
         }
-        remember(bucket, logDir, version, body.get());
+        remember(table, version, body.get());
         return body.get();
     }
 
-    private static void remember(String bucket, String logDir, long version, byte[] bytes) {
-        String table = bucket + "/" + logDir;
+    private static void remember(String table, long version, byte[] bytes) {
         synchronized (NEWEST) {
             Known known = NEWEST.get(table);
             if (known == null || known.version <= version) {

@@ -99,7 +99,8 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(), bytes,
             overwrite);
         if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
-            CommitChecksums.afterCommit(conditionalCreate(target.calls(), settings),
+            CommitChecksums.afterCommit(target.calls(),
+                new Backoff(settings.baseDelayMs(), settings.maxDelayMs()), target.endpoint(),
                 target.bucket(), target.key(), bytes);
         }
     }
@@ -137,7 +138,9 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         S3Target target = S3Target.resolve(path, hadoopConf);
         byte[] body = S3LogFiles.readBytes(conditionalCreate(target.calls(), settings),
             target.bucket(), target.key());
-        CommitChecksums.seen(target.bucket(), target.key(), body);
+        if (CommitChecksums.enabled(settings, hadoopConf)) {
+            CommitChecksums.seen(target.endpoint(), target.bucket(), target.key(), body);
+        }
         return S3LogFiles.lines(body);
     }
 

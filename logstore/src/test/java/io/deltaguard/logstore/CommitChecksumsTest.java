@@ -38,8 +38,8 @@ class CommitChecksumsTest {
         append = BlindAppendChecksumTest.cases().get(0);
     }
 
-    private ConditionalCreate create() {
-        return new ConditionalCreate(s3.calls(), 3, new Backoff(1, 2));
+    private void afterCommit(String key, byte[] body) {
+        CommitChecksums.afterCommit(s3.calls(), new Backoff(1, 2), "fake", "b", key, body);
     }
 
     private static String key(long version, String suffix) {
@@ -54,32 +54,33 @@ class CommitChecksumsTest {
     @Test
     void writesTheDerivedChecksumWithOneConditionalPut() throws IOException {
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        afterCommit(key(7, ".json"), commit());
         assertEquals(Arrays.asList("GET " + key(6, ".crc"), "PUT " + key(7, ".crc")
             + " If-None-Match"), s3.requests);
         assertEquals(append.get("expected"), JSON.readTree(s3.objects.get(key(7, ".crc"))));
-        assertTrue(CommitChecksums.storedHere("b", key(7, ".crc")));
+        assertTrue(CommitChecksums.takeStoredHere("fake", "b", key(7, ".crc")));
+        assertFalse(CommitChecksums.takeStoredHere("fake", "b", key(7, ".crc")), "spent");
 
         s3.requests.clear();
-        CommitChecksums.afterCommit(create(), "b", key(8, ".json"), commit());
+        afterCommit(key(8, ".json"), commit());
         assertEquals(Collections.singletonList("PUT " + key(8, ".crc") + " If-None-Match"),
             s3.requests, "the previous checksum is the one this JVM just stored: no GET");
     }
 
     @Test
     void aChecksumDeltaReadOrWroteNeedsNoGet() throws IOException {
-        CommitChecksums.seen("b", key(6, ".crc"), BlindAppendChecksumTest.previous(append));
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        CommitChecksums.seen("fake", "b", key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        afterCommit(key(7, ".json"), commit());
         assertEquals(Collections.singletonList("PUT " + key(7, ".crc") + " If-None-Match"),
             s3.requests);
     }
 
     @Test
     void withoutThePreviousChecksumNothingIsWritten() {
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        afterCommit(key(7, ".json"), commit());
         assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
         assertTrue(s3.objects.isEmpty());
-        assertFalse(CommitChecksums.storedHere("b", key(7, ".crc")));
+        assertFalse(CommitChecksums.takeStoredHere("fake", "b", key(7, ".crc")));
     }
 
     @Test
@@ -87,19 +88,19 @@ class CommitChecksumsTest {
         byte[] theirs = "{\"numFiles\":9}\n".getBytes(StandardCharsets.UTF_8);
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
         s3.objects.put(key(7, ".crc"), theirs);
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        afterCommit(key(7, ".json"), commit());
         assertArrayEquals(theirs, s3.objects.get(key(7, ".crc")));
-        assertFalse(CommitChecksums.storedHere("b", key(7, ".crc")));
+        assertFalse(CommitChecksums.takeStoredHere("fake", "b", key(7, ".crc")));
     }
 
     @Test
     void aFailedChecksumPutNeverFailsTheCommit() throws IOException {
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
         s3.script.add(FakeS3.Fault.ERROR_403);
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        afterCommit(key(7, ".json"), commit());
         assertFalse(s3.objects.containsKey(key(7, ".crc")));
         s3.getScript.add(FakeS3.Fault.ERROR_403);
-        CommitChecksums.afterCommit(create(), "b", key(8, ".json"), commit());
+        afterCommit(key(8, ".json"), commit());
         assertFalse(s3.objects.containsKey(key(8, ".crc")));
     }
 
@@ -109,18 +110,59 @@ class CommitChecksumsTest {
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(remove));
         byte[] body = String.join("\n", BlindAppendChecksumTest.actions(remove))
             .getBytes(StandardCharsets.UTF_8);
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), body);
-        CommitChecksums.afterCommit(create(), "b", key(7, ".checkpoint.parquet"), commit());
-        CommitChecksums.afterCommit(create(), "b", "t/_delta_log/_last_checkpoint", commit());
-        CommitChecksums.afterCommit(create(), "b", key(0, ".json"), commit());
+        afterCommit(key(7, ".json"), body);
+        afterCommit(key(7, ".checkpoint.parquet"), commit());
+        afterCommit("t/_delta_log/_last_checkpoint", commit());
+        afterCommit(key(0, ".json"), commit());
         assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
+        assertFalse(s3.objects.containsKey(key(7, ".crc")));
+    }
+
+    @Test
+    void aTableCreatedAgainAtTheSamePathIsNotDerivedFromTheOldOnesChecksum() throws IOException {
+        byte[] previous = BlindAppendChecksumTest.previous(append);
+        CommitChecksums.seen("fake", "b", key(7, ".crc"), previous);
+        afterCommit(key(3, ".json"),
+            commit());
+        s3.requests.clear();
+        afterCommit(key(8, ".json"),
+            commit());
+        assertEquals(Collections.singletonList("GET " + key(7, ".crc")), s3.requests,
+            "version 7 of the old table is forgotten: read, and absent, so nothing is written");
+    }
+
+    @Test
+    void theSameBucketOnAnotherEndpointIsAnotherTable() throws IOException {
+        byte[] previous = BlindAppendChecksumTest.previous(append);
+        CommitChecksums.seen("other", "b", key(6, ".crc"), previous);
+        afterCommit(key(7, ".json"),
+            commit());
+        assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
+        assertTrue(s3.objects.isEmpty());
+    }
+
+    @Test
+    void aThrottledChecksumGivesUpAfterTwoAttempts() throws IOException {
+        s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
+        for (int i = 0; i < 5; i++) {
+            s3.getScript.add(FakeS3.Fault.ERROR_503);
+        }
+        afterCommit(key(7, ".json"), commit());
+        assertEquals(CommitChecksums.ATTEMPTS, s3.gets, s3.requests.toString());
+        assertEquals(0, s3.puts, "no previous checksum read: none written");
+        s3.getScript.clear();
+        for (int i = 0; i < 5; i++) {
+            s3.script.add(FakeS3.Fault.ERROR_503);
+        }
+        afterCommit(key(7, ".json"), commit());
+        assertEquals(CommitChecksums.ATTEMPTS, s3.puts, s3.requests.toString());
         assertFalse(s3.objects.containsKey(key(7, ".crc")));
     }
 
     @Test
     void deltasOwnWriteOfAStoredChecksumSendsNothing() throws IOException {
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(append));
-        CommitChecksums.afterCommit(create(), "b", key(7, ".json"), commit());
+        afterCommit(key(7, ".json"), commit());
         byte[] stored = s3.objects.get(key(7, ".crc"));
         s3.requests.clear();
         Configuration conf = new Configuration(false);
@@ -135,7 +177,7 @@ class CommitChecksumsTest {
                 @Override
                 public void cancel(OutputStream opened) {
                 }
-            });
+            }, true);
         out.write("{\"numFiles\":3}\n".getBytes(StandardCharsets.UTF_8));
         out.close();
         assertEquals(Collections.emptyList(), s3.requests);
