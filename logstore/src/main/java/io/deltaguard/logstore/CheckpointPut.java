@@ -72,17 +72,18 @@ final class CheckpointPut extends OutputStream {
     /** The file is a checksum the conditional store itself stored: close sends nothing. */
     private final boolean alreadyStored;
     /** Whether a checksum written here is remembered for the store ({@link CommitChecksums}). */
-    private boolean rememberChecksum;
+    private final boolean rememberChecksum;
 
     CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
                   LogStoreSettings settings, boolean overwrite, Fallback fallback) {
-        this(s3, endpoint, bucket, key, settings, overwrite, fallback, false);
+        this(s3, endpoint, bucket, key, settings, overwrite, fallback, false, false);
     }
 
     private CheckpointPut(S3Calls s3, String endpoint, String bucket, String key,
                           LogStoreSettings settings, boolean overwrite, Fallback fallback,
-                          boolean alreadyStored) {
+                          boolean alreadyStored, boolean rememberChecksum) {
         this.alreadyStored = alreadyStored;
+        this.rememberChecksum = rememberChecksum;
         this.s3 = s3;
         this.endpoint = endpoint;
         this.bucket = bucket;
@@ -113,11 +114,9 @@ final class CheckpointPut extends OutputStream {
     static CheckpointPut forKey(S3Calls s3, String endpoint, String bucket, String key,
                                 LogStoreSettings settings, boolean overwrite, Fallback fallback,
                                 boolean commitChecksums) {
-        CheckpointPut put = new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite,
-            fallback, commitChecksums && !overwrite
-                && CommitChecksums.takeStoredHere(endpoint, bucket, key));
-        put.rememberChecksum = commitChecksums;
-        return put;
+        return new CheckpointPut(s3, endpoint, bucket, key, settings, overwrite, fallback,
+            commitChecksums && !overwrite && CommitChecksums.takeStoredHere(endpoint, bucket, key),
+            commitChecksums);
     }
 
     /** Whether {@code conf} selects one of deltaguard's checkpoint file managers. */
@@ -166,11 +165,12 @@ final class CheckpointPut extends OutputStream {
             fallbackStream.close();
             return;
         }
-        byte[] body = buffer.toByteArray();
-        buffer = null;
         if (alreadyStored) {
+            buffer = null;
             return;
         }
+        byte[] body = buffer.toByteArray();
+        buffer = null;
         S3ConditionalLogStore.write(s3, settings, endpoint, bucket, key, body, overwrite);
         if (rememberChecksum) {
             CommitChecksums.seen(endpoint, bucket, key, body);

@@ -1,9 +1,7 @@
 package io.deltaguard.logstore;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -78,13 +76,13 @@ final class CommitChecksums {
     }
 
     /**
-     * After the create of {@code key} (a commit file {@code N.json} holding {@code body}) on
-     * {@code endpoint} succeeded: writes {@code N.crc} if it can be derived (class contract).
-     * The GET and the PUT get at most {@link #ATTEMPTS} attempts each: the commit has landed,
-     * and a checksum is not worth delaying its return. Never throws.
+     * After the create of {@code key} (a commit file {@code N.json} holding the lines {@code
+     * actions}) on {@code endpoint} succeeded: writes {@code N.crc} if it can be derived (class
+     * contract). The GET and the PUT get at most {@link #ATTEMPTS} attempts each: the commit has
+     * landed, and a checksum is not worth delaying its return. Never throws.
      */
     static void afterCommit(S3Calls s3, Backoff backoff, String endpoint, String bucket,
-                            String key, byte[] body) {
+                            String key, List<String> actions) {
         String crcKey = null;
         try {
             Matcher commit = COMMIT.matcher(key);
@@ -93,9 +91,9 @@ final class CommitChecksums {
             }
             String logDir = commit.group(1);
             long version = Long.parseLong(commit.group(2));
-            String table = endpoint + " " + bucket + "/" + logDir;
+            String table = where(endpoint, bucket, logDir);
             crcKey = checksumKey(logDir, version);
-            STORED.remove(endpoint + " " + bucket + "/" + crcKey);
+            STORED.remove(where(endpoint, bucket, crcKey));
             forgetIfRecreated(table, version);
             if (version == 0) {
                 return;
@@ -105,12 +103,12 @@ final class CommitChecksums {
             if (previous == null) {
                 return;
             }
-            byte[] checksum = BlindAppendChecksum.derive(previous, lines(body));
+            byte[] checksum = BlindAppendChecksum.derive(previous, actions);
             if (checksum == null) {
                 return;
             }
             create.create(bucket, crcKey, checksum);
-            STORED.put(endpoint + " " + bucket + "/" + crcKey, Boolean.TRUE);
+            STORED.put(where(endpoint, bucket, crcKey), Boolean.TRUE);
             remember(table, version, checksum);
         } catch (FileAlreadyExistsException e) {
             LOG.debug("s3://{}/{} was already written by another writer", bucket, crcKey);
@@ -130,7 +128,7 @@ final class CommitChecksums {
         try {
             Matcher checksum = CHECKSUM.matcher(key);
             if (checksum.matches()) {
-                remember(endpoint + " " + bucket + "/" + checksum.group(1),
+                remember(where(endpoint, bucket, checksum.group(1)),
                     Long.parseLong(checksum.group(2)), body);
             }
         } catch (RuntimeException e) {
@@ -144,7 +142,7 @@ final class CommitChecksums {
      * one write of it).
      */
     static boolean takeStoredHere(String endpoint, String bucket, String key) {
-        return STORED.remove(endpoint + " " + bucket + "/" + key) != null;
+        return STORED.remove(where(endpoint, bucket, key)) != null;
     }
 
     /** Forgets every checksum read or stored (tests only). */
@@ -194,14 +192,9 @@ final class CommitChecksums {
         return logDir + String.format("%020d", version) + ".crc";
     }
 
-    private static List<String> lines(byte[] body) {
-        List<String> out = new ArrayList<>();
-        for (String line : new String(body, StandardCharsets.UTF_8).split("\n")) {
-            if (!line.trim().isEmpty()) {
-                out.add(line);
-            }
-        }
-        return out;
+    /** The memory's key of a key or prefix in a bucket on an endpoint. */
+    private static String where(String endpoint, String bucket, String key) {
+        return endpoint + " " + bucket + "/" + key;
     }
 
     private static <V> Map<String, V> lru(int size) {

@@ -4,7 +4,9 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 
 import io.delta.storage.CloseableIterator;
 import io.delta.storage.HadoopFileSystemLogStore;
@@ -93,15 +95,16 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
     public void write(Path path, Iterator<String> actions, Boolean overwrite,
                       Configuration hadoopConf) throws IOException {
         S3Target target = S3Target.resolve(path, hadoopConf);
+        List<String> lines = new ArrayList<>();
+        actions.forEachRemaining(lines::add);
         ByteArrayOutputStream body = new ByteArrayOutputStream();
-        writeLines(actions, body);
-        byte[] bytes = body.toByteArray();
-        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(), bytes,
-            overwrite);
+        writeLines(lines.iterator(), body);
+        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
+            body.toByteArray(), overwrite);
         if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
             CommitChecksums.afterCommit(target.calls(),
                 new Backoff(settings.baseDelayMs(), settings.maxDelayMs()), target.endpoint(),
-                target.bucket(), target.key(), bytes);
+                target.bucket(), target.key(), lines);
         }
     }
 

@@ -10,6 +10,7 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.List;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -38,17 +39,16 @@ class CommitChecksumsTest {
         append = BlindAppendChecksumTest.cases().get(0);
     }
 
-    private void afterCommit(String key, byte[] body) {
-        CommitChecksums.afterCommit(s3.calls(), new Backoff(1, 2), "fake", "b", key, body);
+    private void afterCommit(String key, List<String> actions) {
+        CommitChecksums.afterCommit(s3.calls(), new Backoff(1, 2), "fake", "b", key, actions);
     }
 
     private static String key(long version, String suffix) {
         return LOG + String.format("%020d", version) + suffix;
     }
 
-    private byte[] commit() {
-        return String.join("\n", BlindAppendChecksumTest.actions(append))
-            .concat("\n").getBytes(StandardCharsets.UTF_8);
+    private List<String> commit() {
+        return BlindAppendChecksumTest.actions(append);
     }
 
     @Test
@@ -108,9 +108,7 @@ class CommitChecksumsTest {
     void notABlindAppendOrNotACommitWritesNothing() throws IOException {
         JsonNode remove = BlindAppendChecksumTest.cases().get(2);
         s3.objects.put(key(6, ".crc"), BlindAppendChecksumTest.previous(remove));
-        byte[] body = String.join("\n", BlindAppendChecksumTest.actions(remove))
-            .getBytes(StandardCharsets.UTF_8);
-        afterCommit(key(7, ".json"), body);
+        afterCommit(key(7, ".json"), BlindAppendChecksumTest.actions(remove));
         afterCommit(key(7, ".checkpoint.parquet"), commit());
         afterCommit("t/_delta_log/_last_checkpoint", commit());
         afterCommit(key(0, ".json"), commit());
@@ -122,11 +120,9 @@ class CommitChecksumsTest {
     void aTableCreatedAgainAtTheSamePathIsNotDerivedFromTheOldOnesChecksum() throws IOException {
         byte[] previous = BlindAppendChecksumTest.previous(append);
         CommitChecksums.seen("fake", "b", key(7, ".crc"), previous);
-        afterCommit(key(3, ".json"),
-            commit());
+        afterCommit(key(3, ".json"), commit());
         s3.requests.clear();
-        afterCommit(key(8, ".json"),
-            commit());
+        afterCommit(key(8, ".json"), commit());
         assertEquals(Collections.singletonList("GET " + key(7, ".crc")), s3.requests,
             "version 7 of the old table is forgotten: read, and absent, so nothing is written");
     }
@@ -135,8 +131,7 @@ class CommitChecksumsTest {
     void theSameBucketOnAnotherEndpointIsAnotherTable() throws IOException {
         byte[] previous = BlindAppendChecksumTest.previous(append);
         CommitChecksums.seen("other", "b", key(6, ".crc"), previous);
-        afterCommit(key(7, ".json"),
-            commit());
+        afterCommit(key(7, ".json"), commit());
         assertEquals(Collections.singletonList("GET " + key(6, ".crc")), s3.requests);
         assertTrue(s3.objects.isEmpty());
     }
