@@ -13,7 +13,10 @@ each append), alone again, then the same two phases as idempotent writes (``txnA
 
 Per phase: the mean Spark jobs per append, grouped by job description (Delta names its state
 reconstructions ``Delta: Compute snapshot for version: N``, :data:`~deltaguard.localstack.
-spark_driver.SNAPSHOT_JOB`), and CPU seconds per append. Each row runs with the shipped
+spark_driver.SNAPSHOT_JOB`), and CPU seconds per append; and the same mean split by whether the
+append wrote Delta's checkpoint (a checkpoint file of a new version appeared in ``_delta_log``
+during the append: the other writer is idle then), so the checkpoint's own jobs are told apart
+from a contended append's. Each row runs with the shipped
 ``s3-conditional`` preset and with the preset before issue 23 (``checksums_off_conf``: no
 ``N.crc``, Spark's rename-based file manager). ``python -m bench.snapshot_jobs worker ...`` is
 one row in one process (its interleaver a child process: ``... interleaver ...``).
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.tools.deltalog.names import LogFileKind, parse_log_name
 
 from .worker import run_worker
 
@@ -127,6 +131,39 @@ def _ask(proc: subprocess.Popen[str], expect: str) -> None:
         raise RuntimeError(f"interleaver answered {answer!r}, expected {expect!r}")
 
 
+_CHECKPOINT_KINDS = (
+    LogFileKind.CHECKPOINT,
+    LogFileKind.MULTIPART_CHECKPOINT,
+    LogFileKind.V2_CHECKPOINT,
+)
+
+
+def _checkpoint_versions(s3: Any, bucket: str, log_prefix: str) -> set[int]:
+    """The versions that have a checkpoint file in the ``_delta_log/`` at ``log_prefix`` (one
+    listing through boto3: no Spark job, nothing in the driver's Delta state)."""
+    versions = set()
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=log_prefix):
+        for item in page.get("Contents", []):
+            parsed = parse_log_name(item["Key"][len(log_prefix) :])
+            if parsed is not None and parsed.kind in _CHECKPOINT_KINDS:
+                versions.add(parsed.version)
+    return versions
+
+
+def _split_mean(jobs: list[int], wrote_checkpoint: list[bool]) -> dict[str, Any]:
+    """The mean jobs of the appends that wrote no checkpoint, and of those that did (None where
+    a phase has no such append), with how many wrote one."""
+    plain = [n for n, cp in zip(jobs, wrote_checkpoint, strict=True) if not cp]
+    checkpoint = [n for n, cp in zip(jobs, wrote_checkpoint, strict=True) if cp]
+    return {
+        "checkpoint_appends": len(checkpoint),
+        "jobs_per_append_mean_without_checkpoint": sum(plain) / len(plain) if plain else None,
+        "jobs_per_checkpoint_append_mean": (
+            sum(checkpoint) / len(checkpoint) if checkpoint else None
+        ),
+    }
+
+
 def _worker(
     kind: str, preset: str, appends: int, endpoint_url: str, bucket: str, workdir: Path
 ) -> dict[str, Any]:
@@ -140,7 +177,9 @@ def _worker(
     endpoint = Endpoint(url=endpoint_url)
     spark = _session(endpoint, preset, workdir / "spark")
     cpu_s, jobs = driver_cpu_seconds(spark), job_descriptions(spark)
-    table = f"s3a://{bucket}/jobs-{kind}-{preset}-{uuid.uuid4().hex[:6]}"
+    key = f"jobs-{kind}-{preset}-{uuid.uuid4().hex[:6]}"
+    table = f"s3a://{bucket}/{key}"
+    s3, log_prefix = endpoint.s3_client(), f"{key}/_delta_log/"
     rows = spark.range(10).selectExpr("id", "'spark' as tag")
     rows.write.format("delta").save(table)
     child = subprocess.Popen(
@@ -159,12 +198,15 @@ def _worker(
         for name, interleaved, idempotent in PHASES:
             kinds: Counter[str] = Counter()
             cpu = 0.0
+            per_append: list[int] = []
+            wrote_checkpoint: list[bool] = []
             for _ in range(appends):
                 if interleaved:
                     assert child.stdin is not None
                     child.stdin.write("go\n")
                     child.stdin.flush()
                     _ask(child, "ok")
+                checkpoints = _checkpoint_versions(s3, bucket, log_prefix)
                 before, cpu_before = jobs(), cpu_s()
                 writer = rows.write.format("delta").mode("append")
                 if idempotent:
@@ -172,7 +214,12 @@ def _worker(
                     writer = writer.option("txnAppId", "bench").option("txnVersion", txn_version)
                 writer.save(table)
                 cpu += cpu_s() - cpu_before
-                kinds.update(d for j, d in jobs().items() if j not in before)
+                new = [d for j, d in jobs().items() if j not in before]
+                kinds.update(new)
+                per_append.append(len(new))
+                wrote_checkpoint.append(
+                    bool(_checkpoint_versions(s3, bucket, log_prefix) - checkpoints)
+                )
             phases.append(
                 {
                     "phase": name,
@@ -180,6 +227,7 @@ def _worker(
                     "snapshot_jobs_per_append_mean": kinds[SNAPSHOT_JOB] / appends,
                     "cpu_s_per_append_mean": cpu / appends,
                     "jobs_by_description_mean": {d: n / appends for d, n in kinds.most_common()},
+                    **_split_mean(per_append, wrote_checkpoint),
                 }
             )
     finally:
@@ -236,12 +284,25 @@ def run(
     return out
 
 
+def _split_cell(phase: dict[str, Any]) -> str:
+    """``without / with (k appends)``, or ``-`` for rows measured before the split existed."""
+    if "checkpoint_appends" not in phase:
+        return "-"
+
+    def mean(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    without = mean(phase["jobs_per_append_mean_without_checkpoint"])
+    with_cp = mean(phase["jobs_per_checkpoint_append_mean"])
+    return f"{without} / {with_cp} ({phase['checkpoint_appends']} writing one)"
+
+
 def markdown(section: dict[str, Any]) -> list[str]:
     lines = [
         "| line | other writer | preset | phase | Spark jobs per append (mean) | of which "
-        "`Delta: Compute snapshot` | CPU s per append (mean) | jobs by description (mean) | "
-        "measured |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "`Delta: Compute snapshot` | appends without a checkpoint / writing one: jobs (mean) | "
+        "CPU s per append (mean) | jobs by description (mean) | measured |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in section["rows"]:
         for phase in row["phases"]:
@@ -249,7 +310,7 @@ def markdown(section: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {row['line']} | {row['interleaver']} | {row['preset']} | {phase['phase']} | "
                 f"{phase['jobs_per_append_mean']:.2f} | "
-                f"{phase['snapshot_jobs_per_append_mean']:.2f} | "
+                f"{phase['snapshot_jobs_per_append_mean']:.2f} | {_split_cell(phase)} | "
                 f"{phase['cpu_s_per_append_mean']:.2f} | {by} | "
                 f"{row.get('measured_at', section.get('measured_at', '?'))} |"
             )
