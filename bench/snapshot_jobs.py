@@ -285,7 +285,8 @@ def run(
 
 
 def _split_cell(phase: dict[str, Any]) -> str:
-    """``without / with (k appends)``, or ``-`` for rows measured before the split existed."""
+    """``without / with (k writing one)``: the mean jobs of the appends that wrote no checkpoint
+    and of those that did, or ``-`` for rows measured before the split existed."""
     if "checkpoint_appends" not in phase:
         return "-"
 
