@@ -78,10 +78,11 @@ final class CommitChecksums {
     /**
      * After the create of {@code key} (a commit file {@code N.json} holding the lines {@code
      * actions}) on {@code endpoint} succeeded: writes {@code N.crc} if it can be derived (class
-     * contract). The GET and the PUT get at most {@link #ATTEMPTS} attempts each: the commit has
-     * landed, and a checksum is not worth delaying its return. Never throws.
+     * contract), through {@code commitCreate} (the commit's client and backoff) cut to at most
+     * {@link #ATTEMPTS} attempts for the GET and for the PUT: the commit has landed, and a
+     * checksum is not worth delaying its return. Never throws.
      */
-    static void afterCommit(S3Calls s3, Backoff backoff, String endpoint, String bucket,
+    static void afterCommit(ConditionalCreate commitCreate, String endpoint, String bucket,
                             String key, List<String> actions) {
         String crcKey = null;
         try {
@@ -98,7 +99,7 @@ final class CommitChecksums {
             if (version == 0) {
                 return;
             }
-            ConditionalCreate create = new ConditionalCreate(s3, ATTEMPTS, backoff);
+            ConditionalCreate create = commitCreate.withMaxAttempts(ATTEMPTS);
             byte[] previous = previous(create, table, bucket, logDir, version - 1);
             if (previous == null) {
                 return;

@@ -50,6 +50,11 @@ final class ConditionalCreate {
         return maxAttempts;
     }
 
+    /** The same create on the same client and backoff, with {@code attempts} PUTs at most. */
+    ConditionalCreate withMaxAttempts(int attempts) {
+        return new ConditionalCreate(s3, attempts, backoff);
+    }
+
     Backoff backoff() {
         return backoff;
     }

@@ -102,9 +102,8 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
             body.toByteArray(), overwrite);
         if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
-            CommitChecksums.afterCommit(target.calls(),
-                new Backoff(settings.baseDelayMs(), settings.maxDelayMs()), target.endpoint(),
-                target.bucket(), target.key(), lines);
+            CommitChecksums.afterCommit(conditionalCreate(target.calls(), settings),
+                target.endpoint(), target.bucket(), target.key(), lines);
         }
     }
 

@@ -40,7 +40,8 @@ class CommitChecksumsTest {
     }
 
     private void afterCommit(String key, List<String> actions) {
-        CommitChecksums.afterCommit(s3.calls(), new Backoff(1, 2), "fake", "b", key, actions);
+        CommitChecksums.afterCommit(new ConditionalCreate(s3.calls(), 10, new Backoff(1, 2)),
+            "fake", "b", key, actions);
     }
 
     private static String key(long version, String suffix) {
