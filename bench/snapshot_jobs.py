@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.tools.deltalog.names import LogFileKind, parse_log_name
+from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.storage import TableStore, open_table
 
 from .worker import run_worker
 
@@ -131,23 +132,12 @@ def _ask(proc: subprocess.Popen[str], expect: str) -> None:
         raise RuntimeError(f"interleaver answered {answer!r}, expected {expect!r}")
 
 
-_CHECKPOINT_KINDS = (
-    LogFileKind.CHECKPOINT,
-    LogFileKind.MULTIPART_CHECKPOINT,
-    LogFileKind.V2_CHECKPOINT,
-)
-
-
-def _checkpoint_versions(s3: Any, bucket: str, log_prefix: str) -> set[int]:
-    """The versions that have a checkpoint file in the ``_delta_log/`` at ``log_prefix`` (one
-    listing through boto3: no Spark job, nothing in the driver's Delta state)."""
-    versions = set()
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=log_prefix):
-        for item in page.get("Contents", []):
-            parsed = parse_log_name(item["Key"][len(log_prefix) :])
-            if parsed is not None and parsed.kind in _CHECKPOINT_KINDS:
-                versions.add(parsed.version)
-    return versions
+def _checkpoint_versions(store: TableStore) -> set[int]:
+    """The versions that have checkpoint files in the table's ``_delta_log`` (complete or not),
+    from the project's own log listing through boto3: no Spark job, nothing in the driver's
+    Delta state."""
+    listing = list_log(store)
+    return {c.version for c in [*listing.checkpoints, *listing.incomplete_checkpoints]}
 
 
 def _split_mean(jobs: list[int], wrote_checkpoint: list[bool]) -> dict[str, Any]:
@@ -177,11 +167,10 @@ def _worker(
     endpoint = Endpoint(url=endpoint_url)
     spark = _session(endpoint, preset, workdir / "spark")
     cpu_s, jobs = driver_cpu_seconds(spark), job_descriptions(spark)
-    key = f"jobs-{kind}-{preset}-{uuid.uuid4().hex[:6]}"
-    table = f"s3a://{bucket}/{key}"
-    s3, log_prefix = endpoint.s3_client(), f"{key}/_delta_log/"
+    table = f"s3a://{bucket}/jobs-{kind}-{preset}-{uuid.uuid4().hex[:6]}"
     rows = spark.range(10).selectExpr("id", "'spark' as tag")
     rows.write.format("delta").save(table)
+    store = open_table(table, client=endpoint.s3_client())
     child = subprocess.Popen(
         [
             *(sys.executable, "-m", "bench.snapshot_jobs", "interleaver", kind, preset),
@@ -206,7 +195,7 @@ def _worker(
                     child.stdin.write("go\n")
                     child.stdin.flush()
                     _ask(child, "ok")
-                checkpoints = _checkpoint_versions(s3, bucket, log_prefix)
+                checkpoints = _checkpoint_versions(store)
                 before, cpu_before = jobs(), cpu_s()
                 writer = rows.write.format("delta").mode("append")
                 if idempotent:
@@ -217,9 +206,7 @@ def _worker(
                 new = [d for j, d in jobs().items() if j not in before]
                 kinds.update(new)
                 per_append.append(len(new))
-                wrote_checkpoint.append(
-                    bool(_checkpoint_versions(s3, bucket, log_prefix) - checkpoints)
-                )
+                wrote_checkpoint.append(bool(_checkpoint_versions(store) - checkpoints))
             phases.append(
                 {
                     "phase": name,
