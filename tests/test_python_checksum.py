@@ -64,7 +64,8 @@ def test_the_shared_cases_give_what_the_stores_java_rule_gives():
     Python rule gives the same checksum exactly, and refuses the previous checksums the store
     refuses (which commits are blind appends is the committer's own decision: it writes only
     those)."""
-    derivable = [c for c in orjson.loads(CASES.read_bytes())["cases"] if c["expected"]]
+    cases = orjson.loads(CASES.read_bytes())["cases"]
+    derivable = [c for c in cases if c["expected"]]
     assert len(derivable) == 2
     for case in derivable:
         actions = [orjson.loads(line) for line in case["actions"]]
@@ -73,7 +74,7 @@ def test_the_shared_cases_give_what_the_stores_java_rule_gives():
         previous = parse_checksum(orjson.dumps(case["previous"]))
         after = checksum_after_append(previous, sizes, txn)
         assert after is not None and after.fields == case["expected"], case["name"]
-    refused = [c for c in orjson.loads(CASES.read_bytes())["cases"] if c.get("previous_refused")]
+    refused = [c for c in cases if c.get("previous_refused")]
     assert len(refused) == 2
     for case in refused:
         previous = parse_checksum(orjson.dumps(case["previous"]))
