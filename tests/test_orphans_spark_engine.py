@@ -862,13 +862,35 @@ def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> Non
         "dv struct<storageType string, pathOrInlineDv string, offset int>, "
         "deletion_ts long, file string, version long, in_segment boolean",
     ).withColumn("small", F.lit(None).cast("string"))
-    needs = log_refs._needs_path_rule()
+    needs = log_refs._needs_path_rule(F.col("path"), F.col("dv"))
     plain = {tuple(r) for r in log_refs._plain_actions(frame.where(~needs)).collect()}
     ruled_all = {tuple(r) for r in log_refs._ruled(StoreSpec(str(root)))(frame.collect())}
     assert plain and plain <= ruled_all
     for p in {r[1] for r in frame.where(~needs).collect()}:
         assert relative_to_root(decode_path(p), store) == p
     assert {r[1] for r in frame.where(needs).collect()} >= {"a%20b", "x y/../z", "a//b", "./a"}
+    # the summary's test on raw log rows (one action each, cdc too) agrees row for row
+    raw_rows = [
+        {"add": {"path": p, "deletionVector": dv}, "i": i}
+        for i, (p, dv) in enumerate((p, dv) for p in raw_paths for dv in dvs)
+    ]
+    raw_rows += [{"remove": {"path": p}, "i": 100 + i} for i, p in enumerate(raw_paths)]
+    raw_rows += [{"cdc": {"path": p}, "i": 200 + i} for i, p in enumerate(raw_paths)]
+    in_file = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1}
+    raw_rows += [{"add": {"path": "a.parquet", "deletionVector": in_file}, "i": 300}]
+    raw_rows += [{"remove": {"path": "a.parquet", "deletionVector": in_file}, "i": 301}]
+    raw = spark.createDataFrame(
+        [(r.get("add"), r.get("remove"), r.get("cdc"), r["i"]) for r in raw_rows],
+        f"{log_refs.RAW_SCHEMA.split(', metaData')[0]}, i int",
+    )
+    raw_flags = dict(raw.select("i", log_refs._raw_needs_path_rule()).collect())
+    action_flags = [r[0] for r in frame.select(needs).collect()]
+    adds = len(action_flags) - len(raw_paths)
+    removes = [raw_flags[100 + i] for i in range(len(raw_paths))]
+    assert [raw_flags[i] for i in range(adds)] + removes == action_flags
+    assert [raw_flags[200 + i] for i in range(len(raw_paths))] == removes  # no DV: path only
+    assert any(action_flags) and not all(action_flags)
+    assert raw_flags[300] and raw_flags[301]  # a DV in a file needs the rule
 
 
 def test_jvm_lister_lists_like_the_local_engine(spark, tmp_path: Path) -> None:
@@ -956,3 +978,43 @@ def test_spark_engine_names_the_file_of_a_damaged_commit(spark, tmp_path: Path, 
     )
     assert run.exit_code == 2, run.output
     assert commit.name in run.stderr and "Traceback" not in run.output + run.stderr
+
+
+def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: Path) -> None:
+    """Log compactions (``x.y.compacted.json``) name files for ``named_in_log`` but are never
+    part of the snapshot's segment, in both engines: a file only a compaction names is a
+    tombstone (named in the log), not an orphan; a file the compaction removes stays live;
+    a file a commit after the checkpoint removed is a tombstone; the
+    versions the Spark engine reads from the file names put commits after the checkpoint in
+    the segment and the ones before it out."""
+    from deltaguard.localstack.synthetic_table import SyntheticTable
+
+    root = tmp_path / "t"
+    clock = int(time.time() * 1000) - 100 * HOUR
+    t = SyntheticTable(root)
+    t.create(clock)
+    for i in range(3):
+        rel = t.write_file(f"p=0/part-{i}.parquet", clock)
+        t.commit([{"add": t.add_action(rel, clock)}], clock)
+    t.checkpoint()  # version 3
+    t.commit([{"remove": t.remove_action(("p=0/part-0.parquet", None), clock)}], clock)
+    named = t.write_file("p=1/only-in-compaction.parquet", clock)
+    orphan = t.write_file("p=1/orphan.parquet", clock)
+    lines = [
+        {"add": t.add_action(named, clock)},
+        {"remove": t.remove_action(("p=0/part-1.parquet", None), clock)},
+    ]
+    body = "".join(orjson.dumps(a).decode() + "\n" for a in lines)
+    (root / "_delta_log" / f"{1:020d}.{2:020d}.compacted.json").write_text(body)
+    ours = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "r"), retention_ms=0)
+    local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert (ours.result.version, ours.result.referenced_files) == (
+        local.version,
+        local.referenced_files,
+    )
+    found = {c.path: c.file_class for c in ours.result.candidates}
+    assert found[orphan] is FileClass.ORPHAN
+    assert found["p=0/part-0.parquet"] is FileClass.EXPIRED_TOMBSTONE
+    assert found[named] is FileClass.EXPIRED_TOMBSTONE  # named in the log, not live
+    assert "p=0/part-1.parquet" not in found  # live: the compaction's remove is not in the segment

@@ -38,9 +38,11 @@ a truncated part of a multi-part checkpoint was still skipped in one of Spark's 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -297,13 +299,14 @@ def spark_schema(ddl: str) -> Any:
     return _parse_datatype_string(ddl)
 
 
-def _json_actions(
-    spark: SparkSession, paths: list[str], versions: dict[str, tuple[int, bool]]
-) -> DataFrame:
+def _json_actions(spark: SparkSession, paths: list[str], in_segment: Any) -> DataFrame:
     """The actions of JSON log files (:data:`RAW_SCHEMA`, ``spark.read.json`` in ``FAILFAST``
     mode: a line that is not JSON, or whose action is not an object, fails the job) with the
-    version of their file and whether the snapshot's segment includes it (``versions``: file
-    name -> (version, in segment))."""
+    version of their file (the 20 digits every JSON log file name starts with:
+    :mod:`~deltaguard.tools.deltalog.names`) and whether the snapshot's segment includes it
+    (``in_segment``: a boolean column of ``name``, the file name, and ``version``). Both are
+    computed from the file name in Spark SQL: no table of names is built in Python, so no
+    Python worker starts for it."""
     from pyspark.sql import functions as F
 
     df = (
@@ -313,18 +316,25 @@ def _json_actions(
         .json(paths)
         .withColumn("file", F.input_file_name())
     )
-    by_name = spark.createDataFrame(
-        [(name, v, seg) for name, (v, seg) in versions.items()],
-        "name string, version long, in_segment boolean",
+    df = df.withColumn("name", F.regexp_extract("file", r"([^/]+)$", 1)).withColumn(
+        "version", F.regexp_extract("name", r"^(\d{20})\.", 1).cast("long")
     )
-    df = df.withColumn("name", F.regexp_extract("file", r"([^/]+)$", 1))
-    return df.join(F.broadcast(by_name), "name", "left").select(
+    return df.select(
         *_FILE_ACTIONS,
         *_NON_FILE_ACTIONS,
         "file",
-        F.coalesce("version", F.lit(-1)).alias("version"),
-        F.coalesce("in_segment", F.lit(False)).alias("in_segment"),
+        "version",
+        F.coalesce(in_segment, F.lit(False)).alias("in_segment"),
     )
+
+
+def _commits_from(first: int) -> Any:
+    """The ``in_segment`` column of :func:`_json_actions` for commits and compactions: true
+    for a commit (``N.json``) of version ``first`` or later (a compaction is never part of
+    the segment)."""
+    from pyspark.sql import functions as F
+
+    return F.col("name").rlike(r"^\d{20}\.json$") & (F.col("version") >= first)
 
 
 def _parquet_actions(
@@ -348,8 +358,9 @@ def _checkpoint_actions(
     store = spec.open()
     locations = [store.location(f"{LOG_DIR}/{name}") for name in ref.files]
     if ref.files[0].endswith(".json"):
-        versions = {n: (ref.version, in_segment) for n in ref.files}
-        parts = [_json_actions(spark, locations, versions)]
+        from pyspark.sql import functions as F
+
+        parts = [_json_actions(spark, locations, F.lit(in_segment))]
     else:
         parts = [_parquet_actions(spark, locations, ref.version, in_segment)]
     if ref.kind is LogFileKind.V2_CHECKPOINT:
@@ -441,14 +452,26 @@ def _plain_actions(actions: DataFrame) -> DataFrame:
     )
 
 
-def _needs_path_rule() -> Any:
-    """True for a file action :func:`_plain_actions` cannot map: a path that needs the path
-    rule (:data:`~deltaguard.tools.deltalog.paths.NEEDS_RULE_OR_DECODING`), or a DV stored in a file."""
+def _needs_path_rule(path: Any, dv: Any | None) -> Any:
+    """True for a file action :func:`_plain_actions` cannot map: a ``path`` that needs the
+    path rule (:data:`~deltaguard.tools.deltalog.paths.NEEDS_RULE_OR_DECODING`), or a ``dv``
+    stored in a file (None: the action has no DV field)."""
+    test = path.rlike(NEEDS_RULE_OR_DECODING)
+    return test if dv is None else test | (dv.isNotNull() & (dv.storageType != "i"))
+
+
+def _raw_needs_path_rule() -> Any:
+    """:func:`_needs_path_rule` of any file action of a raw log row (:data:`RAW_SCHEMA`):
+    the same test as on :func:`_actions`' rows, without first splitting the row."""
     from pyspark.sql import functions as F
 
-    return F.col("path").rlike(NEEDS_RULE_OR_DECODING) | (
-        F.col("dv").isNotNull() & (F.col("dv.storageType") != "i")
-    )
+    tests = [
+        _needs_path_rule(
+            F.col(f"{kind}.path"), None if kind == "cdc" else F.col(f"{kind}.deletionVector")
+        )
+        for kind in _FILE_ACTIONS
+    ]
+    return reduce(operator.or_, (F.coalesce(t, F.lit(False)) for t in tests))
 
 
 def _ruled(spec: StoreSpec) -> Any:
@@ -498,25 +521,27 @@ def parse_actions(
     change (:func:`_needs_path_rule`), which alone go through Python (:func:`_ruled`).
     Returns them (not persisted: the job that uses them reads the log again, which measured
     cheaper than holding every action) and the JSON lines of the newest ``metaData`` and
-    ``protocol`` of the snapshot's segment, found by one job that also tells whether any
-    action needs the path rule."""
+    ``protocol`` of the snapshot's segment, found by one job over the raw rows (not split
+    into actions: cheaper) that also tells whether any action needs the path rule."""
     from pyspark.sql import functions as F
 
-    actions = _actions(raw)
-    ruled = F.col("small").isNull() & _needs_path_rule()
-
     def newest(kind: str) -> Any:
-        of_kind = (F.col("kind") == kind) & F.col("in_segment")
-        return F.max_by(F.col("small"), F.when(of_kind, F.col("version"))).alias(kind)
+        in_segment = F.col(kind).isNotNull() & F.col("in_segment")
+        return F.max_by(F.col(kind), F.when(in_segment, F.col("version"))).alias(kind)
 
-    (summary,) = actions.agg(
-        F.count_if(ruled).alias("ruled"), newest("metaData"), newest("protocol")
+    (summary,) = raw.agg(
+        F.count_if(_raw_needs_path_rule()).alias("ruled"),
+        *[newest(kind) for kind in ("metaData", "protocol")],
     ).collect()
+    actions = _actions(raw)
+    ruled = F.col("small").isNull() & _needs_path_rule(F.col("path"), F.col("dv"))
     parsed = _plain_actions(actions.where(~ruled))
     if summary.ruled:
         python = actions.where(ruled).rdd.mapPartitions(_ruled(spec))
         parsed = parsed.unionByName(spark.createDataFrame(python, ACTIONS_SCHEMA))
-    small = {k: summary[k] for k in ("metaData", "protocol") if summary[k] is not None}
+    small = {
+        k: f'{{"{k}":{summary[k]}}}' for k in ("metaData", "protocol") if summary[k] is not None
+    }
     return parsed, small
 
 
@@ -533,15 +558,13 @@ def read_log(
     own, own_lines, notes = _own_checkpoint(spark, spec, listing, store.uri)
     latest = listing.latest_version
     assert latest is not None  # _own_checkpoint raised otherwise
-    in_chain = set(range(own.version + 1 if own is not None else 0, latest + 1))
-    names = {n: (v, v in in_chain) for v, n in listing.commits.items()}
-    names |= {c.name: (c.version, False) for c in listing.compactions}
-    if segment_only:
-        names = {n: (v, seg) for n, (v, seg) in names.items() if seg}
+    first = own.version + 1 if own is not None else 0
+    names = [n for v, n in listing.commits.items() if v >= first or not segment_only]
+    names += [] if segment_only else [c.name for c in listing.compactions]
     sources = own_lines[:]
     if names:
         locations = [store.location(f"{LOG_DIR}/{n}") for n in names]
-        sources.append(_json_actions(spark, locations, names))
+        sources.append(_json_actions(spark, locations, _commits_from(first)))
     for i in [] if segment_only else checkpoints_besides(listing, own):
         sources += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
     raw = sources[0]
@@ -560,7 +583,7 @@ def read_log(
         for part in own_lines:
             part.unpersist()
         raise
-    one_checkpoint = own is not None and not (in_chain & set(listing.commits))
+    one_checkpoint = own is not None and not any(v >= first for v in listing.commits)
     return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint)
 
 
