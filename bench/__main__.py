@@ -649,8 +649,11 @@ def main(argv: list[str] | None = None) -> int:
         **kept,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
-    workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
-    with LocalStackServer(workdir / "localstack") as localstack:
+    with (
+        tempfile.TemporaryDirectory(prefix="deltaguard-bench-") as tmp,
+        LocalStackServer(Path(tmp) / "localstack") as localstack,
+    ):
+        workdir = Path(tmp)
         assert localstack.server is not None  # started by the with
         bench = _Bench(
             args,

@@ -79,28 +79,29 @@ def _measure(table: str, endpoint: Endpoint | None, runs: int, expected: int) ->
 def run(
     endpoint: Endpoint, bucket: str, runs: int, commits: int = 10_000, files: int = 1_000_000
 ) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="deltaguard-bench-replay-"))
-    tables = {
-        "many_commits": (
-            synth_tables.many_commits(work / "many_commits", commits=commits),
-            synth_tables.expected_live_files("many_commits", commits=commits),
-        ),
-        "many_files": (
-            synth_tables.many_files(work / "many_files", files=files),
-            synth_tables.expected_live_files("many_files", files=files),
-        ),
-    }
-    results: dict[str, Any] = {
-        "what": "load the table and list its live files; wall time and peak RSS per process",
-        "tables": {
-            "many_commits": f"{commits} commits, checkpoint every 100",
-            "many_files": f"{files} live files: a checkpoint + 1000 JSON commits",
-        },
-    }
-    for name, (root, expected) in tables.items():
-        uri = _upload(root, endpoint, bucket, f"replay/{name}")
-        results[name] = {
-            "local": _measure(str(root), None, runs, expected),
-            "localstack": _measure(uri, endpoint, runs, expected),
+    with tempfile.TemporaryDirectory(prefix="deltaguard-bench-replay-") as tmp:
+        work = Path(tmp)
+        tables = {
+            "many_commits": (
+                synth_tables.many_commits(work / "many_commits", commits=commits),
+                synth_tables.expected_live_files("many_commits", commits=commits),
+            ),
+            "many_files": (
+                synth_tables.many_files(work / "many_files", files=files),
+                synth_tables.expected_live_files("many_files", files=files),
+            ),
         }
-    return results
+        results: dict[str, Any] = {
+            "what": "load the table and list its live files; wall time and peak RSS per process",
+            "tables": {
+                "many_commits": f"{commits} commits, checkpoint every 100",
+                "many_files": f"{files} live files: a checkpoint + 1000 JSON commits",
+            },
+        }
+        for name, (root, expected) in tables.items():
+            uri = _upload(root, endpoint, bucket, f"replay/{name}")
+            results[name] = {
+                "local": _measure(str(root), None, runs, expected),
+                "localstack": _measure(uri, endpoint, runs, expected),
+            }
+        return results

@@ -159,24 +159,25 @@ def _samples(
     start per point instead of per run), each round on a fresh table behind a start barrier;
     requests are counted from one round's start to the next one's (the last: to the exit);
     CPU (``cpu``) over each round's appending span."""
-    workdir = Path(tempfile.mkdtemp(prefix="deltaguard-bench-"))
-    marks: list[dict[str, Any]] = []
-    results: list[MultiDriverResult] = run_multi_driver_rounds(
-        f"s3a://{bucket}/tput-{who.name}-{writers}-{uuid.uuid4().hex[:6]}",
-        writer_endpoint_url=proxy.endpoint.url,
-        reader_endpoint_url=endpoint.url,
-        logstore=who.preset,
-        writers=writers if who.engine == "spark" else 0,
-        python_writers=writers if who.engine == "python" else 0,
-        deltars_writers=writers if who.engine == "delta-rs" else 0,
-        appends=appends,
-        workdir=workdir,
-        spark_conf=who.conf(proxy.endpoint) if who.conf else None,
-        start_together=True,
-        on_all_ready=lambda: marks.append(proxy.stats()),
-        rounds=runs,
-        verify_with_deltars=True,
-    )
+    with tempfile.TemporaryDirectory(prefix="deltaguard-bench-") as tmp:
+        workdir = Path(tmp)
+        marks: list[dict[str, Any]] = []
+        results: list[MultiDriverResult] = run_multi_driver_rounds(
+            f"s3a://{bucket}/tput-{who.name}-{writers}-{uuid.uuid4().hex[:6]}",
+            writer_endpoint_url=proxy.endpoint.url,
+            reader_endpoint_url=endpoint.url,
+            logstore=who.preset,
+            writers=writers if who.engine == "spark" else 0,
+            python_writers=writers if who.engine == "python" else 0,
+            deltars_writers=writers if who.engine == "delta-rs" else 0,
+            appends=appends,
+            workdir=workdir,
+            spark_conf=who.conf(proxy.endpoint) if who.conf else None,
+            start_together=True,
+            on_all_ready=lambda: marks.append(proxy.stats()),
+            rounds=runs,
+            verify_with_deltars=True,
+        )
     marks.append(proxy.stats())
     return [
         {**_sample(who, r, marks[i], marks[i + 1]), **_cpu_share(cpu, r)}
