@@ -5,8 +5,8 @@ Builds a synthetic table of ``--files`` files of which ``--orphans`` are orphans
 command (terminal output, no ``--json``) in a child process with the default retention (the
 files are 30 days old), first as a dry run (``--delete``: the scan alone) and then with
 ``--yes``, and prints one JSON line: the files, the orphans deleted, each child's peak RSS
-(``ru_maxrss``) and wall time, the load average at the start, and the manifest's size on
-disk. ``--heap`` adds an in-process measure on a second copy of the table: RSS after the
+(its own ``VmHWM``: :mod:`bench.peak_rss`) and wall time, the load average at the start, and
+the manifest's size on disk. ``--heap`` adds an in-process measure on a second copy of the table: RSS after the
 scan, peak RSS after the cleanup, and the Python heap's peak during the cleanup
 (tracemalloc): the cleanup's own share, which the process's peak (set by the scan and the
 re-read of the log) hides. The tables and the manifests are deleted afterwards. ``--manifest-name m.json`` runs it
@@ -32,6 +32,8 @@ from pathlib import Path
 import orjson
 
 from bench.orphans_engines import PARTITIONS, _touch, build_table
+from bench.peak_rss import measured_cli
+from bench.worker import REPO
 
 
 def build(root: Path, files: int, orphans: int, mtime_ms: int) -> int:
@@ -55,14 +57,17 @@ class _Run:
 
 
 def _run(argv: list[str], out: Path) -> _Run:
-    """Runs ``argv`` as a child process; its exit code, stdout and own peak RSS."""
+    """Runs ``deltaguard`` with ``argv`` as a child process; its exit code, stdout and own
+    peak RSS (:mod:`bench.peak_rss`: ``wait4``'s ``ru_maxrss`` would start from this process's
+    peak, the built table's)."""
+    peak = out.with_suffix(".peak")
     started = time.monotonic()
     with out.open("wb") as sink:
-        child = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
-        _pid, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child = subprocess.run(
+            [*measured_cli(peak), *argv], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO
+        )
     wall = round(time.monotonic() - started, 1)
-    return _Run(child.returncode, out.read_bytes(), usage.ru_maxrss // 1024, wall)
+    return _Run(child.returncode, out.read_bytes(), int(peak.read_text()), wall)
 
 
 #: The child of ``--heap``: a scan, then ``execute`` under tracemalloc; prints the RSS after
@@ -123,7 +128,7 @@ def main(argv: list[str]) -> int:
         table = work / "t"
         mtime_ms = int(time.time() * 1000) - 30 * 86_400_000
         orphans = build(table, args.files, args.orphans, mtime_ms)
-        command = [str(Path(sys.executable).parent / "deltaguard"), "orphans"]
+        command = ["orphans"]
         manifest = work / args.manifest_name
         load = os.getloadavg()
         dry = _run([*command, str(table), "--delete"], work / "dry.out")

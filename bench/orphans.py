@@ -12,14 +12,14 @@ parallel PUTs. Both must report the same number of files.
 from __future__ import annotations
 
 import json
-import resource
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.peak_rss import measured_cli
+from bench.worker import REPO
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.failed_job import run_vacuum_dry_run
 from deltaguard.localstack.multi_driver import driver_env
@@ -32,31 +32,35 @@ DAY_MS = 86_400_000
 
 
 def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
-    """One scan in a fresh process: wall seconds, in-process scan seconds, peak RSS (MiB)."""
-    args = [
-        str(Path(sys.executable).parent / "deltaguard"),
-        "orphans",
-        table,
-        "--retention",
-        "0",
-        "--json",
-    ]
-    if endpoint is not None:
-        args += ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    started = time.perf_counter()
-    proc = subprocess.run(
-        args, capture_output=True, text=True, env=driver_env(endpoint), check=False
-    )
-    wall = time.perf_counter() - started
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"deltaguard orphans failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    """One scan in a fresh process: wall seconds, in-process scan seconds, peak RSS (MiB, the
+    process's own: :mod:`bench.peak_rss`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="orphans-bench-rss-") as tmp:
+        peak = Path(tmp) / "peak"
+        args = [*measured_cli(peak), "orphans", table, "--retention", "0", "--json"]
+        if endpoint is not None:
+            args += ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style"]
+        started = time.perf_counter()
+        proc = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            env=driver_env(endpoint),
+            check=False,
+            cwd=REPO,
+        )
+        wall = time.perf_counter() - started
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(
+                f"deltaguard orphans failed ({proc.returncode}): {proc.stderr[-2000:]}"
+            )
+        peak_mib = int(peak.read_text())
     report = json.loads(proc.stdout)
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return {
         "wall_s": wall,
         "scan_s": report["scan_s"],
-        "peak_rss_mib": max(peak_kib, before) / 1024,  # ru_maxrss: the largest child so far
+        "peak_rss_mib": peak_mib,
         "files": report["totals"]["orphan"]["files"]
         + report["totals"]["expired-tombstone"]["files"],
         "listed": report["listed_files"],

@@ -22,7 +22,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .peak_rss import peak_rss_mib
 from .worker import run_worker
 
 DAY_MS = 86_400_000
@@ -198,10 +198,6 @@ def _children(ppid: int, name: str) -> list[int]:
     return out
 
 
-def _peak_mib(pid: int) -> int:
-    return int(_status(pid)["VmHWM"].split()[0]) // 1024
-
-
 def _session() -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from deltaguard.localstack.spark_driver import build_test_session
@@ -257,14 +253,14 @@ def engine_run(engine: str, table: str) -> dict[str, Any]:
     work = time.monotonic() - started
     if spark is not None:
         (driver,) = _children(os.getpid(), "java")
-        jvm = _peak_mib(driver)
-        executors = max(_peak_mib(pid) for pid in _children(driver, "java"))
+        jvm = peak_rss_mib(driver)
+        executors = max(peak_rss_mib(pid) for pid in _children(driver, "java"))
         spark.stop()
     return {
         "engine": engine,
         "found": found,
         "work_s": round(work, 1),
-        "python_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "python_peak_rss_mib": peak_rss_mib(),
         "driver_jvm_peak_rss_mib": jvm,
         "executor_jvm_peak_rss_mib": executors,
     }

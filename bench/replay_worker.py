@@ -6,9 +6,10 @@ files, and the process's peak RSS in MiB. S3 credentials come from the environme
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
+
+from bench.peak_rss import peak_rss_mib
 
 
 def _deltaguard(table: str, endpoint: str | None) -> int:
@@ -37,16 +38,6 @@ def _delta_rs(table: str, endpoint: str | None) -> int:
     return len(DeltaTable(table, storage_options=options).file_uris())
 
 
-def _peak_rss_mib() -> float:
-    """This process's peak RSS: VmHWM, which starts afresh at exec (``ru_maxrss`` keeps the
-    forking parent's peak across exec on Linux, so it would report the bench's own memory)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def main(argv: list[str]) -> int:
     side, table = argv[0], argv[1]
     endpoint = argv[2] if len(argv) > 2 else None
@@ -58,7 +49,7 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     files = load(table, endpoint)
     wall = time.perf_counter() - started
-    rss_mib = _peak_rss_mib()
+    rss_mib = peak_rss_mib()
     print(json.dumps({"wall_s": wall, "files": files, "peak_rss_mib": rss_mib}))
     return 0
 

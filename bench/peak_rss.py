@@ -1,0 +1,50 @@
+"""A process's peak RSS, read where it is right.
+
+On Linux a child's ``ru_maxrss`` (its own ``getrusage``, ``wait4``'s and ``RUSAGE_CHILDREN``
+alike) starts from the forking parent's peak and keeps it across exec, so a bench process that
+built a large table in memory reports its own peak as every child's (a child using 13 MiB
+reported 513 MiB under a 500 MiB parent on this machine). ``VmHWM`` in ``/proc/PID/status``
+belongs to the process's own memory map, which exec replaces: :func:`peak_rss_mib` reads it.
+
+A child that is not ours to change, ``deltaguard``'s CLI, is measured by running it in-process
+under ``python -m bench.peak_rss OUT ARGS...`` (:func:`measured_cli`): the CLI's exit code,
+its output, and its VmHWM written to ``OUT`` when it exits.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def peak_rss_mib(pid: int | None = None) -> int:
+    """The peak RSS (MiB) of process ``pid`` (None: this one), from its ``VmHWM``. Raises
+    RuntimeError if the process has no memory map (it has exited)."""
+    with open(f"/proc/{pid if pid is not None else 'self'}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    raise RuntimeError(f"process {pid} has no VmHWM (exited?)")
+
+
+def measured_cli(out: Path) -> list[str]:
+    """The command that runs ``deltaguard`` with the arguments appended to it and writes its
+    peak RSS (MiB) to ``out``; run it with the repository root as the working directory."""
+    return [sys.executable, "-m", "bench.peak_rss", str(out)]
+
+
+def main(argv: list[str]) -> int:
+    from deltaguard.tools.cli import main as cli
+
+    out = Path(argv[0])
+    try:
+        cli.main(args=argv[1:], prog_name="deltaguard")
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        out.write_text(f"{peak_rss_mib()}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
