@@ -9,7 +9,6 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from . import (
     throughput,
 )
 from .spark_lines import line_python
+from .worker import work_dir
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -650,10 +650,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
     with (
-        tempfile.TemporaryDirectory(prefix="deltaguard-bench-") as tmp,
-        LocalStackServer(Path(tmp) / "localstack") as localstack,
+        work_dir("deltaguard-bench-") as workdir,
+        LocalStackServer(workdir / "localstack") as localstack,
     ):
-        workdir = Path(tmp)
         assert localstack.server is not None  # started by the with
         bench = _Bench(
             args,

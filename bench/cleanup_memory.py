@@ -52,7 +52,7 @@ def build(root: Path, files: int, orphans: int, mtime_ms: int) -> int:
 class _Run:
     code: int
     stdout: bytes
-    peak_mib: int
+    peak_mib: int | None
     wall_s: float
 
 
@@ -67,7 +67,9 @@ def _run(argv: list[str], out: Path) -> _Run:
             [*measured_cli(peak), *argv], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO
         )
     wall = round(time.monotonic() - started, 1)
-    return _Run(child.returncode, out.read_bytes(), int(peak.read_text()), wall)
+    # no file: the child died before its exit (a signal, the OOM killer); its code says so
+    peak_mib = int(peak.read_text()) if peak.exists() else None
+    return _Run(child.returncode, out.read_bytes(), peak_mib, wall)
 
 
 #: The child of ``--heap``: a scan, then ``execute`` under tracemalloc; prints the RSS after

@@ -19,7 +19,7 @@ from pathlib import Path
 
 def peak_rss_mib(pid: int | None = None) -> int:
     """The peak RSS (MiB) of process ``pid`` (None: this one), from its ``VmHWM``. Raises
-    RuntimeError if the process has no memory map (it has exited)."""
+    OSError if there is no such process, RuntimeError if it has no memory map (a zombie)."""
     with open(f"/proc/{pid if pid is not None else 'self'}/status") as status:
         for line in status:
             if line.startswith("VmHWM:"):
@@ -33,18 +33,16 @@ def measured_cli(out: Path) -> list[str]:
     return [sys.executable, "-m", "bench.peak_rss", str(out)]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> None:
+    """Runs the CLI with ``argv[1:]`` and exits as it does (click's ``SystemExit``, passed on
+    unchanged); writes this process's peak RSS to ``argv[0]`` first."""
     from deltaguard.tools.cli import main as cli
 
-    out = Path(argv[0])
     try:
         cli.main(args=argv[1:], prog_name="deltaguard")
-    except SystemExit as done:
-        return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     finally:
-        out.write_text(f"{peak_rss_mib()}\n")
-    return 0
+        Path(argv[0]).write_text(f"{peak_rss_mib()}\n")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])

@@ -14,7 +14,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from deltaguard.localstack.endpoints import Endpoint
 
 from . import synth_tables
+from .worker import work_dir
 
 SIDES = ("deltaguard", "delta-rs")
 
@@ -79,8 +79,7 @@ def _measure(table: str, endpoint: Endpoint | None, runs: int, expected: int) ->
 def run(
     endpoint: Endpoint, bucket: str, runs: int, commits: int = 10_000, files: int = 1_000_000
 ) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="deltaguard-bench-replay-") as tmp:
-        work = Path(tmp)
+    with work_dir("deltaguard-bench-replay-") as work:
         tables = {
             "many_commits": (
                 synth_tables.many_commits(work / "many_commits", commits=commits),

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from deltaguard.spark_conf.spark_lines import installed_line
 
 from .cpu_share import CpuSampler
 from .stats import percentile
+from .worker import work_dir
 
 #: The delay the proxy adds to every request: a real S3 round trip is 10-50 ms.
 LATENCY_MS = 20.0
@@ -159,8 +159,7 @@ def _samples(
     start per point instead of per run), each round on a fresh table behind a start barrier;
     requests are counted from one round's start to the next one's (the last: to the exit);
     CPU (``cpu``) over each round's appending span."""
-    with tempfile.TemporaryDirectory(prefix="deltaguard-bench-") as tmp:
-        workdir = Path(tmp)
+    with work_dir("deltaguard-bench-") as workdir:
         marks: list[dict[str, Any]] = []
         results: list[MultiDriverResult] = run_multi_driver_rounds(
             f"s3a://{bucket}/tput-{who.name}-{writers}-{uuid.uuid4().hex[:6]}",

@@ -4,9 +4,13 @@ JSON object (the sample)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +39,17 @@ def run_worker(
     sample: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     sample["wall_s"] = round(time.monotonic() - started, 1)
     return sample
+
+
+@contextmanager
+def work_dir(prefix: str) -> Iterator[Path]:
+    """A new temporary directory for one bench run, deleted when the block ends normally and
+    kept when it raises (its worker logs are what the error points at; the path goes to
+    stderr)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    except BaseException:
+        print(f"bench: kept {path} (the logs of the failed run)", file=sys.stderr)
+        raise
+    shutil.rmtree(path, ignore_errors=True)

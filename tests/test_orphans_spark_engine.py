@@ -879,6 +879,8 @@ def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> Non
     in_file = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1}
     raw_rows += [{"add": {"path": "a.parquet", "deletionVector": in_file}, "i": 300}]
     raw_rows += [{"remove": {"path": "a.parquet", "deletionVector": in_file}, "i": 301}]
+    no_type = {"storageType": None, "pathOrInlineDv": "abc", "offset": None}
+    raw_rows += [{"add": {"path": "a.parquet", "deletionVector": no_type}, "i": 302}]
     raw = spark.createDataFrame(
         [(r.get("add"), r.get("remove"), r.get("cdc"), r["i"]) for r in raw_rows],
         f"{log_refs.RAW_SCHEMA.split(', metaData')[0]}, i int",
@@ -891,6 +893,18 @@ def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> Non
     assert [raw_flags[200 + i] for i in range(len(raw_paths))] == removes  # no DV: path only
     assert any(action_flags) and not all(action_flags)
     assert raw_flags[300] and raw_flags[301]  # a DV in a file needs the rule
+    assert raw_flags[302]  # so does a DV without a storage type (the rule refuses it)
+    no_type_row = frame.limit(1).withColumn(
+        "dv",
+        F.struct(
+            F.lit(None).cast("string").alias("storageType"),
+            F.lit("abc").alias("pathOrInlineDv"),
+            F.lit(None).cast("int").alias("offset"),
+        ),
+    )
+    assert no_type_row.where(needs).count() == 1
+    with pytest.raises(CorruptLogError, match="storageType None"):
+        list(log_refs._ruled(StoreSpec(str(root)))(no_type_row.collect()))
 
 
 def test_jvm_lister_lists_like_the_local_engine(spark, tmp_path: Path) -> None:
@@ -962,16 +976,29 @@ def test_one_checkpoint_flags_equal_the_reconciled_ones(spark, tmp_path: Path) -
     assert any(r[4] for r in flags[True])  # a tombstone
 
 
-@pytest.mark.parametrize("damage", ["not-json", "add-without-path"])
+DAMAGED_LINES = {
+    "not-json": b"{not json",
+    "add-without-path": b'{"add": {"size": 1}}',
+    # a DV with no storageType: once dropped silently (neither plain nor ruled), its file
+    # unreferenced; the local engine's parser refuses it too
+    "dv-without-storage-type": b'{"add": {"path": "p=0/x.parquet", "deletionVector": {}}}',
+    "dv-without-inline-data": b'{"add": {"path": "x.parquet", "deletionVector": {"storageType": "i"}}}',
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_LINES))
 def test_spark_engine_names_the_file_of_a_damaged_commit(spark, tmp_path: Path, damage) -> None:
-    """A commit line that is not JSON, or a file action without a path, stops the scan with
-    exit code 2 and one line naming the commit file (the log read's FAILFAST and its
-    missing-path check), not a traceback."""
+    """A commit line that is not JSON, a file action without a path, or one whose deletion
+    vector lacks its storage type or its data stops the scan with exit code 2 and one line
+    naming the commit file (the log read's FAILFAST, its missing-path check, the DV check of
+    ``_ruled``), not a traceback; the local engine refuses the same lines."""
     root = tmp_path / "t"
     orphans_table(root)
     commit = sorted((root / "_delta_log").glob("*.json"))[-1]
-    line = b"{not json" if damage == "not-json" else b'{"add": {"size": 1}}'
-    commit.write_bytes(commit.read_bytes() + line + b"\n")
+    commit.write_bytes(commit.read_bytes() + DAMAGED_LINES[damage] + b"\n")
+    if damage.startswith("dv-"):
+        with pytest.raises(CorruptLogError):
+            scan(open_table(str(root)), retention_ms=0)
     run = CliRunner().invoke(
         main,
         ["orphans", str(root), "--engine", "spark", "--report-table", str(tmp_path / "r")],
@@ -1013,6 +1040,23 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
         local.version,
         local.referenced_files,
     )
+    from deltaguard.tools.deltalog.listing import list_log
+    from deltaguard.tools.orphans.spark.log_refs import read_log
+
+    log = read_log(spark, StoreSpec(str(root)), list_log(open_table(str(root))))
+    try:
+        rows = log.actions.select("version", "in_segment").distinct().collect()
+    finally:
+        log.release()
+    # commits 0-3 and the compaction (version 1) out; checkpoint 3 and commit 4 in
+    assert sorted((r.version, r.in_segment) for r in rows) == [
+        (0, False),
+        (1, False),
+        (2, False),
+        (3, False),
+        (3, True),
+        (4, True),
+    ]
     found = {c.path: c.file_class for c in ours.result.candidates}
     assert found[orphan] is FileClass.ORPHAN
     assert found["p=0/part-0.parquet"] is FileClass.EXPIRED_TOMBSTONE

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from deltaguard.logstore.commit_names import COMMIT_FILE_PATTERN
 from deltaguard.tools.deltalog.actions import (
     ActionError,
     DeletionVector,
@@ -79,7 +80,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
-#: version (-1: outside the snapshot's segment), deletion timestamp, and whether the path /
+#: version (of its log file), whether the snapshot's segment includes that file, deletion
+#: timestamp, and whether the path /
 #: the DV file is outside the table root (then ``path`` / ``dv_path`` is the log's absolute
 #: location: the audit checks those files; the reference sets leave them out, as the local
 #: engine's do).
@@ -316,9 +318,10 @@ def _json_actions(spark: SparkSession, paths: list[str], in_segment: Any) -> Dat
         .json(paths)
         .withColumn("file", F.input_file_name())
     )
-    df = df.withColumn("name", F.regexp_extract("file", r"([^/]+)$", 1)).withColumn(
-        "version", F.regexp_extract("name", r"^(\d{20})\.", 1).cast("long")
-    )
+    df = df.withColumn("name", F.regexp_extract("file", r"([^/]+)$", 1))
+    digits = F.regexp_extract("name", r"^([0-9]{20})\.", 1)
+    unnamed = F.raise_error(F.concat(F.col("file"), F.lit(": not a log file name with a version")))
+    df = df.withColumn("version", F.when(digits == "", unnamed).otherwise(digits.cast("long")))
     return df.select(
         *_FILE_ACTIONS,
         *_NON_FILE_ACTIONS,
@@ -334,7 +337,7 @@ def _commits_from(first: int) -> Any:
     the segment)."""
     from pyspark.sql import functions as F
 
-    return F.col("name").rlike(r"^\d{20}\.json$") & (F.col("version") >= first)
+    return F.col("name").rlike(f"^{COMMIT_FILE_PATTERN}$") & (F.col("version") >= first)
 
 
 def _parquet_actions(
@@ -455,9 +458,17 @@ def _plain_actions(actions: DataFrame) -> DataFrame:
 def _needs_path_rule(path: Any, dv: Any | None) -> Any:
     """True for a file action :func:`_plain_actions` cannot map: a ``path`` that needs the
     path rule (:data:`~deltaguard.tools.deltalog.paths.NEEDS_RULE_OR_DECODING`), or a ``dv``
-    stored in a file (None: the action has no DV field)."""
-    test = path.rlike(NEEDS_RULE_OR_DECODING)
-    return test if dv is None else test | (dv.isNotNull() & (dv.storageType != "i"))
+    that is not a complete inline one (stored in a file, or without a ``storageType`` or
+    ``pathOrInlineDv``: :func:`_ruled` rejects those as the local engine's parser does); None:
+    the action has no DV field. Never null, so every action is either plain or ruled."""
+    from pyspark.sql import functions as F
+
+    no = F.lit(False)
+    test = F.coalesce(path.rlike(NEEDS_RULE_OR_DECODING), no)
+    if dv is None:
+        return test
+    inline = (dv.storageType == "i") & dv.pathOrInlineDv.isNotNull()
+    return test | (dv.isNotNull() & ~F.coalesce(inline, no))
 
 
 def _raw_needs_path_rule() -> Any:
@@ -471,7 +482,7 @@ def _raw_needs_path_rule() -> Any:
         )
         for kind in _FILE_ACTIONS
     ]
-    return reduce(operator.or_, (F.coalesce(t, F.lit(False)) for t in tests))
+    return reduce(operator.or_, tests)
 
 
 def _ruled(spec: StoreSpec) -> Any:
@@ -486,9 +497,12 @@ def _ruled(spec: StoreSpec) -> Any:
             try:
                 decoded = decode_path(row.path)
                 if row.dv is not None:
-                    dv = DeletionVector(
-                        row.dv.storageType, row.dv.pathOrInlineDv, row.dv.offset, 0, 0
-                    )
+                    kind, where = row.dv.storageType, row.dv.pathOrInlineDv
+                    if kind not in ("u", "p", "i") or not isinstance(where, str):
+                        raise ActionError(
+                            f"deletionVector: storageType {kind!r}, pathOrInlineDv {where!r}"
+                        )
+                    dv = DeletionVector(kind, where, row.dv.offset, 0, 0)
                 dv_file = dv.file_path() if dv is not None else None
             except (ActionError, ValueError, TypeError) as exc:
                 raise CorruptLogError(f"{row.file}: {row.kind}: {exc}", row.file) from None
