@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,6 @@ DAY_MS = 86_400_000
 def _ours(table: str, endpoint: Endpoint | None) -> dict[str, float]:
     """One scan in a fresh process: wall seconds, in-process scan seconds, peak RSS (MiB, the
     process's own: :mod:`bench.peak_rss`)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="orphans-bench-rss-") as tmp:
         peak = Path(tmp) / "peak"
         args = [*measured_cli(peak), "orphans", table, "--retention", "0", "--json"]

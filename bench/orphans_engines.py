@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .peak_rss import peak_rss_mib
+from .peak_rss import peak_rss_mib, proc_status
 from .worker import run_worker
 
 DAY_MS = 86_400_000
@@ -181,16 +181,11 @@ def _touch(path: Path, stamp: tuple[int, int]) -> None:
     os.utime(path, ns=stamp)
 
 
-def _status(pid: int) -> dict[str, str]:
-    text = Path(f"/proc/{pid}/status").read_text()
-    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
-
-
 def _children(ppid: int, name: str) -> list[int]:
     out = []
     for status in glob.glob("/proc/[0-9]*/status"):
         try:
-            fields = _status(int(status.split("/")[2]))
+            fields = proc_status(int(status.split("/")[2]))
         except (OSError, ValueError):
             continue
         if fields.get("PPid", "").strip() == str(ppid) and fields.get("Name") == name:

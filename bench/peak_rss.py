@@ -17,14 +17,20 @@ import sys
 from pathlib import Path
 
 
+def proc_status(pid: int | None = None) -> dict[str, str]:
+    """The fields of ``/proc/PID/status`` (None: this process), each value as written after
+    its tab. Raises OSError if there is no such process."""
+    text = Path(f"/proc/{pid if pid is not None else 'self'}/status").read_text()
+    return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
+
+
 def peak_rss_mib(pid: int | None = None) -> int:
     """The peak RSS (MiB) of process ``pid`` (None: this one), from its ``VmHWM``. Raises
     OSError if there is no such process, RuntimeError if it has no memory map (a zombie)."""
-    with open(f"/proc/{pid if pid is not None else 'self'}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-    raise RuntimeError(f"process {pid} has no VmHWM (exited?)")
+    hwm = proc_status(pid).get("VmHWM")
+    if hwm is None:
+        raise RuntimeError(f"process {pid} has no VmHWM (exited?)")
+    return int(hwm.split()[0]) // 1024
 
 
 def measured_cli(out: Path) -> list[str]:

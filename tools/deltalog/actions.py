@@ -264,13 +264,17 @@ def _str_map(obj: Mapping[str, Any], key: str, *, optional: bool = False) -> dic
     return value
 
 
+#: The deletion vector storage types (PROTOCOL.md): relative UUID file, absolute path, inline.
+DV_STORAGE_TYPES = ("u", "p", "i")
+
+
 def parse_deletion_vector(obj: Any) -> DeletionVector | None:
     if obj is None:
         return None
     if not isinstance(obj, dict):
         raise ActionError(f"deletionVector must be an object, got {_describe(obj)}")
     storage_type = _req(obj, "storageType", str)
-    if storage_type not in ("u", "p", "i"):
+    if storage_type not in DV_STORAGE_TYPES:
         raise ActionError(f"unknown deletionVector storageType {storage_type!r}")
     dv = DeletionVector(
         storage_type,

@@ -49,6 +49,7 @@ import orjson
 
 from deltaguard.logstore.commit_names import COMMIT_FILE_PATTERN
 from deltaguard.tools.deltalog.actions import (
+    DV_STORAGE_TYPES,
     ActionError,
     DeletionVector,
     Metadata,
@@ -81,10 +82,9 @@ if TYPE_CHECKING:
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (of its log file), whether the snapshot's segment includes that file, deletion
-#: timestamp, and whether the path /
-#: the DV file is outside the table root (then ``path`` / ``dv_path`` is the log's absolute
-#: location: the audit checks those files; the reference sets leave them out, as the local
-#: engine's do).
+#: timestamp, and whether the path / the DV file is outside the table root (then ``path`` /
+#: ``dv_path`` is the log's absolute location: the audit checks those files; the reference
+#: sets leave them out, as the local engine's do).
 ACTIONS_SCHEMA = (
     "key string, path string, dv_path string, kind string, version long, in_segment boolean, "
     "deletion_ts long, outside boolean, dv_outside boolean"
@@ -498,7 +498,7 @@ def _ruled(spec: StoreSpec) -> Any:
                 decoded = decode_path(row.path)
                 if row.dv is not None:
                     kind, where = row.dv.storageType, row.dv.pathOrInlineDv
-                    if kind not in ("u", "p", "i") or not isinstance(where, str):
+                    if kind not in DV_STORAGE_TYPES or not isinstance(where, str):
                         raise ActionError(
                             f"deletionVector: storageType {kind!r}, pathOrInlineDv {where!r}"
                         )
