@@ -215,14 +215,17 @@ def request_kind(method: str, raw_path: str, headers: dict[str, str]) -> str:
 
 
 def _logged(kind: str, raw_path: str, status: int) -> dict[str, Any]:
-    """One request log entry: kind, decoded path, a listing's decoded ``prefix`` ("" if
-    none), status."""
+    """One request log entry: kind, decoded path, a listing's decoded ``prefix`` and
+    ``start_after`` ("" if none) and whether it continues a listing (``continued``: it
+    carries a continuation token), status."""
     parts = urllib.parse.urlsplit(raw_path)
-    prefix = urllib.parse.parse_qs(parts.query).get("prefix", [""])[0]
+    query = urllib.parse.parse_qs(parts.query)
     return {
         "kind": kind,
         "path": urllib.parse.unquote(parts.path),
-        "prefix": prefix,
+        "prefix": query.get("prefix", [""])[0],
+        "start_after": query.get("start-after", [""])[0],
+        "continued": "continuation-token" in query,
         "status": status,
     }
 
@@ -480,7 +483,8 @@ class FaultProxy:
         return dict(self._call("GET", "stats"))
 
     def requests(self) -> list[dict[str, Any]]:
-        """The request log: ``[{"kind", "path", "prefix", "status"}, ...]`` in arrival order
+        """The request log: ``[{"kind", "path", "prefix", "start_after", "continued", "status"},
+        ...]`` in arrival order
         (kinds are :func:`request_kind`'s)."""
         return list(self._call("GET", "requests"))
 

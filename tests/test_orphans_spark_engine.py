@@ -1062,3 +1062,60 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
     assert found["p=0/part-0.parquet"] is FileClass.EXPIRED_TOMBSTONE
     assert found[named] is FileClass.EXPIRED_TOMBSTONE  # named in the log, not live
     assert "p=0/part-1.parquet" not in found  # live: the compaction's remove is not in the segment
+
+
+def test_spark_engine_lists_a_large_s3_directory_in_key_ranges(
+    spark, localstack, tmp_path: Path
+) -> None:
+    """An unpartitioned table's root on LocalStack, cut into key ranges by the log's names
+    (``range_files=100``: 600 files, 6 ranges): the Spark engine classifies it as the local
+    engine does (the orphans between, before and after the cuts; a sub-directory and a hidden
+    one inside a range), and the proxy's request log shows one first page per range, each
+    range but the first starting after a cut, and no listing of the root from its start but
+    the first range's."""
+    from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
+    from deltaguard.localstack.synthetic_table import SyntheticTable
+
+    root = tmp_path / "flat"
+    clock = int(time.time() * 1000) - 100 * HOUR
+    t = SyntheticTable(root)
+    t.create(clock)
+    adds = [
+        t.add_action(t.write_file(f"part-{i:05d}-c000.parquet", clock), clock) for i in range(600)
+    ]
+    t.commit([{"add": a} for a in adds], clock)
+    t.checkpoint()
+    for name in ("part-00000-orphan.parquet", "part-00301-orphan.parquet", "zz-orphan.parquet",
+                 "a-orphan.parquet", "part-00450-d/inside.parquet",
+                 "sub/part-00100-orphan.parquet", "_hidden/part-00200.parquet"):  # fmt: skip
+        t.write_file(name, clock)
+    bucket = f"ranges-{int(time.time() * 1000)}"  # a new bucket: a new S3A filesystem
+    client = localstack.endpoint.s3_client()
+    client.create_bucket(Bucket=bucket)
+    upload_table(root, client, bucket, "lake/flat")
+    uri = f"s3a://{bucket}/lake/flat"
+    with FaultProxy(localstack.endpoint, tmp_path, seed=1) as proxy:
+        _s3a_session(spark, proxy.endpoint)
+        spec = StoreSpec(uri, S3Options(proxy.endpoint.url, proxy.endpoint.region, path_style=True))
+        ours = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0, range_files=100)
+        log = proxy.requests()
+    _s3a_session(spark, localstack.endpoint)
+    local = scan(open_table(uri, client=client), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert ours.result.listed_files == local.listed_files == 600 + 6  # none listed twice
+    orphans = {c.path for c in ours.result.candidates if c.file_class is FileClass.ORPHAN}
+    assert orphans == {"part-00000-orphan.parquet", "part-00301-orphan.parquet",
+                       "zz-orphan.parquet", "a-orphan.parquet",
+                       "part-00450-d/inside.parquet",
+                       "sub/part-00100-orphan.parquet"}  # fmt: skip
+    assert ours.result.hidden_dirs == local.hidden_dirs == ["_delta_log", "_hidden"]
+    root_lists = [
+        e
+        for e in requests_under(log, bucket, "lake/flat/")
+        if e["kind"] == "s3 ListObjects" and e["prefix"] == "lake/flat/" and not e["continued"]
+    ]
+    starts = sorted(e["start_after"] for e in root_lists)
+    assert starts[0] == "" and starts[1] != "", "one range starts at the root's beginning"
+    cuts = starts[1:]
+    assert len(cuts) == len(set(cuts)) >= 4  # 600 files in ranges of about 100
+    assert all(c.startswith("lake/flat/part-") and "/" not in c[len("lake/flat/") :] for c in cuts)

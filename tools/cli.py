@@ -392,6 +392,14 @@ def _manifest_dir(path: Path | None) -> Path | None:
 )
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
 @click.option(
+    "--list-range-files",
+    type=click.IntRange(min=0),
+    default=None,
+    help="--engine spark on S3: an S3 directory the log says holds at least twice this many "
+    "files is listed in key ranges of about this many, by several tasks at once; 0: never  "
+    "[default: 20000]",
+)
+@click.option(
     "--inventory",
     metavar="LOCATION",
     help="read the data files from an inventory instead of listing them: an S3 Inventory "
@@ -426,6 +434,7 @@ def orphans_command(
     workers: int | None,
     engine: str,
     report_table: str | None,
+    list_range_files: int | None,
     inventory: str | None,
     inventory_date: str | None,
     spark_master: str | None,
@@ -469,9 +478,14 @@ def orphans_command(
         inventory_date=inventory_date,
     )
     if engine == "spark":
+        from dataclasses import replace
+
         from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark
 
-        sys.exit(run_orphans_spark(request, SparkEngineOptions(report_table, spark_master)))
+        options = SparkEngineOptions(report_table, spark_master)
+        if list_range_files is not None:
+            options = replace(options, range_files=list_range_files)
+        sys.exit(run_orphans_spark(request, options))
     sys.exit(run_orphans(request))
 
 

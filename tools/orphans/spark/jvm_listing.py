@@ -1,7 +1,8 @@
 """The table's files listed by Spark executors on the JVM side (``io.deltaguard.orphans.TableLister``
 in the plugin jar): no listed path crosses into Python or reaches the driver.
 
-The driver lists the root; each task walks some of its visible sub-directories through Hadoop's
+The driver lists the root; each task walks some of its visible sub-directories (or key ranges
+of a large S3 directory, cut by :mod:`.key_ranges`) through Hadoop's
 ``FileSystem`` with the session's Hadoop configuration (``sessionState.newHadoopConf``: the
 settings Spark's own file reads use), skipping hidden names by
 :func:`~deltaguard.tools.orphans.rules.hidden_regex`, the Python rule's one definition. The rows
@@ -16,7 +17,7 @@ started without deltaguard's jar); the caller then lists with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,15 +93,23 @@ def lister_available(spark: SparkSession) -> bool:
     return True
 
 
+def max_tasks(spark: SparkSession) -> int:
+    """The most tasks one listing runs in (also the most ranges of one directory)."""
+    return 4 * max(1, spark.sparkContext.defaultParallelism)
+
+
 def list_table_jvm(
     spark: SparkSession,
     spec: StoreSpec,
     partition_columns: Sequence[str],
     configuration: dict[str, str],
+    cuts: Mapping[str, Sequence[str]] | None = None,
 ) -> JvmListing | None:
     """Every visible file below the root (see the module docstring), or None without the
-    lister. Listing errors fail the Spark job that uses ``files`` (after Spark's task
-    retries); a root that cannot be listed raises here."""
+    lister; the directories in ``cuts`` (relative path, ``""`` for the root) are listed in the
+    key ranges those names cut them into (:mod:`.key_ranges`). Listing errors fail the Spark
+    job that uses ``files`` (after Spark's task retries); a root that cannot be listed raises
+    here."""
     from pyspark.sql import DataFrame, Observation
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
@@ -113,6 +122,12 @@ def list_table_jvm(
     conf = session.sessionState().newHadoopConf()
     hidden = sc._jsc.sc().collectionAccumulator("orphans hidden directories")
     markers = sc._jsc.sc().collectionAccumulator("orphans checkpoint markers")
+    bounds = jvm.java.util.HashMap()
+    for directory, names in (cuts or {}).items():
+        jnames = jvm.java.util.ArrayList()
+        for name in names:
+            jnames.add(name)
+        bounds.put(directory, jnames)
     lister: Any = getattr(jvm, _LISTER)
     jrdd = lister.list(
         sc._jsc,
@@ -120,9 +135,10 @@ def list_table_jvm(
         hadoop_root(spec.uri),
         hidden_regex(partition_columns, configuration),
         CHECKPOINT_MARKER_REGEX,
-        4 * max(1, sc.defaultParallelism),
+        max_tasks(spark),
         hidden,
         markers,
+        bounds,
     )
     schema = session.parseDataType(_parse_datatype_string(FILES_SCHEMA).json())
     files = DataFrame(session.createDataFrame(jrdd, schema), spark)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.storage import S3TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
     Candidate,
@@ -32,7 +33,14 @@ from deltaguard.tools.orphans.spark.classify_sql import (
     visible_unkept,
 )
 from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
-from deltaguard.tools.orphans.spark.jvm_listing import JvmListing, list_table_jvm, observed
+from deltaguard.tools.orphans.spark.jvm_listing import (
+    JvmListing,
+    list_table_jvm,
+    lister_available,
+    max_tasks,
+    observed,
+)
+from deltaguard.tools.orphans.spark.key_ranges import DEFAULT_RANGE_FILES, range_cuts
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import (
     SparkLog,
@@ -134,6 +142,7 @@ def scan_spark(
     max_report_files: int = DEFAULT_MAX_REPORT_FILES,
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
+    range_files: int = DEFAULT_RANGE_FILES,
 ) -> SparkScan:
     """:func:`_scan_spark` with no file read skipping a damaged file
     (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
@@ -148,6 +157,7 @@ def scan_spark(
             max_report_files=max_report_files,
             dynamodb=dynamodb,
             inventory=inventory,
+            range_files=range_files,
         )
 
 
@@ -161,11 +171,13 @@ def _scan_spark(
     max_report_files: int = DEFAULT_MAX_REPORT_FILES,
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
+    range_files: int = DEFAULT_RANGE_FILES,
 ) -> SparkScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
     ``report_path`` (parquet, replaced). Same arguments and errors as
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
-    the data files, :mod:`.inventory`)."""
+    the data files, :mod:`.inventory`; ``range_files``: an S3 directory of at least twice as
+    many files is listed in key ranges of about that many, :mod:`.key_ranges`; 0: never)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -193,9 +205,14 @@ def _scan_spark(
         from_inventory = read.report
         cutoff = min(cutoff, from_inventory.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None
+    cuts = (
+        range_cuts(log.cached, store, range_files, max_tasks(spark))
+        if inventory is None and isinstance(store, S3TableStore) and lister_available(spark)
+        else {}
+    )
     table: DistributedListing | JvmListing | None = (
         read.listing if inventory is not None else None
-    ) or list_table_jvm(spark, spec, partition_columns, configuration)
+    ) or list_table_jvm(spark, spec, partition_columns, configuration, cuts)
     if table is None:  # a session without deltaguard's jar
         table = list_table_distributed(spark, spec, partition_columns, configuration)
     try:

@@ -16,6 +16,7 @@ import java.util.Collections;
 import java.util.Deque;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
@@ -23,6 +24,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
+import io.deltaguard.logstore.S3KeyRangeListing;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
@@ -53,6 +55,14 @@ import org.apache.spark.util.CollectionAccumulator;
  * <p>On local disk ({@code file:} roots) directories are read with {@code java.nio.file} (one
  * directory read and one stat per entry, the names exactly as on disk); elsewhere with Hadoop's
  * {@code listStatusIterator}.
+ *
+ * <p><b>Key ranges.</b> A directory named in {@code bounds} (its relative path, {@code ""} for
+ * the root, mapped to names in S3's key order) is listed as the ranges those names cut it into,
+ * each range a unit of work of its own, so several tasks list one large directory at once
+ * (ListObjectsV2 {@code start-after}, {@link S3KeyRangeListing}, whose javadoc argues why every
+ * entry is listed exactly once). A directory not served by S3A is read whole by each of its
+ * ranges and filtered to the range, with the same bounds and order (correct, and no faster).
+ * The driver does not list a root that has ranges.
  *
  * <p>A directory that vanishes while it is walked lists as empty (as the Python stores do); any
  * other listing failure fails the task with an {@link UncheckedIOException} naming the directory
@@ -86,9 +96,9 @@ public final class TableLister {
 
     /**
      * Every visible file below {@code root} (see the class comment), listed in at most {@code
-     * maxTasks} tasks. {@code root} is an encoded {@code file:} URI for a local table, else the
-     * Hadoop path string of the root ({@code s3a://bucket/prefix}, unescaped). Throws
-     * IOException if the root cannot be listed.
+     * maxTasks} tasks, the directories in {@code bounds} in key ranges. {@code root} is an
+     * encoded {@code file:} URI for a local table, else the Hadoop path string of the root
+     * ({@code s3a://bucket/prefix}, unescaped). Throws IOException if the root cannot be listed.
      */
     public static JavaRDD<Row> list(
             JavaSparkContext jsc,
@@ -98,7 +108,8 @@ public final class TableLister {
             String markerRegex,
             int maxTasks,
             CollectionAccumulator<String> hidden,
-            CollectionAccumulator<String> markers)
+            CollectionAccumulator<String> markers,
+            Map<String, List<String>> bounds)
             throws IOException {
         Rules rules = new Rules(new ConfBox(conf), hiddenRegex, markerRegex, hidden, markers);
         Walk top = new Walk(rules, Collections.<String>emptyIterator());
@@ -106,28 +117,62 @@ public final class TableLister {
         // string, unescaped, as Spark's readers take it
         Object rootDir = root.startsWith("file:") ? top.directory(root) : new Path(root);
         List<Row> rows = new ArrayList<>();
-        List<String> dirs = new ArrayList<>();
-        for (Iterator<Entry> it = top.entries(rootDir); it.hasNext(); ) {
-            Entry e = it.next();
-            if (e.isDir && !top.isHidden(e.name)) {
-                dirs.add(e.name + '\u0000' + e.uri());
-            } else {
-                Row row = top.row(e, e.name);
-                if (row != null) {
-                    rows.add(row);
+        List<String> units = new ArrayList<>();
+        if (bounds.containsKey("")) {
+            addUnits(units, "", uriOf(rootDir), bounds.get(""));
+        } else {
+            for (Iterator<Entry> it = top.entries(rootDir, null, null); it.hasNext(); ) {
+                Entry e = it.next();
+                if (e.isDir && !top.isHidden(e.name)) {
+                    addUnits(units, e.name, e.uri(), bounds.get(e.name));
+                } else {
+                    Row row = top.row(e, e.name);
+                    if (row != null) {
+                        rows.add(row);
+                    }
                 }
             }
         }
         JavaRDD<Row> here = jsc.parallelize(rows, 1);
-        if (dirs.isEmpty()) {
+        if (units.isEmpty()) {
             return here;
         }
-        int slices = Math.max(1, Math.min(dirs.size(), maxTasks));
-        return here.union(jsc.parallelize(dirs, slices).mapPartitions(new Walker(rules)));
+        int slices = Math.max(1, Math.min(units.size(), maxTasks));
+        // round robin, so the ranges of one directory land in different tasks
+        List<List<String>> tasks = new ArrayList<>();
+        for (int i = 0; i < slices; i++) {
+            tasks.add(new ArrayList<String>());
+        }
+        for (int i = 0; i < units.size(); i++) {
+            tasks.get(i % slices).add(units.get(i));
+        }
+        return here.union(jsc.parallelize(tasks, slices).mapPartitions(new Walker(rules)));
     }
 
-    /** A task's work: walks each of its directories (given as {@code rel NUL uri}). */
-    static final class Walker implements FlatMapFunction<Iterator<String>, Row> {
+    private static String uriOf(Object dir) {
+        return dir instanceof Path
+                ? ((Path) dir).toUri().toString()
+                : ((java.nio.file.Path) dir).toUri().toString();
+    }
+
+    /**
+     * The units of work of one directory ({@code rel NUL uri NUL after NUL upTo}, an empty
+     * bound meaning none): the whole directory, or one unit per range its bounds cut.
+     */
+    static void addUnits(List<String> units, String rel, String uri, List<String> cuts) {
+        List<String> edges = new ArrayList<>();
+        edges.add("");
+        if (cuts != null) {
+            edges.addAll(cuts);
+        }
+        edges.add("");
+        for (int i = 0; i + 1 < edges.size(); i++) {
+            units.add(rel + '\u0000' + uri + '\u0000' + edges.get(i) + '\u0000' + edges.get(i + 1));
+        }
+    }
+
+    /** A task's work: walks each of its units (see {@link #addUnits}). */
+    static final class Walker implements FlatMapFunction<Iterator<List<String>>, Row> {
         private static final long serialVersionUID = 1L;
         private final Rules rules;
 
@@ -136,8 +181,12 @@ public final class TableLister {
         }
 
         @Override
-        public Iterator<Row> call(Iterator<String> dirs) {
-            return new Walk(rules, dirs);
+        public Iterator<Row> call(Iterator<List<String>> tasks) {
+            List<String> units = new ArrayList<>();
+            while (tasks.hasNext()) {
+                units.addAll(tasks.next());
+            }
+            return new Walk(rules, units.iterator());
         }
     }
 
@@ -158,13 +207,11 @@ public final class TableLister {
         }
 
         String uri() {
-            return handle instanceof Path
-                    ? ((Path) handle).toUri().toString()
-                    : ((java.nio.file.Path) handle).toUri().toString();
+            return uriOf(handle);
         }
     }
 
-    /** Depth-first rows of some directories, one directory listing open at a time. */
+    /** Depth-first rows of some units, one directory listing open at a time. */
     static final class Walk implements Iterator<Row> {
         private final Rules rules;
         private final Configuration conf;
@@ -194,9 +241,9 @@ public final class TableLister {
                 while (next == null) {
                     if (open != null && open.hasNext()) {
                         Entry e = open.next();
-                        String rel = openRel + '/' + e.name;
+                        String rel = openRel.isEmpty() ? e.name : openRel + '/' + e.name;
                         if (e.isDir && !isHidden(e.name)) {
-                            pending.push(new Object[] {rel, e.handle});
+                            pending.push(new Object[] {rel, e.handle, null, null});
                         } else {
                             next = row(e, rel);
                         }
@@ -204,13 +251,15 @@ public final class TableLister {
                         Object[] dir = pending.pop();
                         openRel = (String) dir[0];
                         open = null;
-                        open = entries(dir[1]);
+                        open = entries(dir[1], (String) dir[2], (String) dir[3]);
                     } else if (starts.hasNext()) {
-                        String start = starts.next();
-                        int cut = start.indexOf('\u0000');
+                        String[] unit = starts.next().split("\u0000", -1);
                         pending.push(
                                 new Object[] {
-                                    start.substring(0, cut), directory(start.substring(cut + 1))
+                                    unit[0],
+                                    directory(unit[1]),
+                                    unit[2].isEmpty() ? null : unit[2],
+                                    unit[3].isEmpty() ? null : unit[3]
                                 });
                     } else {
                         return false;
@@ -269,13 +318,23 @@ public final class TableLister {
             }
         }
 
-        Iterator<Entry> entries(Object dir) throws IOException {
+        /**
+         * The entries of {@code dir} whose names (a directory's with its {@code /}) sort after
+         * {@code after} and at or before {@code upTo} (null: unbounded), in S3's order; only
+         * one range is requested from S3, other stores are read whole and filtered.
+         */
+        Iterator<Entry> entries(Object dir, String after, String upTo) throws IOException {
+            boolean ranged = after != null || upTo != null;
             if (dir instanceof java.nio.file.Path) {
-                return local((java.nio.file.Path) dir);
+                Iterator<Entry> all = local((java.nio.file.Path) dir);
+                return ranged ? inRange(all, after, upTo) : all;
             }
             Path path = (Path) dir;
+            if (ranged && S3KeyRangeListing.servedByS3A(path, conf)) {
+                return entries(S3KeyRangeListing.list(path, conf, after, upTo));
+            }
             final RemoteIterator<FileStatus> it = path.getFileSystem(conf).listStatusIterator(path);
-            return new Iterator<Entry>() {
+            Iterator<Entry> all = entries(new Iterator<FileStatus>() {
                 @Override
                 public boolean hasNext() {
                     try {
@@ -286,20 +345,51 @@ public final class TableLister {
                 }
 
                 @Override
-                public Entry next() {
+                public FileStatus next() {
                     try {
-                        FileStatus st = it.next();
-                        return new Entry(
-                                st.getPath().getName(),
-                                st.isDirectory(),
-                                st.getLen(),
-                                st.getModificationTime(),
-                                st.getPath());
+                        return it.next();
                     } catch (IOException e) {
                         throw new UncheckedIOException(e);
                     }
                 }
+            });
+            return ranged ? inRange(all, after, upTo) : all;
+        }
+
+        private static Iterator<Entry> entries(final Iterator<FileStatus> statuses) {
+            return new Iterator<Entry>() {
+                @Override
+                public boolean hasNext() {
+                    return statuses.hasNext();
+                }
+
+                @Override
+                public Entry next() {
+                    FileStatus st = statuses.next();
+                    return new Entry(
+                            st.getPath().getName(),
+                            st.isDirectory(),
+                            st.getLen(),
+                            st.getModificationTime(),
+                            st.getPath());
+                }
             };
+        }
+
+        /** The entries of {@code all} in the range (a store read whole: local disk, HDFS). */
+        private static Iterator<Entry> inRange(Iterator<Entry> all, String after, String upTo) {
+            byte[] low = after == null ? null : after.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            byte[] high = upTo == null ? null : upTo.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            List<Entry> out = new ArrayList<>();
+            while (all.hasNext()) {
+                Entry e = all.next();
+                String sortName = e.isDir ? e.name + "/" : e.name;
+                if ((low == null || S3KeyRangeListing.sortsAfter(sortName, low))
+                        && (high == null || !S3KeyRangeListing.sortsAfter(sortName, high))) {
+                    out.add(e);
+                }
+            }
+            return out.iterator();
         }
 
         /** A local directory's entries, read whole (one directory at a time is held). */

@@ -138,8 +138,8 @@ class FakeS3 {
             }
             int cut = delimiter == null ? -1 : key.indexOf(delimiter, prefix.length());
             String entry = cut < 0 ? key : key.substring(0, cut + 1);
-            if (last != null && last.endsWith("/") && key.startsWith(last)) {
-                continue;
+            if (last != null && cut >= 0 && entry.equals(last)) {
+                continue; // rolled up into the common prefix already listed
             }
             if (keys.size() + prefixes.size() == limit) {
                 truncated = true;
@@ -154,7 +154,8 @@ class FakeS3 {
             last = entry;
         }
         // A token resumes after the last entry, past a prefix's whole subtree.
-        String next = last != null && last.endsWith("/") ? last + "\uffff" : last;
+        String next = !prefixes.isEmpty() && last == prefixes.get(prefixes.size() - 1)
+            ? last + "\uffff" : last;
         return new Listing(keys, sizes, prefixes, truncated, truncated ? next : null);
     }
 }
