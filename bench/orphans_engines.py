@@ -84,7 +84,9 @@ def build_table(
         {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
         {"metaData": {**table._metadata(), "configuration": []}},
     ]
-    writer = pq.ParquetWriter(log / f"{1:020d}.checkpoint.parquet", CHECKPOINT_SCHEMA)
+    writer = pq.ParquetWriter(  # page checksums, as Spark writes its checkpoints
+        log / f"{1:020d}.checkpoint.parquet", CHECKPOINT_SCHEMA, write_page_checksum=True
+    )
     batch: list[dict[str, Any]] = list(head)
     with (log / f"{1:020d}.json").open("wb") as commit:
         commit.write(orjson.dumps({"commitInfo": {"timestamp": mtime_ms, "operation": "WRITE"}}))

@@ -146,7 +146,12 @@ def write_checkpoint(log: Path, version: int, live: list[int], removed: dict[int
     table = pa.Table.from_arrays(
         [pa.nulls(rows, TXN), adds, removes, meta, proto], schema=CHECKPOINT_SCHEMA
     )
-    pq.write_table(table, log / f"{version:020d}.checkpoint.parquet", row_group_size=262144)
+    pq.write_table(
+        table,
+        log / f"{version:020d}.checkpoint.parquet",
+        row_group_size=262144,
+        write_page_checksum=True,  # as Spark writes its checkpoints
+    )
     (log / "_last_checkpoint").write_bytes(
         orjson.dumps({"version": version, "size": rows, "sizeInBytes": 0, "numOfAddFiles": n_add})
     )

@@ -265,7 +265,7 @@ class SyntheticTable:
             rows.append({"remove": {**rm, "partitionValues": list(rm["partitionValues"].items())}})
         table = pa.Table.from_pylist(rows, schema=CHECKPOINT_SCHEMA)
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
+        pq.write_table(table, sink, write_page_checksum=True)  # as parquet-mr writes them
         name = f"{self.version:020d}.checkpoint.parquet"
         self._publish(name, sink.getvalue().to_pybytes(), self.last_commit_ms, exclusive=False)
         last = json.dumps({"version": self.version, "size": len(rows)}).encode()
@@ -295,7 +295,9 @@ class SyntheticTable:
         for i in range(sidecars):
             part = rows[i::sidecars]
             name = f"{uuid.uuid4()}.parquet"
-            pq.write_table(pa.Table.from_pylist(part, schema=schema), side_dir / name)
+            pq.write_table(
+                pa.Table.from_pylist(part, schema=schema), side_dir / name, write_page_checksum=True
+            )
             stamp = self.last_commit_ms * 1_000_000
             os.utime(side_dir / name, ns=(stamp, stamp))
             size = (side_dir / name).stat().st_size

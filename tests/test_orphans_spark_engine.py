@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -292,17 +293,47 @@ def _session_skipping_damaged_files(spark: Any, on: bool) -> Iterator[None]:
             spark.conf.unset(key)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "missing-sidecar"])
+def _flip_a_path_byte(checkpoint: Path) -> tuple[str, bytes]:
+    """A live file's path in ``checkpoint`` and the file's bytes with one byte of that path
+    changed in a data page (a character of its UUID becomes ``Z``: still a valid path, and a
+    parquet file that reads without error unless its page checksums are checked; the page
+    compression keeps the UUID, which repeats nowhere, as literal bytes)."""
+    original = checkpoint.read_bytes()
+    paths = [a["path"] for a in pq.read_table(checkpoint, columns=["add"])["add"].to_pylist() if a]
+    for path in paths:
+        uuid_part = path.encode()[len("part-00000-") :][:8]
+        at = original.find(uuid_part)
+        while at >= 0:
+            data = bytearray(original)
+            data[at + 3] = ord("Z")
+            try:
+                read = pq.read_table(pa.BufferReader(bytes(data)), columns=["add"])["add"]
+                if path not in [a["path"] for a in read.to_pylist() if a]:
+                    return path, bytes(data)
+            except (pa.ArrowException, OSError):
+                pass
+            at = original.find(uuid_part, at + 1)
+    raise AssertionError(f"no byte of a path in {checkpoint.name} changes it silently")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing-sidecar", "flipped-path-byte"])
 def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
     spark_tables, spark, tmp_path: Path, damage: str
 ) -> None:
     """The newest checkpoint is damaged (a truncated parquet; a V2 checkpoint's sidecar
-    gone): both engines skip it for the next older one, say so, and classify alike."""
-    name = "dv_cdc" if damage == "truncated" else "v2"
+    gone; one byte of a live file's path changed, which only the page checksums Spark wrote
+    reveal): both engines skip it for the next older one, say so, and classify alike. Before
+    the checksums were checked, the changed path left its live file unreferenced: an orphan
+    to both engines."""
+    name = "v2" if damage == "missing-sidecar" else "dv_cdc"
     table = copy_table(spark_tables.path(name), tmp_path / name)
     newest = sorted((table / "_delta_log").glob("*.checkpoint*.*"))[-1]
+    live = None
     if damage == "truncated":
         newest.write_bytes(newest.read_bytes()[:200])
+    elif damage == "flipped-path-byte":
+        live, data = _flip_a_path_byte(newest)
+        newest.write_bytes(data)
     else:
         sidecars = sorted((table / "_delta_log" / "_sidecars").iterdir())
         referenced = [s for s in sidecars if s.name.encode() in _checkpoint_bytes(newest)]
@@ -317,6 +348,8 @@ def test_spark_engine_falls_back_past_a_damaged_checkpoint_like_local(
         == _skipped(local.notes)
         == [f"skipped checkpoint {newest.name}"]
     )
+    if live is not None:
+        assert live not in {c.path for c in ours.result.candidates}
 
 
 def test_spark_engine_keeps_dynamodb_temp_commits_like_local(spark, tmp_path: Path) -> None:

@@ -395,8 +395,8 @@ def _manifest_dir(path: Path | None) -> Path | None:
     "--list-range-files",
     type=click.IntRange(min=0),
     default=None,
-    help="--engine spark on S3: an S3 directory the log says holds at least twice this many "
-    "files is listed in key ranges of about this many, by several tasks at once; 0: never  "
+    help="on S3: a directory the log says holds at least twice this many files is listed in "
+    "key ranges of about this many, by several threads (or Spark tasks) at once; 0: never  "
     "[default: 20000]",
 )
 @click.option(
@@ -450,6 +450,8 @@ def orphans_command(
     Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean found
     (dry run), or a stranded commit; 2: the table could not be read (or a setting was
     refused); 3: some deletions failed or their outcome is unknown."""
+    from dataclasses import replace
+
     from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
 
     request = OrphansRequest(
@@ -477,15 +479,12 @@ def orphans_command(
         inventory=inventory,
         inventory_date=inventory_date,
     )
+    if list_range_files is not None:
+        request = replace(request, range_files=list_range_files)
     if engine == "spark":
-        from dataclasses import replace
-
         from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark
 
-        options = SparkEngineOptions(report_table, spark_master)
-        if list_range_files is not None:
-            options = replace(options, range_files=list_range_files)
-        sys.exit(run_orphans_spark(request, options))
+        sys.exit(run_orphans_spark(request, SparkEngineOptions(report_table, spark_master)))
     sys.exit(run_orphans(request))
 
 

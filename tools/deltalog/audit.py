@@ -305,7 +305,7 @@ def _check_sidecars(store: TableStore, ref: CheckpointRef, out: _Collector) -> N
         if name.endswith(".json"):
             sidecars = [a for a in parse_json_actions(data).actions if isinstance(a, Sidecar)]
         else:
-            pf = pq.ParquetFile(pa.BufferReader(data))
+            pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
             if "sidecar" in pf.schema_arrow.names:
                 col = pf.read(columns=["sidecar"])["sidecar"]
                 for row in col.filter(col.is_valid()).to_pylist():

@@ -67,9 +67,13 @@ def _rel(name: str) -> str:
 
 
 def _parquet(store: TableStore, rel_path: str) -> pq.ParquetFile:
+    """The checkpoint (or sidecar) file, its pages checked against the CRC-32 the writer
+    stored with each of them (parquet-mr has written one by default since 1.12, Delta Spark's
+    checkpoints among them): a flipped bit is then an error naming the file, not a wrong path
+    that would leave the file it names unreferenced."""
     data = store.read(rel_path)
     try:
-        return pq.ParquetFile(pa.BufferReader(data))
+        return pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CorruptLogError(
             f"{store.location(rel_path)}: unreadable parquet ({exc})", rel_path
@@ -142,6 +146,9 @@ def _read_parquet_part(store: TableStore, rel_path: str) -> tuple[pa.Table, pa.T
     try:
         for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
             try:
+                # parquet does not check that strings are UTF-8: a damaged file without page
+                # checksums could hand on bytes no path can be (and no code can print)
+                batch.validate(full=True)
                 if "add" in batch.schema.names:
                     adds.append(filetable.from_struct(batch.column("add")))
                 if "remove" in batch.schema.names:

@@ -55,6 +55,19 @@ class FileInfo:
 #: sub-directories, and how many files were skipped because ``skip`` named them.
 Children = tuple[list[FileInfo], list[str], int]
 
+
+def in_key_range(name: str, is_dir: bool, after: str | None, up_to: str | None) -> bool:
+    """Whether the entry ``name`` of a directory (a sub-directory compared with its ``/``, as
+    S3 sorts its common prefix) is in the key range ``(after, up_to]`` (None: unbounded), in
+    S3's key order (UTF-8 bytes). The cuts of a directory's ranges are names without a ``/``;
+    why its ranges then hold every entry exactly once: the javadoc of
+    ``io.deltaguard.logstore.S3KeyRangeListing``, which applies the same rule on the JVM."""
+    key = (name + "/" if is_dir else name).encode("utf-8", "surrogatepass")
+    return (after is None or key > after.encode("utf-8", "surrogatepass")) and (
+        up_to is None or key <= up_to.encode("utf-8", "surrogatepass")
+    )
+
+
 #: Per-key DeleteObjects errors worth retrying.
 _RETRYABLE_KEY_ERRORS = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "503"})
 
@@ -159,10 +172,18 @@ class TableStore(Protocol):
         """The absolute location of a relative path (filesystem path or s3:// URI)."""
         ...
 
-    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
-        """The files and sub-directories directly in ``rel_dir`` (not recursive). Files named
-        in ``skip`` (relative paths) are only counted: not stat'ed, not returned. A missing
-        directory lists as empty; other failures raise :class:`StorageError` naming it."""
+    def children(
+        self,
+        rel_dir: str,
+        skip: Container[str] = frozenset(),
+        after: str | None = None,
+        up_to: str | None = None,
+    ) -> Children:
+        """The files and sub-directories directly in ``rel_dir`` (not recursive) whose names
+        are in the key range ``(after, up_to]`` (:func:`in_key_range`; None: unbounded; on S3
+        only that range is requested). Files named in ``skip`` (relative paths) are only
+        counted: not stat'ed, not returned. A missing directory lists as empty; other failures
+        raise :class:`StorageError` naming it."""
         ...
 
     def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:
@@ -265,8 +286,15 @@ class LocalTableStore:
     def location(self, rel_path: str) -> str:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
-    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
+    def children(
+        self,
+        rel_dir: str,
+        skip: Container[str] = frozenset(),
+        after: str | None = None,
+        up_to: str | None = None,
+    ) -> Children:
         base = self._abs(rel_dir)
+        ranged = after is not None or up_to is not None
         prefix = f"{rel_dir}/" if rel_dir else ""
         files: list[FileInfo] = []
         dirs: list[str] = []
@@ -275,7 +303,10 @@ class LocalTableStore:
             with os.scandir(base) as it:
                 for entry in it:
                     try:
-                        if entry.is_dir(follow_symlinks=False):
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        if ranged and not in_key_range(entry.name, is_dir, after, up_to):
+                            continue
+                        if is_dir:
                             dirs.append(prefix + entry.name)
                         else:
                             entries.append(entry)
@@ -426,18 +457,35 @@ class S3TableStore:
     def location(self, rel_path: str) -> str:
         return f"{self.uri}/{rel_path}" if rel_path else self.uri
 
-    def children(self, rel_dir: str, skip: Container[str] = frozenset()) -> Children:
+    def children(
+        self,
+        rel_dir: str,
+        skip: Container[str] = frozenset(),
+        after: str | None = None,
+        up_to: str | None = None,
+    ) -> Children:
         root_prefix = self._prefix
+        dir_prefix = f"{rel_dir}/" if rel_dir else ""
         files: list[FileInfo] = []
         dirs: list[str] = []
         known = 0
-        for page in self.pages(root_prefix + (f"{rel_dir}/" if rel_dir else "")):
+        for page in self.pages(root_prefix + dir_prefix, True, after):
             infos = list(self.infos(page))
+            subdirs = [
+                c["Prefix"][len(root_prefix) :].rstrip("/") for c in page.get("CommonPrefixes", ())
+            ]
+            if up_to is not None:
+                names = len(dir_prefix)
+                kept = [i for i in infos if in_key_range(i.path[names:], False, None, up_to)]
+                kept_dirs = [d for d in subdirs if in_key_range(d[names:], True, None, up_to)]
+                beyond = len(kept) < len(infos) or len(kept_dirs) < len(subdirs)
+                infos, subdirs = kept, kept_dirs
             skipped = in_skip([info.path for info in infos], skip)
             known += int(sum(skipped))
             files += [info for info, hit in zip(infos, skipped, strict=True) if not hit]
-            for common in page.get("CommonPrefixes", ()):
-                dirs.append(common["Prefix"][len(root_prefix) :].rstrip("/"))
+            dirs += subdirs
+            if up_to is not None and beyond:
+                break  # every later page is beyond the range too
         return files, dirs, known
 
     def relative_of(self, scheme: str, netloc: str, path: str) -> str | None:

@@ -52,7 +52,7 @@ from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.storage import FileInfo, S3Options, TableStore
+from deltaguard.tools.deltalog.storage import FileInfo, S3Options, S3TableStore, TableStore
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -70,6 +70,11 @@ from deltaguard.tools.orphans.inventory_read import (
     InventoryRows,
     inventory_listing,
     read_table_rows,
+)
+from deltaguard.tools.orphans.key_ranges import (
+    DEFAULT_RANGE_FILES,
+    LOCAL_MAX_RANGES,
+    reference_cuts,
 )
 from deltaguard.tools.orphans.listing import ListingProgress, TableListing, list_table
 from deltaguard.tools.orphans.memory import use_jemalloc
@@ -332,12 +337,15 @@ def scan(
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
     inventory_s3: S3Options | None = None,
+    range_files: int = DEFAULT_RANGE_FILES,
 ) -> ScanResult:
     """Lists and classifies the table at ``store``. ``retention_ms`` defaults to the table's
     ``delta.deletedFileRetentionDuration`` (Delta's default: 7 days). ``dynamodb``: the
     DynamoDB LogStore's table, asked about DynamoDB temp commits (without it they are kept).
     ``inventory``: read it (its S3 files with ``inventory_s3``) instead of listing the data
-    files, and judge at its date too (:mod:`.inventory`). Raises
+    files, and judge at its date too (:mod:`.inventory`). ``range_files``: an S3 directory the
+    log says holds at least twice as many files is listed in key ranges of about that many
+    (:mod:`.key_ranges`; 0: never). Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the table (or the DynamoDB
     table) cannot be read, :class:`~.inventory.InventoryError` for an unusable inventory, or
     ValueError for an invalid retention property. Nothing is modified."""
@@ -385,8 +393,18 @@ def scan(
         del rows
     else:
         phase("listing the table")
+        cuts = (
+            reference_cuts(refs.live, range_files, LOCAL_MAX_RANGES)
+            if isinstance(store, S3TableStore)
+            else {}
+        )
         table = list_table(
-            store, is_hidden, referenced=refs.protected, workers=workers, progress=progress
+            store,
+            is_hidden,
+            referenced=refs.protected,
+            workers=workers,
+            progress=progress,
+            cuts=cuts,
         )
     phase("classifying")
     checkpoints = checkpoint_dirs(info.path for info in table.files)

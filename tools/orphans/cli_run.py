@@ -41,6 +41,7 @@ from deltaguard.tools.orphans.cleanup import (
 from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
+from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.manifest import ManifestPathError
 from deltaguard.tools.orphans.report import print_report, to_json
@@ -69,6 +70,8 @@ class OrphansRequest:
     #: ``--inventory`` and ``--inventory-date`` (as given): :mod:`.inventory`.
     inventory: str | None = None
     inventory_date: str | None = None
+    #: ``--list-range-files``: :mod:`.key_ranges`.
+    range_files: int = DEFAULT_RANGE_FILES
 
 
 def inventory_of(req: OrphansRequest) -> InventorySource | None:
@@ -95,6 +98,7 @@ def scan_with_progress(
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
     inventory_s3: S3Options | None = None,
+    range_files: int = DEFAULT_RANGE_FILES,
 ) -> ScanResult:
     """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
     bytes, rate) refreshed from the listing counters."""
@@ -141,6 +145,7 @@ def scan_with_progress(
                 dynamodb=dynamodb,
                 inventory=inventory,
                 inventory_s3=inventory_s3,
+                range_files=range_files,
             )
         finally:
             stop.set()
@@ -189,10 +194,11 @@ def run_orphans(req: OrphansRequest) -> int:
                 dynamodb=req.dynamodb,
                 inventory=inventory,
                 inventory_s3=s3,
+                range_files=req.range_files,
             )
         else:
             result = scan_with_progress(
-                store, err, retention_ms, req.workers, req.dynamodb, inventory, s3
+                store, err, retention_ms, req.workers, req.dynamodb, inventory, s3, req.range_files
             )
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)

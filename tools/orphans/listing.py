@@ -2,7 +2,9 @@
 
 The table is walked breadth-first: every directory (a local directory, or an S3 prefix listed
 with ``Delimiter='/'``) is one task on a thread pool, and the sub-directories it finds become
-new tasks, so partitions are listed concurrently. Hidden directories (see
+new tasks, so partitions are listed concurrently. A directory given cuts
+(:mod:`~deltaguard.tools.orphans.key_ranges`) is one task per key range instead, so one large
+S3 directory is listed by several threads at once. Hidden directories (see
 :func:`~deltaguard.tools.orphans.rules.hidden_name_rule`) are pruned without being listed, as
 VACUUM does; hidden files are counted but not returned.
 
@@ -16,8 +18,9 @@ directory that vanishes while being listed lists as empty. S3 listing retries ar
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -68,12 +71,23 @@ class TableListing:
 
 
 def list_children(
-    store: TableStore, rel_dir: str, referenced: Container[str] = frozenset()
+    store: TableStore,
+    rel_dir: str,
+    referenced: Container[str] = frozenset(),
+    after: str | None = None,
+    up_to: str | None = None,
 ) -> Children:
-    """The files and sub-directories directly in ``rel_dir`` (one directory, not recursive).
-    Files named in ``referenced`` (relative paths) are only counted: not stat'ed, not
-    returned."""
-    return store.children(rel_dir, referenced)
+    """The files and sub-directories directly in ``rel_dir`` (one directory, not recursive),
+    those in the key range ``(after, up_to]`` only (None: unbounded). Files named in
+    ``referenced`` (relative paths) are only counted: not stat'ed, not returned."""
+    return store.children(rel_dir, referenced, after, up_to)
+
+
+def _ranges(cuts: Sequence[str] | None) -> list[tuple[str | None, str | None]]:
+    """The key ranges ``(after, up_to]`` the cuts of one directory make (one, unbounded,
+    without cuts)."""
+    edges: list[str | None] = [None, *(cuts or ()), None]
+    return list(itertools.pairwise(edges))
 
 
 def list_table(
@@ -83,23 +97,36 @@ def list_table(
     referenced: Container[str] = frozenset(),
     workers: int | None = None,
     progress: ListingProgress | None = None,
+    cuts: Mapping[str, Sequence[str]] | None = None,
 ) -> TableListing:
     """Lists every visible file below the table root, ``workers`` directories at a time.
     ``is_hidden`` is applied to each directory and file *name*; hidden directories are not
     entered and are reported in ``hidden_dirs`` (``_delta_log`` among them). Files in
     ``referenced`` are counted in ``referenced_files`` only (on local disk they are not even
     stat'ed, which is most of a local listing's cost). ``workers`` defaults to
-    :func:`default_workers`."""
+    :func:`default_workers`. ``cuts``: the directories (relative path, ``""`` for the root)
+    listed in key ranges, each range a task."""
     workers = workers if workers is not None else default_workers(store)
     progress = progress if progress is not None else ListingProgress()
-    progress.dirs_pending = 1
+    cuts = cuts or {}
     files: list[FileInfo] = []
     hidden_dirs: list[str] = []
     hidden_files = 0
     known = 0
     dirs = 0
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="list") as pool:
-        pending: set[Future[Children]] = {pool.submit(list_children, store, "", referenced)}
+        pending: set[Future[Children]] = set()
+        extra_ranges = 0  # tasks beyond one per directory
+
+        def submit(rel_dir: str) -> int:
+            nonlocal extra_ranges
+            ranges = _ranges(cuts.get(rel_dir))
+            extra_ranges += len(ranges) - 1
+            for after, up_to in ranges:
+                pending.add(pool.submit(list_children, store, rel_dir, referenced, after, up_to))
+            return len(ranges)
+
+        progress.dirs_pending = submit("")
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -115,7 +142,6 @@ def list_table(
                     if is_hidden(sub.rpartition("/")[2]):
                         hidden_dirs.append(sub)
                     else:
-                        pending.add(pool.submit(list_children, store, sub, referenced))
-                        entered += 1
+                        entered += submit(sub)
                 progress.add(visible, hidden, entered, skipped)
-    return TableListing(files, dirs, hidden_files, sorted(hidden_dirs), known)
+    return TableListing(files, dirs - extra_ranges, hidden_files, sorted(hidden_dirs), known)

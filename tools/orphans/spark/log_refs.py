@@ -116,6 +116,8 @@ class SparkLog:
     #: the snapshot is its checkpoint alone (no commit after it): each ``(path, DV id)`` is
     #: in it once, so nothing needs reconciling (:func:`reference_rows`)
     one_checkpoint: bool = False
+    #: the rows of ``cached`` (the snapshot's checkpoint: all its actions)
+    checkpoint_rows: int = 0
 
     def release(self) -> None:
         for frame in self.cached:
@@ -127,7 +129,15 @@ class SparkLog:
 
 
 #: The data-source options of every read of the log (see the module docstring).
-STRICT_READ_OPTIONS = {"ignoreCorruptFiles": "false", "ignoreMissingFiles": "false"}
+STRICT_READ_OPTIONS = {
+    "ignoreCorruptFiles": "false",
+    "ignoreMissingFiles": "false",
+    # parquet-mr checks each checkpoint page against the CRC-32 its writer stored (Delta
+    # Spark's checkpoints carry them): a flipped bit fails the read, naming the file, instead
+    # of changing a path and leaving the file it names unreferenced (a data source option
+    # reaches the reader's Hadoop configuration)
+    "parquet.page.verify-checksum.enabled": "true",
+}
 
 
 #: The session settings :func:`strict_file_reads` turns off.
@@ -187,9 +197,9 @@ def _spark_error(exc: Exception) -> str:
 
 def _own_checkpoint(
     spark: SparkSession, spec: StoreSpec, listing: LogListing, uri: str
-) -> tuple[CheckpointRef | None, list[DataFrame], list[str]]:
-    """The checkpoint the snapshot starts from, its lines (persisted, read in full once), and
-    a note per newer checkpoint skipped because Spark could not read it. The local engine's
+) -> tuple[CheckpointRef | None, list[DataFrame], int, list[str]]:
+    """The checkpoint the snapshot starts from, its lines (persisted, read in full once) and
+    their number, and a note per newer checkpoint skipped because Spark could not read it. The local engine's
     rule (:func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`): the newest checkpoint
     whose commits after it are all retained and that reads in full (every part, every
     sidecar); a damaged one is skipped for the next older one (or commit 0). Raises
@@ -208,18 +218,19 @@ def _own_checkpoint(
         if missing is not None:
             raise unreconstructable(uri, latest, missing, ref, skipped)
         if ref is None:
-            return None, [], _skipped_notes(skipped)
+            return None, [], 0, _skipped_notes(skipped)
         parts: list[DataFrame] = []
+        rows = 0
         try:
             parts = _checkpoint_actions(spark, spec, ref, True)
             for part in parts:
-                part.persist().count()  # every row decoded: a damaged page fails here
+                rows += part.persist().count()  # every row decoded: a damaged page fails here
         except (PySparkException, Py4JError, ValueError) as exc:
             for part in parts:
                 part.unpersist()
             skipped.append((ref, f"{ref.files[0]}: {_spark_error(exc)}"))
             continue
-        return ref, parts, _skipped_notes(skipped)
+        return ref, parts, rows, _skipped_notes(skipped)
     raise AssertionError("unreachable: the loop ends with ref=None")
 
 
@@ -569,7 +580,7 @@ def read_log(
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` naming the file at fault (a
     damaged line fails the Spark job with it)."""
     store = spec.open()
-    own, own_lines, notes = _own_checkpoint(spark, spec, listing, store.uri)
+    own, own_lines, own_rows, notes = _own_checkpoint(spark, spec, listing, store.uri)
     latest = listing.latest_version
     assert latest is not None  # _own_checkpoint raised otherwise
     first = own.version + 1 if own is not None else 0
@@ -598,7 +609,7 @@ def read_log(
             part.unpersist()
         raise
     one_checkpoint = own is not None and not any(v >= first for v in listing.commits)
-    return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint)
+    return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint, own_rows)
 
 
 def snapshot_files(parsed: DataFrame) -> DataFrame:

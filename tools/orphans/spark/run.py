@@ -34,7 +34,6 @@ from deltaguard.tools.orphans.deleter import OutsideTableError
 from deltaguard.tools.orphans.report import print_report, to_json
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
-from deltaguard.tools.orphans.spark.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.spark.log_refs import require_reconstructable
 from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
 from deltaguard.tools.orphans.spark.session import engine_session, session_running
@@ -52,14 +51,12 @@ _CAUSE = re.compile(r"^Caused by: [\w.$]+: (?:\[[\w.]+\] )?(.+)$", re.M)
 class SparkEngineOptions:
     """Where the report table goes (default: next to the default manifests, under the state
     directory), the master for a session the command builds itself, how many candidates the
-    report may carry, the files per key range of a large S3 directory's listing
-    (:mod:`.key_ranges`)."""
+    report may carry."""
 
     report_table: str | None = None
     master: str | None = None
     driver_memory: str | None = None
     max_report_files: int = DEFAULT_MAX_REPORT_FILES
-    range_files: int = DEFAULT_RANGE_FILES
 
 
 def spark_failure(exc: Exception) -> str | None:
@@ -123,7 +120,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             max_report_files=options.max_report_files,
             dynamodb=req.dynamodb,
             inventory=inventory,
-            range_files=options.range_files,
+            range_files=req.range_files,
         )
         if spec.note:
             scan.result.notes.append(spec.note)

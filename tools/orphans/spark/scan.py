@@ -27,6 +27,7 @@ from deltaguard.tools.orphans.classify import (
     log_candidates,
 )
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
+from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.spark.classify_sql import (
     data_class_columns,
     partition_column,
@@ -40,7 +41,7 @@ from deltaguard.tools.orphans.spark.jvm_listing import (
     max_tasks,
     observed,
 )
-from deltaguard.tools.orphans.spark.key_ranges import DEFAULT_RANGE_FILES, range_cuts
+from deltaguard.tools.orphans.spark.key_ranges import range_cuts
 from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import (
     SparkLog,
@@ -206,7 +207,7 @@ def _scan_spark(
         cutoff = min(cutoff, from_inventory.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None
     cuts = (
-        range_cuts(log.cached, store, range_files, max_tasks(spark))
+        range_cuts(log.cached, log.checkpoint_rows, store, range_files, max_tasks(spark))
         if inventory is None and isinstance(store, S3TableStore) and lister_available(spark)
         else {}
     )
