@@ -29,6 +29,7 @@ from . import (
     replay,
     snapshot_jobs,
     spark_lines,
+    split_listing,
     streaming,
     throughput,
 )
@@ -290,6 +291,14 @@ def markdown(results: dict[str, Any]) -> str:
     if results.get("orphans_engines"):
         lines += [f"Orphan scan engines, {_when(results['orphans_engines'])}:", ""]
         lines += orphans_engines.markdown(results["orphans_engines"])
+    if results.get("split_listing"):
+        sl = results["split_listing"]
+        lines += [
+            f"Listing one flat S3 prefix, `--engine spark`: one stream and key ranges "
+            f"({sl['range_files']:,} files per range; {sl.get('load', '')}), {_when(sl)}:",
+            "",
+        ]
+        lines += split_listing.markdown(sl)
     if results.get("orphans_synthetic"):
         lines += [f"Orphan scan, synthetic inventory, {_when(results['orphans_synthetic'])}:", ""]
         lines += orphans_synthetic.markdown(results["orphans_synthetic"])
@@ -388,6 +397,13 @@ def _parser() -> argparse.ArgumentParser:
         "--orphan-files", type=int, default=200_000, help="files in the orphan-scan table"
     )
     parser.add_argument("--replay-runs", type=int, default=3)
+    parser.add_argument(
+        "--split-files",
+        type=int,
+        default=100_000,
+        help="split_listing: objects in the flat prefix (versitygw)",
+    )
+    parser.add_argument("--split-runs", type=int, default=3, help="split_listing: runs")
     parser.add_argument(
         "--jobs-appends", type=int, default=6, help="snapshot_jobs: appends per phase (mean)"
     )
@@ -598,6 +614,13 @@ def _measure_orphans_synthetic(b: _Bench) -> None:
     )
 
 
+def _measure_split_listing(b: _Bench) -> None:
+    a = b.args
+    b.results["split_listing"] = _stamped(
+        split_listing.run(b.workdir, a.split_files, a.split_runs), a.split_runs
+    )
+
+
 def _measure_streaming(b: _Bench) -> None:
     load = os.getloadavg()
     b.results["streaming"] = _stamped(
@@ -628,6 +651,7 @@ MEASURE: dict[str, Callable[[_Bench], None]] = {
     "orphans": _measure_orphans,
     "orphans_engines": _measure_orphans_engines,
     "orphans_synthetic": _measure_orphans_synthetic,
+    "split_listing": _measure_split_listing,
     "streaming": _measure_streaming,
     "replay": _measure_replay,
 }
