@@ -1,12 +1,8 @@
 package io.deltaguard.logstore;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Iterator;
-import java.util.NoSuchElementException;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -39,9 +35,9 @@ import org.apache.hadoop.fs.Path;
  * their size and modification time, sub-directories with length and time 0. A directory marker
  * (the key {@code D/} itself) and keys with an empty name ({@code D//x}) are skipped, as S3A
  * does. A directory that does not exist lists as empty. A failed request becomes an
- * {@link UncheckedIOException} naming the directory (S3A's client has already retried it).
+ * {@link java.io.UncheckedIOException} naming the directory (S3A's client has already retried it).
  */
-public final class S3KeyRangeListing implements Iterator<FileStatus> {
+public final class S3KeyRangeListing extends S3PagedListing {
     private final S3Calls client;
     private final String bucket;
     private final String prefix;
@@ -49,9 +45,6 @@ public final class S3KeyRangeListing implements Iterator<FileStatus> {
     private final long blockSize;
     private final byte[] upTo;
     private final String after;
-    private final Deque<FileStatus> page = new ArrayDeque<>();
-    private String continuationToken;
-    private boolean exhausted;
 
     private S3KeyRangeListing(S3Calls client, String bucket, String prefix, Path dir,
                               long blockSize, String after, String upTo) {
@@ -102,88 +95,41 @@ public final class S3KeyRangeListing implements Iterator<FileStatus> {
 
     /** Whether {@code name} sorts after {@code bound} (UTF-8 bytes, unsigned: S3's key order). */
     public static boolean sortsAfter(String name, byte[] bound) {
-        return compareUtf8(name.getBytes(StandardCharsets.UTF_8), bound) > 0;
-    }
-
-    /** Unsigned lexicographic order of byte strings (the jar targets Java 8: no
-     * {@code Arrays.compareUnsigned}). */
-    static int compareUtf8(byte[] a, byte[] b) {
-        int n = Math.min(a.length, b.length);
-        for (int i = 0; i < n; i++) {
-            int c = (a[i] & 0xff) - (b[i] & 0xff);
-            if (c != 0) {
-                return c;
-            }
-        }
-        return a.length - b.length;
+        return S3ListPage.compareUtf8(name.getBytes(StandardCharsets.UTF_8), bound) > 0;
     }
 
     private Path child(String name) {
         return new Path(dir, new Path(null, null, name)); // a ':' in a name stays a name
     }
 
-    private void fetchPage() throws S3Failure {
-        S3ListPage response = continuationToken == null
+    @Override
+    protected S3ListPage request(String continuationToken) throws S3Failure {
+        return continuationToken == null
             ? client.list(bucket, prefix, "/", after == null ? null : prefix + after, null, 0)
             : client.list(bucket, prefix, "/", null, continuationToken, 0);
-        int f = 0;
-        int d = 0;
-        while (f < response.files.size() || d < response.prefixes.size()) {
-            boolean takeFile = d == response.prefixes.size()
-                || (f < response.files.size() && compareUtf8(
-                    response.files.get(f).key.getBytes(StandardCharsets.UTF_8),
-                    response.prefixes.get(d).getBytes(StandardCharsets.UTF_8)) < 0);
-            String name;
-            String sortName; // what the bound is compared with: a directory with its '/'
-            FileStatus status;
-            if (takeFile) {
-                S3ListPage.Entry o = response.files.get(f++);
-                name = o.key.substring(prefix.length());
-                if (name.isEmpty()) {
-                    continue; // the directory marker
-                }
-                sortName = name;
-                status = new FileStatus(o.size, false, 1, blockSize, o.lastModifiedMs, child(name));
-            } else {
-                String dirKey = response.prefixes.get(d++);
-                name = dirKey.substring(prefix.length(), dirKey.length() - 1);
-                if (name.isEmpty()) {
-                    continue; // "D//" keys
-                }
-                sortName = name + "/";
-                status = new FileStatus(0, true, 1, 0, 0, child(name));
+    }
+
+    @Override
+    protected boolean accept(S3ListPage response) {
+        for (S3ListPage.Entry o : response.inKeyOrder()) {
+            // a directory's name is compared with the bound with its '/', as S3 sorts it
+            String sortName = o.key.substring(prefix.length());
+            String name = o.isDirectory ? sortName.substring(0, sortName.length() - 1) : sortName;
+            if (name.isEmpty()) {
+                continue; // the directory marker, or "D//" keys
             }
             if (beyond(sortName)) {
-                exhausted = true; // every later entry is beyond it too
-                return;
+                return false; // every later entry is beyond it too
             }
-            page.add(status);
+            page.add(o.isDirectory
+                ? new FileStatus(0, true, 1, 0, 0, child(name))
+                : new FileStatus(o.size, false, 1, blockSize, o.lastModifiedMs, child(name)));
         }
-        if (response.nextToken != null) {
-            continuationToken = response.nextToken;
-        } else {
-            exhausted = true;
-        }
+        return true;
     }
 
     @Override
-    public boolean hasNext() {
-        while (page.isEmpty() && !exhausted) {
-            try {
-                fetchPage();
-            } catch (S3Failure e) {
-                throw new UncheckedIOException(new IOException(
-                    "Listing " + dir + " after " + after + " failed: " + e.describe(), e));
-            }
-        }
-        return !page.isEmpty();
-    }
-
-    @Override
-    public FileStatus next() {
-        if (!hasNext()) {
-            throw new NoSuchElementException();
-        }
-        return page.poll();
+    protected String describe() {
+        return dir + " after " + after;
     }
 }

@@ -2,12 +2,8 @@ package io.deltaguard.logstore;
 
 import java.io.FileNotFoundException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Iterator;
-import java.util.NoSuchElementException;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -29,16 +25,13 @@ import org.apache.hadoop.fs.Path;
  * <p>Throws {@link FileNotFoundException} when the directory holds no object at all, as Delta's
  * snapshot management expects for a table that does not exist.
  */
-final class S3ListFrom implements Iterator<FileStatus> {
+final class S3ListFrom extends S3PagedListing {
     private final S3Calls client;
     private final String bucket;
     private final String key;
     private final long blockSize;
     private final String prefix;
     private final Path parent;
-    private final Deque<FileStatus> page = new ArrayDeque<>();
-    private String continuationToken;
-    private boolean exhausted;
 
     private S3ListFrom(S3Calls client, String bucket, String key, Path qualified,
                        long blockSize) {
@@ -66,7 +59,7 @@ final class S3ListFrom implements Iterator<FileStatus> {
         S3ListFrom it = new S3ListFrom(client, bucket, key, qualified, blockSize);
         try {
             it.fetchPage();
-            if (it.page.isEmpty() && it.exhausted && !it.directoryExists()) {
+            if (it.page.isEmpty() && it.exhausted() && !it.directoryExists()) {
                 throw new FileNotFoundException("No such file or directory: " + it.parent);
             }
         } catch (S3Failure e) {
@@ -92,58 +85,35 @@ final class S3ListFrom implements Iterator<FileStatus> {
         return !client.list(bucket, prefix, null, null, null, 1).isEmpty();
     }
 
-    private void fetchPage() throws S3Failure {
-        S3ListPage response = continuationToken == null
+    @Override
+    protected S3ListPage request(String continuationToken) throws S3Failure {
+        return continuationToken == null
             ? client.list(bucket, prefix, "/", keyBefore(key), null, 0)
             : client.list(bucket, prefix, "/", null, continuationToken, 0);
-        int f = 0;
-        int d = 0;
-        while (f < response.files.size() || d < response.prefixes.size()) {
-            boolean takeFile = d == response.prefixes.size()
-                || (f < response.files.size()
-                    && response.files.get(f).key.compareTo(response.prefixes.get(d)) < 0);
-            if (takeFile) {
-                S3ListPage.Entry o = response.files.get(f++);
+    }
+
+    @Override
+    protected boolean accept(S3ListPage response) {
+        for (S3ListPage.Entry o : response.inKeyOrder()) {
+            if (!o.isDirectory) {
                 if (o.key.equals(prefix) || o.key.compareTo(key) < 0) {
                     continue; // directory marker, or keyBefore's byte trick let a smaller key in
                 }
                 page.add(new FileStatus(o.size, false, 1, blockSize, o.lastModifiedMs,
                     new Path(parent, o.key.substring(prefix.length()))));
             } else {
-                String dirKey = response.prefixes.get(d++);
-                String name = dirKey.substring(prefix.length(), dirKey.length() - 1);
-                if (name.isEmpty() || dirKey.substring(0, dirKey.length() - 1)
-                        .compareTo(key) < 0) {
+                String name = o.key.substring(prefix.length(), o.key.length() - 1);
+                if (name.isEmpty() || o.key.substring(0, o.key.length() - 1).compareTo(key) < 0) {
                     continue; // "dir//" keys, or a directory named before the start
                 }
                 page.add(new FileStatus(0, true, 1, 0, 0, new Path(parent, name)));
             }
         }
-        if (response.nextToken != null) {
-            continuationToken = response.nextToken;
-        } else {
-            exhausted = true;
-        }
+        return true;
     }
 
     @Override
-    public boolean hasNext() {
-        while (page.isEmpty() && !exhausted) {
-            try {
-                fetchPage();
-            } catch (S3Failure e) {
-                throw new UncheckedIOException(new IOException(
-                    "Listing " + parent + " failed: " + e.describe(), e));
-            }
-        }
-        return !page.isEmpty();
-    }
-
-    @Override
-    public FileStatus next() {
-        if (!hasNext()) {
-            throw new NoSuchElementException();
-        }
-        return page.poll();
+    protected String describe() {
+        return parent.toString();
     }
 }

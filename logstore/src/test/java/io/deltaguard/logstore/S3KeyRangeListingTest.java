@@ -75,7 +75,7 @@ class S3KeyRangeListingTest {
     }
 
     private static int utf8(String a, String b) {
-        return S3KeyRangeListing.compareUtf8(
+        return S3ListPage.compareUtf8(
             a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
     }
 
