@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from deltaguard.localstack.versitygw_server import VersityGWServer
+from deltaguard.localstack.versitygw_server import VERSITYGW_VERSION, VersityGWServer
 
 from .worker import run_worker
 
@@ -134,7 +134,7 @@ def run(workdir: Path, files: int = 100_000, runs: int = 3) -> dict[str, Any]:
 
     return {
         "files": files,
-        "server": "versitygw " + server_version(),
+        "server": f"versitygw {VERSITYGW_VERSION}",
         "range_files": DEFAULT_RANGE_FILES,
         "ranges": rows[0]["ranges"],
         "one_stream_files_per_s_median": round(statistics.median(rate("one"))),
@@ -149,12 +149,6 @@ def run(workdir: Path, files: int = 100_000, runs: int = 3) -> dict[str, Any]:
         "load": f"load average {os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} cores",
         "per_run": rows,
     }
-
-
-def server_version() -> str:
-    from deltaguard.localstack.versitygw_server import VERSITYGW_VERSION
-
-    return VERSITYGW_VERSION
 
 
 def markdown(section: dict[str, Any]) -> list[str]:

@@ -94,8 +94,19 @@ public final class S3KeyRangeListing extends S3PagedListing {
     }
 
     /** Whether {@code name} sorts after {@code bound} (UTF-8 bytes, unsigned: S3's key order). */
-    public static boolean sortsAfter(String name, byte[] bound) {
+    private static boolean sortsAfter(String name, byte[] bound) {
         return S3ListPage.compareUtf8(name.getBytes(StandardCharsets.UTF_8), bound) > 0;
+    }
+
+    /**
+     * Whether the entry {@code name} of a directory (a sub-directory compared with its
+     * {@code /}) is in the range {@code (after, upTo]} (either null: unbounded), the rule this
+     * class applies through S3; for a store read whole and filtered.
+     */
+    public static boolean inRange(String name, boolean isDirectory, String after, String upTo) {
+        String sortName = isDirectory ? name + "/" : name;
+        return (after == null || sortsAfter(sortName, after.getBytes(StandardCharsets.UTF_8)))
+            && (upTo == null || !sortsAfter(sortName, upTo.getBytes(StandardCharsets.UTF_8)));
     }
 
     private Path child(String name) {

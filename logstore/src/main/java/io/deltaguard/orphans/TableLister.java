@@ -378,14 +378,10 @@ public final class TableLister {
 
         /** The entries of {@code all} in the range (a store read whole: local disk, HDFS). */
         private static Iterator<Entry> inRange(Iterator<Entry> all, String after, String upTo) {
-            byte[] low = after == null ? null : after.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            byte[] high = upTo == null ? null : upTo.getBytes(java.nio.charset.StandardCharsets.UTF_8);
             List<Entry> out = new ArrayList<>();
             while (all.hasNext()) {
                 Entry e = all.next();
-                String sortName = e.isDir ? e.name + "/" : e.name;
-                if ((low == null || S3KeyRangeListing.sortsAfter(sortName, low))
-                        && (high == null || !S3KeyRangeListing.sortsAfter(sortName, high))) {
+                if (S3KeyRangeListing.inRange(e.name, e.isDir, after, upTo)) {
                     out.add(e);
                 }
             }

@@ -102,6 +102,19 @@ class S3KeyRangeListingTest {
             }
             List<String> cuts = new ArrayList<>(chosen);
             assertEquals(whole, ranges(s3, cuts), "cuts " + cuts);
+            for (int i = 0; i <= cuts.size(); i++) { // the rule for a store read whole agrees
+                String after = i == 0 ? null : cuts.get(i - 1);
+                String upTo = i == cuts.size() ? null : cuts.get(i);
+                List<String> filtered = new ArrayList<>();
+                for (String entry : whole) {
+                    boolean dir = entry.endsWith("/");
+                    String name = dir ? entry.substring(0, entry.length() - 1) : entry;
+                    if (S3KeyRangeListing.inRange(name, dir, after, upTo)) {
+                        filtered.add(entry);
+                    }
+                }
+                assertEquals(range(s3, after, upTo), filtered, "range " + after + ", " + upTo);
+            }
         }
     }
 
