@@ -5,9 +5,11 @@ engine does for a directory it does not cut) and in key ranges listed by several
 Spark process (``local-cluster[2,1,1024]``) per run, the two modes alternating which goes first.
 
 Timed: the listing job alone (``list_table_jvm(...).files.count()``), after a warm-up listing
-of a smaller prefix in both modes (class loading and JIT compilation of both code paths). The cuts come from
-:func:`~deltaguard.tools.orphans.key_ranges.cuts_of` over a sample of the names drawn at
-the engine's rate (the engine draws it from the checkpoint's paths). Reported: files/s of each
+of a smaller prefix in both modes (class loading and JIT compilation of both code paths). The
+cuts come from :func:`~deltaguard.tools.orphans.key_ranges.cuts_of` over a sample of the names
+drawn at the engine's rate (the engine draws it from the checkpoint's paths). The session is
+the command's own (:func:`~deltaguard.tools.orphans.spark.session.engine_session`), without
+the test bed's JVM options. Reported: files/s of each
 mode (medians), the median of the per-run ratios, the file counts (equal, or the run fails).
 
 versitygw, not LocalStack: LocalStack answers every request in one Python process, so it
@@ -92,7 +94,7 @@ def worker(endpoint: str, sample_file: str, order: str, server_pid: int) -> dict
 def run(workdir: Path, files: int = 100_000, runs: int = 3) -> dict[str, Any]:
     """``runs`` runs of both modes on a flat prefix of ``files`` objects (see the module
     docstring)."""
-    from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES, SAMPLES_PER_RANGE
+    from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES, sample_fraction
 
     rows: list[dict[str, Any]] = []
     with VersityGWServer(workdir / "versitygw") as server:
@@ -107,7 +109,7 @@ def run(workdir: Path, files: int = 100_000, runs: int = 3) -> dict[str, Any]:
             for name in _names(count):
                 (directory / name).write_bytes(b"x")
         names = _names(files)
-        fraction = min(1.0, SAMPLES_PER_RANGE / DEFAULT_RANGE_FILES)
+        fraction = sample_fraction(DEFAULT_RANGE_FILES)
         rng = random.Random(7)
         sample = [n for n in names if rng.random() < fraction]
         sample_file = workdir / "split-sample.json"

@@ -57,9 +57,9 @@ def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
         if master.startswith("local-cluster"):
             # Its executors are JVMs of their own on the same cores. The serial GC there too:
-            # G1's threads took CPU from the tasks (orphans_engines' Spark scan, 2026-11-25:
-            # 25.0 -> 22.1 s at 200k files, 42.0 -> 37.7 s at 1M). Not C1: its code is slower
-            # in long tasks (17.5 s at 200k but 47.4 s at 1M).
+            # G1's threads took CPU from the tasks (the Spark orphans scan alone, 2026-11-25:
+            # 26.3 and 23.8 -> 22.2 and 22.0 s at 200k files, 42.0 -> 37.7 s at 1M). Not C1:
+            # its code is slower in long tasks (17.5 s at 200k but 47.4 s at 1M).
             conf["spark.executor.extraJavaOptions"] = "-XX:+UseSerialGC"
     return conf
 

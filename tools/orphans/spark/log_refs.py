@@ -199,10 +199,10 @@ def _own_checkpoint(
     spark: SparkSession, spec: StoreSpec, listing: LogListing, uri: str
 ) -> tuple[CheckpointRef | None, list[DataFrame], int, list[str]]:
     """The checkpoint the snapshot starts from, its lines (persisted, read in full once) and
-    their number, and a note per newer checkpoint skipped because Spark could not read it. The local engine's
-    rule (:func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`): the newest checkpoint
-    whose commits after it are all retained and that reads in full (every part, every
-    sidecar); a damaged one is skipped for the next older one (or commit 0). Raises
+    their number, and a note per newer checkpoint skipped because Spark could not read it. The
+    local engine's rule (:func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`): the
+    newest checkpoint whose commits after it are all retained and that reads in full (every
+    part, every sidecar); a damaged one is skipped for the next older one (or commit 0). Raises
     :class:`VersionNotFoundError` if the commits after the one tried are not all retained, or
     :class:`CorruptLogError` if every checkpoint that could serve is damaged."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
