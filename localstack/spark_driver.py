@@ -3,7 +3,8 @@ C1-only JIT and the serial GC, tiny shuffles and snapshot partitions.
 
 These are not settings a user needs (their commit path is :mod:`deltaguard.spark_conf`); they
 make the demo, the tests and the benchmarks start fast and stay off the network (the
-executors of a ``local-cluster`` master: the serial GC, see :func:`master_conf`).
+executors of a ``local-cluster`` master: the serial GC, C2 for hot code only and the class
+archive, see :data:`EXECUTOR_JIT_GC_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -56,12 +57,28 @@ def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
         # start faster and leave the cores to the work instead of to compiler and GC threads.
         conf["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
         if master.startswith("local-cluster"):
-            # Its executors are JVMs of their own on the same cores. The serial GC there too:
-            # G1's threads took CPU from the tasks (the Spark orphans scan alone, 2026-11-25:
-            # 26.3 and 23.8 -> 22.2 and 22.0 s at 200k files, 42.0 -> 37.7 s at 1M). Not C1:
-            # its code is slower in long tasks (17.5 s at 200k but 47.4 s at 1M).
-            conf["spark.executor.extraJavaOptions"] = "-XX:+UseSerialGC"
+            conf["spark.executor.extraJavaOptions"] = " ".join(EXECUTOR_JIT_GC_OPTIONS)
     return conf
+
+
+#: The JVM options of a ``local-cluster`` master's executors (JVMs of their own on the same
+#: cores as the driver), besides the class archive (:func:`build_test_session`). Measured on the
+#: Spark orphans scan alone, 2026-11-25, one fresh process per run:
+#:
+#: * the serial GC: G1's threads took CPU from the tasks (26.3 and 23.8 -> 22.2 and 22.0 s at
+#:   200k files, 42.0 -> 37.7 s at 1M);
+#: * C2 only for code that stays hot (its thresholds 10x the defaults): a fresh executor spent
+#:   most of a 200k-file scan compiling (LogCompilation: 20.9 s of compile-thread time, 17.5 s
+#:   of it C2, against a 7-9 s scan once warm), and C2 compiled class loading, task
+#:   deserialization and Janino; 21.7 -> 20.0 s at 200k, 37.7 -> 34.2 s at 1M. Not C1 alone:
+#:   its code is slower in long tasks (18.0 s at 200k but 47.4 s at 1M).
+EXECUTOR_JIT_GC_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=6000",
+    "-XX:Tier4CompileThreshold=150000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
 
 
 def small_tables_conf() -> dict[str, str]:
@@ -93,8 +110,12 @@ def build_test_session(
     if master.startswith("local"):
         options = archive_options(class_path(default_jars()))
         if options:
-            java_options = tuning["spark.driver.extraJavaOptions"]
-            tuning["spark.driver.extraJavaOptions"] = f"{java_options} {options}"
+            # a local-cluster master's executors too: their class path starts with the
+            # driver's extra class path, so they map the same archive (17.5 s against 20.0 s
+            # for the Spark orphans scan at 200k files, 2026-11-25)
+            for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+                if key in tuning:
+                    tuning[key] = f"{tuning[key]} {options}"
     return build_spark_session(
         storage,
         logstore,

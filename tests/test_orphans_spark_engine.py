@@ -1009,6 +1009,57 @@ def test_one_checkpoint_flags_equal_the_reconciled_ones(spark, tmp_path: Path) -
     assert any(r[4] for r in flags[True])  # a tombstone
 
 
+def test_a_path_rule_needed_only_before_the_checkpoint_reruns_the_scan(
+    spark, tmp_path: Path
+) -> None:
+    """The scan plans the actions without the path rule when the snapshot's segment needs
+    none, and checks the older commits in the job that writes the report. Here only commits
+    before the checkpoint name an encoded path (the checkpoint dropped the expired
+    tombstone): the check finds it, the report is written again with the rule, and both
+    engines classify alike (without the rerun, the file the old commits name would be an
+    orphan). The deferred actions, once settled, equal the ones read with the rule up front."""
+    from deltaguard.localstack.synthetic_table import SyntheticTable
+    from deltaguard.tools.deltalog.listing import list_log
+    from deltaguard.tools.orphans.spark.log_refs import read_log, settle_path_rule
+
+    now = int(time.time() * 1000)
+    old = now - 40 * 86_400_000
+    root = tmp_path / "t"
+    t = SyntheticTable(root)
+    t.create(old)
+    t.commit([{"add": t.add_action(t.write_file("p=a b/x.parquet", old), old)}], old)
+    plain = t.add_action(t.write_file("p=1/y.parquet", old), old)
+    gone = t.remove_action(("p=a b/x.parquet", None), old)
+    t.commit([{"add": plain}, {"remove": gone}], old)
+    t.tombstones.clear()  # expired when the checkpoint was written: not in it
+    t.checkpoint()
+    spec = StoreSpec(str(root))
+    listing = list_log(spec.open())
+
+    def actions(deferred: bool) -> set[tuple[Any, ...]]:
+        log = read_log(spark, spec, listing, defer_path_rule=deferred)
+        try:
+            assert (log.unchecked is not None) is deferred
+            rows = {tuple(r) for r in log.actions.collect()}
+            if deferred:
+                assert "p=a b/x.parquet" not in {r[1] for r in rows}  # left out, counted
+                assert not settle_path_rule(log)
+                assert settle_path_rule(log)  # settled once
+                rows = {tuple(r) for r in log.actions.collect()}
+            return rows
+        finally:
+            log.release()
+
+    both = actions(True)
+    assert both == actions(False)
+    assert "p=a b/x.parquet" in {r[1] for r in both}
+    ours = scan_spark(spark, spec, str(tmp_path / "r"), retention_ms=0)
+    local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert FileClass.ORPHAN not in {c.file_class for c in local.candidates}
+    assert {c.path for c in local.candidates} == {"p=a b/x.parquet"}
+
+
 DAMAGED_LINES = {
     "not-json": b"{not json",
     "add-without-path": b'{"add": {"size": 1}}',

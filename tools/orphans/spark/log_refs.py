@@ -39,7 +39,7 @@ a truncated part of a multi-part checkpoint was still skipped in one of Spark's 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from deltaguard.logstore.commit_names import COMMIT_FILE_PATTERN
 from deltaguard.tools.deltalog.actions import (
     DV_STORAGE_TYPES,
     ActionError,
@@ -75,10 +74,11 @@ from deltaguard.tools.deltalog.snapshot import (
     unreconstructable,
 )
 from deltaguard.tools.orphans.references import checkpoints_besides
+from deltaguard.tools.orphans.spark.jvm_listing import observed
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (of its log file), whether the snapshot's segment includes that file, deletion
@@ -118,6 +118,12 @@ class SparkLog:
     one_checkpoint: bool = False
     #: the rows of ``cached`` (the snapshot's checkpoint: all its actions)
     checkpoint_rows: int = 0
+    #: set while ``actions`` leave out the path rule's branch unchecked
+    #: (``read_log(defer_path_rule=True)``): counts, in the first job that computes them, the
+    #: actions that need it; :func:`settle_path_rule` reads it
+    unchecked: Observation | None = None
+    #: ``actions`` with the path rule's branch (what :func:`settle_path_rule` switches to)
+    with_path_rule: Callable[[], DataFrame] | None = None
 
     def release(self) -> None:
         for frame in self.cached:
@@ -342,15 +348,6 @@ def _json_actions(spark: SparkSession, paths: list[str], in_segment: Any) -> Dat
     )
 
 
-def _commits_from(first: int) -> Any:
-    """The ``in_segment`` column of :func:`_json_actions` for commits and compactions: true
-    for a commit (``N.json``) of version ``first`` or later (a compaction is never part of
-    the segment)."""
-    from pyspark.sql import functions as F
-
-    return F.col("name").rlike(f"^{COMMIT_FILE_PATTERN}$") & (F.col("version") >= first)
-
-
 def _parquet_actions(
     spark: SparkSession, paths: list[str], version: int, in_segment: bool
 ) -> DataFrame:
@@ -538,16 +535,18 @@ def _ruled(spec: StoreSpec) -> Any:
     return parse
 
 
-def parse_actions(
-    spark: SparkSession, spec: StoreSpec, raw: DataFrame
-) -> tuple[DataFrame, dict[str, str]]:
-    """Raw log rows (:data:`RAW_SCHEMA` plus ``file``, ``version``, ``in_segment``) as
-    :data:`ACTIONS_SCHEMA` rows: in Spark SQL, except the file actions the path rule can
-    change (:func:`_needs_path_rule`), which alone go through Python (:func:`_ruled`).
-    Returns them (not persisted: the job that uses them reads the log again, which measured
-    cheaper than holding every action) and the JSON lines of the newest ``metaData`` and
-    ``protocol`` of the snapshot's segment, found by one job over the raw rows (not split
-    into actions: cheaper) that also tells whether any action needs the path rule."""
+def _ruled_count() -> Any:
+    """The count of raw log rows that need the path rule (:func:`_raw_needs_path_rule`): an
+    aggregate column named ``ruled``."""
+    from pyspark.sql import functions as F
+
+    return F.count_if(_raw_needs_path_rule()).alias("ruled")
+
+
+def _summary(raw: DataFrame) -> Any:
+    """One job over raw log rows (:data:`RAW_SCHEMA` plus ``version`` and ``in_segment``): how
+    many need the path rule (``ruled``, :func:`_raw_needs_path_rule`), and the JSON bodies of
+    the newest ``metaData`` and ``protocol`` of the snapshot's segment."""
     from pyspark.sql import functions as F
 
     def newest(kind: str) -> Any:
@@ -555,61 +554,136 @@ def parse_actions(
         return F.max_by(F.col(kind), F.when(in_segment, F.col("version"))).alias(kind)
 
     (summary,) = raw.agg(
-        F.count_if(_raw_needs_path_rule()).alias("ruled"),
-        *[newest(kind) for kind in ("metaData", "protocol")],
+        _ruled_count(), *[newest(kind) for kind in ("metaData", "protocol")]
     ).collect()
+    return summary
+
+
+def parse_actions(
+    spark: SparkSession, spec: StoreSpec, raw: DataFrame, path_rule: bool
+) -> DataFrame:
+    """Raw log rows (:data:`RAW_SCHEMA` plus ``file``, ``version``, ``in_segment``) as
+    :data:`ACTIONS_SCHEMA` rows: in Spark SQL, except the file actions the path rule can
+    change (:func:`_needs_path_rule`), which alone go through Python (:func:`_ruled`); with
+    ``path_rule`` false those are left out (the caller knows there are none, or checks:
+    :func:`read_log`). Not persisted: the job that uses them reads the log again, which
+    measured cheaper than holding every action."""
+    from pyspark.sql import functions as F
+
     actions = _actions(raw)
     ruled = F.col("small").isNull() & _needs_path_rule(F.col("path"), F.col("dv"))
     parsed = _plain_actions(actions.where(~ruled))
-    if summary.ruled:
+    if path_rule:
         python = actions.where(ruled).rdd.mapPartitions(_ruled(spec))
         parsed = parsed.unionByName(spark.createDataFrame(python, ACTIONS_SCHEMA))
-    small = {
-        k: f'{{"{k}":{summary[k]}}}' for k in ("metaData", "protocol") if summary[k] is not None
-    }
-    return parsed, small
+    return parsed
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    return reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def read_log(
-    spark: SparkSession, spec: StoreSpec, listing: LogListing, *, segment_only: bool = False
+    spark: SparkSession,
+    spec: StoreSpec,
+    listing: LogListing,
+    *,
+    segment_only: bool = False,
+    defer_path_rule: bool = False,
 ) -> SparkLog:
     """Every file action of the retained log, parsed (see the module docstring), and the
     latest snapshot's metadata and protocol; with ``segment_only`` only the snapshot's own
     checkpoint and commits (what the audit's file check needs: a damaged older commit is the
     log checks' finding, not this read's failure). Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` naming the file at fault (a
-    damaged line fails the Spark job with it)."""
+    damaged line fails the Spark job with it).
+
+    Whether any action needs the path rule (:func:`parse_actions`) is known before the
+    actions are planned: one job over the snapshot's segment (its checkpoint, already held,
+    and the commits after it) finds the newest metadata and protocol and counts the segment's
+    actions that need the rule. If some do, the actions are planned with the rule. If none
+    do and older log files are read too, those are counted: by a second job, or with
+    ``defer_path_rule`` by the first job that computes the actions (an observation, read by
+    :func:`settle_path_rule`), which saves parsing the older commits twice (they are most of
+    the log on a large table)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     store = spec.open()
     own, own_lines, own_rows, notes = _own_checkpoint(spark, spec, listing, store.uri)
     latest = listing.latest_version
     assert latest is not None  # _own_checkpoint raised otherwise
     first = own.version + 1 if own is not None else 0
-    names = [n for v, n in listing.commits.items() if v >= first or not segment_only]
-    names += [] if segment_only else [c.name for c in listing.compactions]
-    sources = own_lines[:]
-    if names:
+
+    def json_of(names: list[str], in_segment: bool) -> list[DataFrame]:
         locations = [store.location(f"{LOG_DIR}/{n}") for n in names]
-        sources.append(_json_actions(spark, locations, _commits_from(first)))
-    for i in [] if segment_only else checkpoints_besides(listing, own):
-        sources += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
-    raw = sources[0]
-    for more in sources[1:]:
-        raw = raw.unionByName(more)
+        return [_json_actions(spark, locations, F.lit(in_segment))] if names else []
+
+    segment = own_lines + json_of([n for v, n in listing.commits.items() if v >= first], True)
+    others: list[DataFrame] = []
+    if not segment_only:
+        older = [n for v, n in listing.commits.items() if v < first]
+        others += json_of(older + [c.name for c in listing.compactions], False)
+        for i in checkpoints_besides(listing, own):
+            others += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
+    unchecked: Observation | None = None
     try:
-        parsed, small = parse_actions(spark, spec, raw)
-        found = {kind: parse_action(orjson.loads(line)) for kind, line in small.items()}
+        summary = _summary(_union(segment))
+        found = {
+            k: parse_action(orjson.loads(f'{{"{k}":{summary[k]}}}'))
+            for k in ("metaData", "protocol")
+            if summary[k] is not None
+        }
         metadata, protocol = found.get("metaData"), found.get("protocol")
         if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
             raise CorruptLogError(
                 f"{store.uri}: version {latest} has no metaData or protocol action"
             )
         check_readable(protocol, store.uri)
+        path_rule = bool(summary.ruled)
+        if not path_rule and others:
+            if defer_path_rule:
+                unchecked = Observation("deltaguard actions needing the path rule")
+            else:
+                (counted,) = _union(others).agg(_ruled_count()).collect()
+                path_rule = bool(counted.ruled)
     except BaseException:
         for part in own_lines:
             part.unpersist()
         raise
+    raw = _union(segment + others)
+    observed = raw.observe(unchecked, _ruled_count()) if unchecked is not None else raw
     one_checkpoint = own is not None and not any(v >= first for v in listing.commits)
-    return SparkLog(latest, metadata, protocol, parsed, notes, own_lines, one_checkpoint, own_rows)
+    return SparkLog(
+        latest,
+        metadata,
+        protocol,
+        parse_actions(spark, spec, observed, path_rule),
+        notes,
+        own_lines,
+        one_checkpoint,
+        own_rows,
+        unchecked,
+        (lambda: parse_actions(spark, spec, raw, True)) if unchecked is not None else None,
+    )
+
+
+def settle_path_rule(log: SparkLog) -> bool:
+    """For a log read with ``defer_path_rule`` (:func:`read_log`), once a job has computed all
+    of ``log.actions`` (an aggregation or a write, never a ``limit``): True if no action
+    needed the path rule, so ``log.actions`` were complete. Otherwise ``log.actions`` are
+    replaced by the actions with the rule and False is returned: what that job computed from
+    them is incomplete and must be computed again. Spark reporting no count (an optimizer
+    that dropped the observation) counts as needing the rule. True at once for a log whose
+    actions were planned with the rule or checked before."""
+    if log.unchecked is None or log.with_path_rule is None:
+        return True
+    ruled = observed(log.unchecked, "ruled", lambda: 1)
+    log.unchecked = None
+    if ruled == 0:
+        return True
+    log.actions = log.with_path_rule()
+    return False
 
 
 def snapshot_files(parsed: DataFrame) -> DataFrame:

@@ -49,6 +49,7 @@ from deltaguard.tools.orphans.spark.log_refs import (
     read_log,
     reference_flags,
     reference_rows,
+    settle_path_rule,
     strict_file_reads,
 )
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -186,7 +187,7 @@ def _scan_spark(
     store = spec.open()
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     listing = list_log(store)
-    log = read_log(spark, spec, listing)
+    log = read_log(spark, spec, listing, defer_path_rule=True)
     source = "given"
     if retention_ms is None:
         value = log.metadata.configuration.get("delta.deletedFileRetentionDuration")
@@ -227,12 +228,19 @@ def _scan_spark(
             ],
             REPORT_SCHEMA,
         )
-        live = Observation("orphans live files")
-        classified = _classified(table.files, log, cutoff, live)
         visible = visible_unkept(partition_columns, configuration, checkpoints)
-        (classified if jvm else classified.where(visible)).unionByName(logs).write.mode(
-            "overwrite"
-        ).parquet(report_path)
+
+        def write_report(attempt: str) -> Observation:
+            live = Observation(f"orphans live files, {attempt}")
+            classified = _classified(table.files, log, cutoff, live)
+            (classified if jvm else classified.where(visible)).unionByName(logs).write.mode(
+                "overwrite"
+            ).parquet(report_path)
+            return live
+
+        live = write_report("first")
+        if not settle_path_rule(log):  # rare: an older log file's action needs the path rule
+            live = write_report("with the path rule")
         live_files = observed(
             live, "live", lambda: reference_flags(log, cutoff).where("live").count()
         )
