@@ -13,8 +13,9 @@ Driver memory: the Spark runs use a ``local-cluster[2,1,1024]`` master, so the e
 two separate JVMs (children of the driver JVM) and the driver JVM's peak RSS (``VmHWM`` of the
 Python driver's ``java`` child) is the driver's alone; the standalone master and worker of
 ``local-cluster`` run inside the driver JVM (a few MiB of threads). The executors run the
-test bed's JVM options (the serial GC, C2 for hot code only, the drivers' class archive:
-:data:`~deltaguard.localstack.spark_driver.EXECUTOR_JIT_GC_OPTIONS`), for the Spark engine
+test bed's JVM options (the serial GC and C2 for hot code only:
+:data:`~deltaguard.localstack.spark_driver.EXECUTOR_JIT_GC_OPTIONS`; the drivers' class
+archive: :func:`~deltaguard.localstack.spark_driver.build_test_session`), for the Spark engine
 and VACUUM alike. Reported per run: the Python driver's peak RSS, the driver
 JVM's, and the largest executor JVM's. The local engine is one Python process (its peak RSS
 is all of it).

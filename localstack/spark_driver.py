@@ -3,8 +3,9 @@ C1-only JIT and the serial GC, tiny shuffles and snapshot partitions.
 
 These are not settings a user needs (their commit path is :mod:`deltaguard.spark_conf`); they
 make the demo, the tests and the benchmarks start fast and stay off the network (the
-executors of a ``local-cluster`` master: the serial GC, C2 for hot code only and the class
-archive, see :data:`EXECUTOR_JIT_GC_OPTIONS`).
+executors of a ``local-cluster`` master: the serial GC and C2 for hot code only, see
+:data:`EXECUTOR_JIT_GC_OPTIONS`, and the drivers' class archive, see
+:func:`build_test_session`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def master_conf(master: str, driver_memory: str = "1g") -> dict[str, str]:
 #:   most of a 200k-file scan compiling (LogCompilation: 20.9 s of compile-thread time, 17.5 s
 #:   of it C2, against a 7-9 s scan once warm), and C2 compiled class loading, task
 #:   deserialization and Janino; 21.7 -> 20.0 s at 200k, 37.7 -> 34.2 s at 1M. Not C1 alone:
-#:   its code is slower in long tasks (18.0 s at 200k but 47.4 s at 1M).
+#:   its code is slower in long tasks (17.5-18.0 s at 200k but 47.4 s at 1M).
 EXECUTOR_JIT_GC_OPTIONS = (
     "-XX:+UseSerialGC",
     "-XX:Tier4InvocationThreshold=50000",

@@ -78,7 +78,7 @@ from deltaguard.tools.orphans.spark.jvm_listing import observed
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, Observation, Row, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (of its log file), whether the snapshot's segment includes that file, deletion
@@ -97,6 +97,16 @@ REFS_SCHEMA = (
 _FILE_ACTIONS = ("add", "remove", "cdc")
 #: The actions that name no data file (read on the driver).
 _NON_FILE_ACTIONS = ("metaData", "protocol", "sidecar")
+
+
+@dataclass(frozen=True)
+class UncheckedPathRule:
+    """Actions planned without the path rule's branch: ``count`` (an observation on the raw
+    log rows) counts, in the first job that computes them, the rows that need the rule, and
+    ``with_rule`` plans the actions with it."""
+
+    count: Observation
+    with_rule: Callable[[], DataFrame]
 
 
 @dataclass
@@ -119,11 +129,8 @@ class SparkLog:
     #: the rows of ``cached`` (the snapshot's checkpoint: all its actions)
     checkpoint_rows: int = 0
     #: set while ``actions`` leave out the path rule's branch unchecked
-    #: (``read_log(defer_path_rule=True)``): counts, in the first job that computes them, the
-    #: actions that need it; :func:`settle_path_rule` reads it
-    unchecked: Observation | None = None
-    #: ``actions`` with the path rule's branch (what :func:`settle_path_rule` switches to)
-    with_path_rule: Callable[[], DataFrame] | None = None
+    #: (``read_log(defer_path_rule=True)``); :func:`settle_path_rule` settles it
+    unchecked: UncheckedPathRule | None = None
 
     def release(self) -> None:
         for frame in self.cached:
@@ -543,7 +550,7 @@ def _ruled_count() -> Any:
     return F.count_if(_raw_needs_path_rule()).alias("ruled")
 
 
-def _summary(raw: DataFrame) -> Any:
+def _summary(raw: DataFrame) -> Row:
     """One job over raw log rows (:data:`RAW_SCHEMA` plus ``version`` and ``in_segment``): how
     many need the path rule (``ruled``, :func:`_raw_needs_path_rule`), and the JSON bodies of
     the newest ``metaData`` and ``protocol`` of the snapshot's segment."""
@@ -596,7 +603,8 @@ def read_log(
     checkpoint and commits (what the audit's file check needs: a damaged older commit is the
     log checks' finding, not this read's failure). Raises
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` naming the file at fault (a
-    damaged line fails the Spark job with it).
+    damaged line fails the Spark job with it: with ``defer_path_rule`` a damaged log file
+    older than the snapshot's checkpoint fails the first job that computes the actions).
 
     Whether any action needs the path rule (:func:`parse_actions`) is known before the
     actions are planned: one job over the snapshot's segment (its checkpoint, already held,
@@ -626,46 +634,52 @@ def read_log(
         others += json_of(older + [c.name for c in listing.compactions], False)
         for i in checkpoints_besides(listing, own):
             others += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
-    unchecked: Observation | None = None
     try:
-        summary = _summary(_union(segment))
-        found = {
-            k: parse_action(orjson.loads(f'{{"{k}":{summary[k]}}}'))
-            for k in ("metaData", "protocol")
-            if summary[k] is not None
-        }
-        metadata, protocol = found.get("metaData"), found.get("protocol")
-        if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
-            raise CorruptLogError(
-                f"{store.uri}: version {latest} has no metaData or protocol action"
-            )
-        check_readable(protocol, store.uri)
-        path_rule = bool(summary.ruled)
-        if not path_rule and others:
-            if defer_path_rule:
-                unchecked = Observation("deltaguard actions needing the path rule")
-            else:
-                (counted,) = _union(others).agg(_ruled_count()).collect()
-                path_rule = bool(counted.ruled)
+        metadata, protocol, path_rule = _segment_summary(_union(segment), store.uri, latest)
+        if not path_rule and others and not defer_path_rule:
+            (counted,) = _union(others).agg(_ruled_count()).collect()
+            path_rule = bool(counted.ruled)
+        raw = _union(segment + others)
+        unchecked = None
+        if not path_rule and others and defer_path_rule:
+            count = Observation("deltaguard actions needing the path rule")
+            unchecked = UncheckedPathRule(count, lambda: parse_actions(spark, spec, raw, True))
+            actions = parse_actions(spark, spec, raw.observe(count, _ruled_count()), False)
+        else:
+            actions = parse_actions(spark, spec, raw, path_rule)
     except BaseException:
         for part in own_lines:
             part.unpersist()
         raise
-    raw = _union(segment + others)
-    observed = raw.observe(unchecked, _ruled_count()) if unchecked is not None else raw
-    one_checkpoint = own is not None and not any(v >= first for v in listing.commits)
     return SparkLog(
-        latest,
-        metadata,
-        protocol,
-        parse_actions(spark, spec, observed, path_rule),
-        notes,
-        own_lines,
-        one_checkpoint,
-        own_rows,
-        unchecked,
-        (lambda: parse_actions(spark, spec, raw, True)) if unchecked is not None else None,
+        version=latest,
+        metadata=metadata,
+        protocol=protocol,
+        actions=actions,
+        notes=notes,
+        cached=own_lines,
+        one_checkpoint=own is not None and not any(v >= first for v in listing.commits),
+        checkpoint_rows=own_rows,
+        unchecked=unchecked,
     )
+
+
+def _segment_summary(segment: DataFrame, uri: str, latest: int) -> tuple[Metadata, Protocol, bool]:
+    """The newest metadata and protocol of the snapshot's segment (its raw rows) and whether
+    any of its actions needs the path rule (:func:`_summary`); raises
+    :class:`~deltaguard.tools.deltalog.errors.CorruptLogError` if either action is missing,
+    and what :func:`~deltaguard.tools.deltalog.features.check_readable` raises."""
+    summary = _summary(segment)
+    found = {
+        k: parse_action(orjson.loads(f'{{"{k}":{summary[k]}}}'))
+        for k in ("metaData", "protocol")
+        if summary[k] is not None
+    }
+    metadata, protocol = found.get("metaData"), found.get("protocol")
+    if not isinstance(metadata, Metadata) or not isinstance(protocol, Protocol):
+        raise CorruptLogError(f"{uri}: version {latest} has no metaData or protocol action")
+    check_readable(protocol, uri)
+    return metadata, protocol, bool(summary.ruled)
 
 
 def settle_path_rule(log: SparkLog) -> bool:
@@ -676,13 +690,13 @@ def settle_path_rule(log: SparkLog) -> bool:
     them is incomplete and must be computed again. Spark reporting no count (an optimizer
     that dropped the observation) counts as needing the rule. True at once for a log whose
     actions were planned with the rule or checked before."""
-    if log.unchecked is None or log.with_path_rule is None:
+    unchecked = log.unchecked
+    if unchecked is None:
         return True
-    ruled = observed(log.unchecked, "ruled", lambda: 1)
     log.unchecked = None
-    if ruled == 0:
+    if observed(unchecked.count, "ruled", lambda: 1) == 0:
         return True
-    log.actions = log.with_path_rule()
+    log.actions = unchecked.with_rule()
     return False
 
 

@@ -228,28 +228,28 @@ def _scan_spark(
             ],
             REPORT_SCHEMA,
         )
-        visible = visible_unkept(partition_columns, configuration, checkpoints)
 
-        def write_report(attempt: str) -> Observation:
+        def write_report(attempt: str, filtered: bool) -> Observation:
+            """Writes the report table (``filtered``: without the files of the streaming
+            checkpoints found so far); returns the observation of its live files."""
             live = Observation(f"orphans live files, {attempt}")
             classified = _classified(table.files, log, cutoff, live)
-            (classified if jvm else classified.where(visible)).unionByName(logs).write.mode(
-                "overwrite"
-            ).parquet(report_path)
+            if filtered:
+                visible = visible_unkept(partition_columns, configuration, checkpoints)
+                classified = classified.where(visible)
+            classified.unionByName(logs).write.mode("overwrite").parquet(report_path)
             return live
 
-        live = write_report("first")
+        live = write_report("first", not jvm)
         if not settle_path_rule(log):  # rare: an older log file's action needs the path rule
-            live = write_report("with the path rule")
+            live = write_report("with the path rule", not jvm)
         live_files = observed(
             live, "live", lambda: reference_flags(log, cutoff).where("live").count()
         )
         if isinstance(table, JvmListing):
             checkpoints = checkpoint_dirs(table.markers())
             if checkpoints:  # rare: a streaming checkpoint inside the root; written again
-                visible = visible_unkept(partition_columns, configuration, checkpoints)
-                again = _classified(table.files, log, cutoff, Observation("again"))
-                again.where(visible).unionByName(logs).write.mode("overwrite").parquet(report_path)
+                write_report("without streaming checkpoints", True)
             hidden_dirs = table.hidden_dirs()
         else:
             hidden_dirs = table.hidden_dirs
