@@ -78,7 +78,7 @@ from deltaguard.tools.orphans.spark.jvm_listing import observed
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, DataFrameReader, Observation, Row, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (of its log file), whether the snapshot's segment includes that file, deletion
@@ -550,22 +550,6 @@ def _ruled_count() -> Any:
     return F.count_if(_raw_needs_path_rule()).alias("ruled")
 
 
-def _summary(raw: DataFrame) -> Row:
-    """One job over raw log rows (:data:`RAW_SCHEMA` plus ``version`` and ``in_segment``): how
-    many need the path rule (``ruled``, :func:`_raw_needs_path_rule`), and the JSON bodies of
-    the newest ``metaData`` and ``protocol`` of the snapshot's segment."""
-    from pyspark.sql import functions as F
-
-    def newest(kind: str) -> Any:
-        in_segment = F.col(kind).isNotNull() & F.col("in_segment")
-        return F.max_by(F.col(kind), F.when(in_segment, F.col("version"))).alias(kind)
-
-    (summary,) = raw.agg(
-        _ruled_count(), *[newest(kind) for kind in ("metaData", "protocol")]
-    ).collect()
-    return summary
-
-
 def parse_actions(
     spark: SparkSession, spec: StoreSpec, raw: DataFrame, path_rule: bool
 ) -> DataFrame:
@@ -636,17 +620,17 @@ def read_log(
             others += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
     try:
         metadata, protocol, path_rule = _segment_summary(_union(segment), store.uri, latest)
-        if not path_rule and others and not defer_path_rule:
-            (counted,) = _union(others).agg(_ruled_count()).collect()
-            path_rule = bool(counted.ruled)
         raw = _union(segment + others)
         unchecked = None
-        if not path_rule and others and defer_path_rule:
+        if path_rule or not others:
+            actions = parse_actions(spark, spec, raw, path_rule)
+        elif defer_path_rule:
             count = Observation("deltaguard actions needing the path rule")
             unchecked = UncheckedPathRule(count, lambda: parse_actions(spark, spec, raw, True))
             actions = parse_actions(spark, spec, raw.observe(count, _ruled_count()), False)
         else:
-            actions = parse_actions(spark, spec, raw, path_rule)
+            (counted,) = _union(others).agg(_ruled_count()).collect()
+            actions = parse_actions(spark, spec, raw, bool(counted.ruled))
     except BaseException:
         for part in own_lines:
             part.unpersist()
@@ -665,11 +649,20 @@ def read_log(
 
 
 def _segment_summary(segment: DataFrame, uri: str, latest: int) -> tuple[Metadata, Protocol, bool]:
-    """The newest metadata and protocol of the snapshot's segment (its raw rows) and whether
-    any of its actions needs the path rule (:func:`_summary`); raises
+    """One job over the raw rows of the snapshot's segment (:data:`RAW_SCHEMA` plus
+    ``version`` and ``in_segment``): its newest metadata and protocol, and whether any of its
+    rows needs the path rule (:func:`_ruled_count`). Raises
     :class:`~deltaguard.tools.deltalog.errors.CorruptLogError` if either action is missing,
     and what :func:`~deltaguard.tools.deltalog.features.check_readable` raises."""
-    summary = _summary(segment)
+    from pyspark.sql import functions as F
+
+    def newest(kind: str) -> Any:
+        in_segment = F.col(kind).isNotNull() & F.col("in_segment")
+        return F.max_by(F.col(kind), F.when(in_segment, F.col("version"))).alias(kind)
+
+    (summary,) = segment.agg(
+        _ruled_count(), *[newest(kind) for kind in ("metaData", "protocol")]
+    ).collect()
     found = {
         k: parse_action(orjson.loads(f'{{"{k}":{summary[k]}}}'))
         for k in ("metaData", "protocol")
