@@ -46,16 +46,24 @@ def _line_options(f: F) -> F:
     )(f)
     return click.option(
         "--spark-version",
-        type=click.Choice(SPARK_VERSIONS),
-        help="the Spark line (default: the installed pyspark's, else the newest)",
+        metavar="|".join(SPARK_VERSIONS),
+        help="the Spark line (default: the installed pyspark's, else the newest); another "
+        "version is refused with exit code 2",
     )(f)
+
+
+class UnsupportedLineError(click.ClickException):
+    """No supported Spark line matches (``--spark-version 4.3``, an installed pyspark 4.3, a
+    Hadoop the line does not run): one line naming the newest supported line, exit code 2."""
+
+    exit_code = 2
 
 
 def _line(spark_version: str | None, hadoop_version: str | None) -> SparkLine:
     try:
         return PresetOptions(spark_version=spark_version, hadoop_version=hadoop_version).line()
     except UnknownSparkLineError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise UnsupportedLineError(str(exc)) from None
 
 
 @main.command("jar")
@@ -136,6 +144,8 @@ def conf_render(preset: str, fmt: str, **options: Any) -> None:
     s3-single-driver, local)."""
     try:
         conf = render(preset, PresetOptions(**options))
+    except UnknownSparkLineError as exc:
+        raise UnsupportedLineError(str(exc)) from None
     except (PresetError, PluginJarMissingError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     formatter = {"properties": to_properties, "json": to_json, "env": to_env}[fmt]
