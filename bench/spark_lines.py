@@ -4,7 +4,9 @@
   classpath (its pyspark jars, Delta, hadoop-aws and AWS SDK, and its plugin jar), conditional
   commit against a plain PutObject of the same bytes through the same S3A client, interleaved;
 - the staged race at full size (the tests run it at 3 drivers x 5 appends): drivers of that line
-  through the conditional store and through Delta's default store, commits lost/duplicated.
+  through the conditional store and through Delta's default store, commits lost/duplicated, and
+  the S3 requests per commit through the proxy (the log-file reads, which grow with the number
+  of drivers, apart; the CREATE and each driver's start-up included).
 
 Lines other than the installed one come from their cached virtualenvs
 (``deltaguard.localstack.spark_line_venvs``).
@@ -21,7 +23,7 @@ import pyspark
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.multi_driver import run_multi_driver
-from deltaguard.localstack.race import hold_one_commit_put
+from deltaguard.localstack.race import count_log_reads, hold_one_commit_put, requests_per_commit
 from deltaguard.localstack.spark_line_venvs import ensure
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
@@ -54,7 +56,7 @@ def _race(
     python = line_python(line)
     run_dir = workdir / f"race-{line.name}-{store.value}"
     with FaultProxy(endpoint, run_dir, seed=7) as proxy:
-        proxy.set_rules([hold_one_commit_put()])
+        proxy.set_rules([hold_one_commit_put(), *count_log_reads()])
         result = run_multi_driver(
             f"s3a://{bucket}/race-{line.name}-{store.value}",
             writer_endpoint_url=proxy.endpoint.url,
@@ -66,10 +68,13 @@ def _race(
             pythons=[python] * drivers,
             verify_python=python,
         )
+        # every version the table has: the CREATE and each append (lost ones overwrote one)
+        versions = len(result.verified["versions"])
         return {
             **result.summary(),
             "commits_per_s": round(result.commits_per_second, 3),
-            "race_staged": proxy.fired() == [1],
+            "race_staged": proxy.fired()[:1] == [1],
+            "requests_per_commit": requests_per_commit(proxy.stats(), versions),
         }
 
 
@@ -106,6 +111,11 @@ def run(
     }
 
 
+def _requests(race: dict[str, Any]) -> str:
+    per = race.get("requests_per_commit")
+    return f"{per['own']:.1f} (+ {per['log_reads']:.1f})" if per else "n/a"
+
+
 def markdown(section: dict[str, Any]) -> list[str]:
     lines = [
         "| Spark line (plugin jar) | plain PutObject | conditional commit | ratio: median of per-run ratios (min-max) |",
@@ -122,8 +132,8 @@ def markdown(section: dict[str, Any]) -> list[str]:
         lines += [
             "",
             "| Spark line: staged race | store | data commits claimed | lost | duplicated | "
-            "contiguous | commits/s |",
-            "|---|---|---|---|---|---|---|",
+            "contiguous | commits/s | S3 requests per commit (+ log reads) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name, stores in races.items():
             for store, r in stores.items():
@@ -131,6 +141,6 @@ def markdown(section: dict[str, Any]) -> list[str]:
                     f"| {name} ({r['writers']} drivers x {r['appends_per_writer']}) | {store} | "
                     f"{r['data_commits_claimed_by_writers']} | {r['commits_lost']} | "
                     f"{r['commits_duplicated']} | {r['versions_contiguous']} | "
-                    f"{r.get('commits_per_s', 0):.2f} |"
+                    f"{r.get('commits_per_s', 0):.2f} | {_requests(r)} |"
                 )
     return [*lines, ""]
