@@ -14,6 +14,7 @@ Lines other than the installed one come from their cached virtualenvs
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ def run(
     race_drivers: int = 4,
     race_appends: int = 10,
 ) -> dict[str, Any]:
+    load_before = os.getloadavg()
     per_line = {}
     for line in LINES:
         jars = _spark_jars(line)
@@ -108,6 +110,9 @@ def run(
         f"plain PutObject, per Spark line; {commits} interleaved pairs per run; the staged "
         f"race with {race_drivers} drivers x {race_appends} appends per line and store",
         "lines": per_line,
+        # other engineers share the 2 cores: the load average (1, 5, 15 min) around the run
+        "load_before": [round(x, 1) for x in load_before],
+        "load_after": [round(x, 1) for x in os.getloadavg()],
     }
 
 
@@ -117,7 +122,15 @@ def _requests(race: dict[str, Any]) -> str:
 
 
 def markdown(section: dict[str, Any]) -> list[str]:
-    lines = [
+    lines = []
+    if "load_before" in section:
+        before, after = section["load_before"], section["load_after"]
+        lines += [
+            f"Load average on the 2 shared cores: {before[0]} (15 min: {before[2]}) at the start, "
+            f"{after[0]} (15 min: {after[2]}) at the end.",
+            "",
+        ]
+    lines += [
         "| Spark line (plugin jar) | plain PutObject | conditional commit | ratio: median of per-run ratios (min-max) |",
         "|---|---|---|---|",
     ]
