@@ -100,7 +100,11 @@ def test_staged_race_conditional_store_loses_nothing(
     assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=16, drivers=3)
 
 
-@pytest.mark.parametrize("line", OTHER_LINES)
+# 4.1 in `make soak`: its Delta default store is Delta 4.4's, whose loss `make test` shows on
+# the installed 4.2 line (test_spark_commits.py); `make bench` runs it on every line.
+@pytest.mark.parametrize(
+    "line", [*OTHER_LINES[:-1], pytest.param(OTHER_LINES[-1], marks=pytest.mark.long)]
+)
 def test_staged_race_delta_default_store_loses_a_commit(
     line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
 ):
