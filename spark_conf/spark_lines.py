@@ -169,19 +169,20 @@ def by_name(name: str) -> SparkLine:
     )
 
 
-def _minor_key(version: str) -> tuple[int, ...]:
+def _numbers(version: str, parts: int = 3) -> tuple[int, ...]:
+    """``"4.3.0"`` -> ``(4, 3)`` for ``parts=2``; ``()`` if it is not numeric."""
     try:
-        return tuple(int(p) for p in version.split(".")[:2])
+        return tuple(int(p) for p in version.split(".")[:parts])
     except ValueError:
         return ()
 
 
 def _unsupported(spark_version: str) -> str:
     """One line: why no line fits ``spark_version``, naming the newest supported line."""
-    asked = _minor_key(spark_version)
+    asked = _numbers(spark_version, 2)
     if not asked:
         why = "is not a Spark version"
-    elif asked > _minor_key(NEWEST.spark):
+    elif asked > _numbers(NEWEST.spark, 2):
         why = "is not supported: no Delta release supports it yet"
     else:
         why = "is not a supported line"
@@ -249,12 +250,8 @@ def sdk_of_hadoop(hadoop_version: str) -> SdkGeneration:
 def storage_builds() -> list[tuple[str, str]]:
     """Each (plugin jar's SDK generation, delta-storage version) some line runs together: the
     builds ``make test-java`` compiles beyond the shipped ones (which use the oldest)."""
-    oldest = min((line.delta for line in LINES), key=_version_key)
+    oldest = min((line.delta for line in LINES), key=_numbers)
     return list(dict.fromkeys((ln.sdk.value, ln.delta) for ln in LINES if ln.delta != oldest))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
 
 
 if __name__ == "__main__":
