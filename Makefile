@@ -88,7 +88,7 @@ test-java: venv ## the JUnit suite of logstore/, once per SDK generation; the bu
 	  $(MVN) -f logstore/pom.xml -P $$sdk test | grep -E 'Tests run|FAIL|ERROR|BUILD'; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
 	done
-	$(PY) -m deltaguard.spark_conf.spark_lines storage-builds | while read sdk delta; do \
+	set -o pipefail; $(PY) -m deltaguard.spark_conf.spark_lines storage-builds | while read sdk delta; do \
 	  echo "compile, $$sdk jar against delta-storage $$delta"; \
 	  $(MVN) -q -f logstore/pom.xml -P $$sdk -Ddelta.version=$$delta -Dmaven.compiler.release=17 \
 	    -Dbuild.dir.name=$$sdk-delta$$delta compile || exit 1; \
