@@ -657,7 +657,7 @@ def _measure_replay(b: _Bench) -> None:
 #: them.
 MEASURE: dict[str, Callable[[_Bench], None]] = {
     "latency": _measure_latency,
-    "lines": _measure_lines,
+    "spark_lines": _measure_lines,
     "throughput": _measure_throughput,
     "snapshot_jobs": _measure_snapshot_jobs,
     "orphans": _measure_orphans,
