@@ -25,7 +25,6 @@ from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     StorageError,
-    TableNotFoundError,
     UnsupportedTableError,
     VersionNotFoundError,
 )
@@ -41,7 +40,13 @@ from deltaguard.tools.deltalog.listing import (
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -489,9 +494,7 @@ def audit_table(
     store = open_table(table, s3) if isinstance(table, str) else table
     listing = list_log(store)
     if listing.latest_version is None and not listing.files:
-        raise TableNotFoundError(
-            f"{store.uri} is not a Delta table: {LOG_DIR}/ is empty or missing"
-        )
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     if version is not None and (listing.latest_version is None or version > listing.latest_version):
         raise VersionNotFoundError(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"
