@@ -346,18 +346,19 @@ def dynamodb_group() -> None:
 def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -> None:
     """Create table NAME for the DynamoDB LogStore (PAY_PER_REQUEST, TTL on expireTime).
 
-    Idempotent; an existing table with another key schema is an error (exit 1)."""
-    from botocore.exceptions import BotoCoreError, NoCredentialsError
-
-    from deltaguard.logstore.dynamodb_table import CommitTableError, create_table
+    Idempotent; an existing table with another key schema is an error (exit 1); the table
+    could not be read or created (credentials, endpoint, access): exit 2."""
+    from deltaguard.logstore.dynamodb_table import (
+        CommitTableAccessError,
+        CommitTableError,
+        create_table,
+    )
 
     try:
         result = create_table(_dynamodb_client(endpoint, region), name)
-    except NoCredentialsError:
-        raise click.ClickException(
-            "no AWS credentials found (environment, profile or instance role)"
-        ) from None
-    except (CommitTableError, BotoCoreError) as exc:
+    except CommitTableAccessError as exc:
+        _fail("dynamodb create-table", exc)
+    except CommitTableError as exc:
         raise click.ClickException(str(exc)) from None
     state = "created" if result.created else "already exists with the right schema"
     ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
@@ -637,6 +638,9 @@ def audit_command(
         from deltaguard.tools.deltalog.render import print_audit
 
         print_audit(report, _wide_console())
+    unreadable = report.unreadable_line()
+    if unreadable is not None:
+        click.echo(f"deltaguard audit: {unreadable}", err=True)
     sys.exit(report.exit_code)
 
 

@@ -87,6 +87,25 @@ class AuditReport:
             return int(ExitCode.UNREADABLE)
         return int(ExitCode.CLEAN if self.healthy else ExitCode.FOUND)
 
+    def unreadable_line(self) -> str | None:
+        """With exit code 2: one line saying what could not be read and the first error
+        finding that names a file (the cause); else None."""
+        unreadable = next((f for f in self.findings if f.code in UNREADABLE_CODES), None)
+        if unreadable is None:
+            return None
+        cause = next(
+            (
+                f
+                for f in self.findings
+                if f.severity is Severity.ERROR and f.file and f.code not in UNREADABLE_CODES
+            ),
+            None,
+        )
+        if cause is None or (cause.file and cause.file in unreadable.message):
+            return unreadable.message
+        where = f"{cause.file}:{cause.line}" if cause.line else cause.file
+        return f"{unreadable.message} ({cause.code}: {where}: {cause.message})"
+
     def counts(self) -> dict[str, int]:
         c = Counter(str(f.severity) for f in self.findings)
         return {s.value: c.get(s.value, 0) for s in Severity}
