@@ -161,7 +161,10 @@ def cases(tables: dict[str, str]) -> list[Case]:
                 )
         if not _table_arg(command):
             continue
-        args = lambda table: (*_positional(command, table), *_required(command))  # noqa: E731
+
+        def args(table: str, command: tuple[str, ...] = command) -> tuple[str, ...]:
+            return (*_positional(command, table), *_required(command))
+
         s3 = (*args("s3://lake/t"), *_s3_options(command))
         arg = next(
             p for p in params if isinstance(p, click.Argument) and isinstance(p.type, TableLocation)
