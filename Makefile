@@ -14,6 +14,9 @@ PY := $(VENV)/bin/python
 # The package version: one source (VERSION), read by pyproject, jars.py and Maven (-Drevision).
 VERSION := $(shell cat VERSION)
 MVN := mvn -B -Drevision=$(VERSION)
+# Building the jars is a short JVM run: C1 only (no C2 warm-up) halves it (measured 21.7 -> 12.1 s
+# a jar on a loaded 2-core machine). Only for the jar builds: JUnit forks its own JVMs.
+MVN_BUILD := MAVEN_OPTS="$${MAVEN_OPTS:--XX:TieredStopAtLevel=1}" $(MVN)
 # One plugin jar per AWS SDK generation (logstore/pom.xml profiles sdk2 and sdk1).
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-$(VERSION).jar
@@ -51,13 +54,13 @@ venv: $(VENV)/.installed  ## the project virtualenv (.venv, strict editable inst
 # The plugin jar: built by Maven, carried by the Python package. `make test` runs its JUnit suite.
 $(PLUGIN_JAR): $(JAVA_SOURCES)
 	$(call need,java,building the plugin jars needs Java 17)$(call need,mvn,building the plugin jars needs Maven)
-	$(MVN) -q -f logstore/pom.xml -P sdk2 -DskipTests clean package
+	$(MVN_BUILD) -q -f logstore/pom.xml -P sdk2 -DskipTests clean package
 	mkdir -p $(dir $@)
 	cp logstore/target/sdk2/$(notdir $@) $@
 
 $(PLUGIN_JAR_SDK1): $(JAVA_SOURCES)
 	$(call need,java,building the plugin jars needs Java 17)$(call need,mvn,building the plugin jars needs Maven)
-	$(MVN) -q -f logstore/pom.xml -P sdk1 -DskipTests clean package
+	$(MVN_BUILD) -q -f logstore/pom.xml -P sdk1 -DskipTests clean package
 	mkdir -p $(dir $@)
 	cp logstore/target/sdk1/$(notdir $@) $@
 

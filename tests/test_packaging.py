@@ -106,8 +106,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         "HOME": str(home),  # the README's ~/deltaguard-venv
         "DELTAGUARD_CACHE": str(tmp_path / "empty-cache"),
         "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
+        "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip"),
     }
-    for name in ("UV", "VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+    for name in ("UV", "VIRTUAL_ENV", "PYTHONPATH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
         env.pop(name, None)
     no_java = path_without("java", "mvn", base=tmp_path / "no-java-bin")
     refused = subprocess.run(
