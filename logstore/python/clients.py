@@ -44,6 +44,8 @@ def region_or_default(region: str | None) -> str:
     ``AWS_PROFILE`` that names no profile."""
     if region:
         return region
+    if os.environ.get("AWS_REGION"):  # the AWS SDKs' and aws-cli's; botocore reads only the next
+        return os.environ["AWS_REGION"]
     import botocore.session
 
     configured = botocore.session.get_session().get_config_variable("region")
