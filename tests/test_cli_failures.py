@@ -345,3 +345,10 @@ def test_a_stopped_read_only_command_is_one_line(signum, code, tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     case = Case(("history",), "stopped", (), code=int(code))
     check_one_line(case, proc.returncode, stdout, stderr)
+
+
+def test_a_bare_group_prints_its_help():
+    """Not a failure line: ``deltaguard conf`` shows what it holds (click's exit code 2)."""
+    result = CliRunner().invoke(main, ["conf"])
+    assert result.exit_code == 2 and "Usage: deltaguard conf" in result.stderr
+    assert "render" in result.stderr and "check" in result.stderr

@@ -168,7 +168,6 @@ class CliCommand(click.Command):
         except click.UsageError as exc:  # raised by the command's body: give it its command
             if exc.ctx is None:
                 exc.ctx = ctx
-                exc.cmd = ctx.command
             raise
         except click.ClickException as exc:
             click.echo(f"{command_name(ctx)}: {one_line(exc.format_message())}", err=True)
@@ -196,7 +195,7 @@ class CliGroup(click.Group):
                 exc.ctx = ctx
             raise
 
-    def main(  # type: ignore[override]
+    def main(
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,
@@ -209,6 +208,9 @@ class CliGroup(click.Group):
         with _sigterm_raises():
             try:
                 rv = super().main(args, prog_name, complete_var, False, **extra)
+            except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
+                exc.show()
+                sys.exit(exc.exit_code)
             except click.UsageError as exc:
                 name = command_name(exc.ctx)
                 click.echo(

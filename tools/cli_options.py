@@ -25,7 +25,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType):  # type: ignore[type-arg]
     """A duration as hours (float): ``7d``, ``36h``, ``90m``, ``45s``, ``2w``; a plain number is
     hours. Negative values are refused; ``positive`` also refuses 0."""
 
@@ -58,7 +58,7 @@ class Duration(click.ParamType):
         return hours
 
 
-class EndpointURL(click.ParamType):
+class EndpointURL(click.ParamType):  # type: ignore[type-arg]
     """An endpoint URL with its scheme: ``http://127.0.0.1:9000``, ``https://s3.example.com``."""
 
     name = "url"
@@ -72,7 +72,7 @@ class EndpointURL(click.ParamType):
         return text
 
 
-class TableLocation(click.ParamType):
+class TableLocation(click.ParamType):  # type: ignore[type-arg]
     """A table: a local path, a ``file:`` URI, or ``s3://bucket/prefix`` (``s3a://``,
     ``s3n://``). A URI with an S3 scheme must name a bucket (``s3:/x/t`` and ``s3://`` are
     refused); another scheme is refused. Whether the table exists is the reader's question."""

@@ -396,7 +396,7 @@ class S3TableStore:
         return self._prefix + rel_path
 
     def exists(self) -> bool:
-        page = next(iter(self.pages(self._prefix)), {})
+        page: dict[str, Any] = next(iter(self.pages(self._prefix)), {})
         return bool(page.get("Contents") or page.get("CommonPrefixes"))
 
     def _error(self, exc: Exception, what: str, key: str) -> StorageError:
