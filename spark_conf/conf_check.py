@@ -58,6 +58,24 @@ class Finding:
         return f"{path}:{self.line}: {self.code}: {self.key}: {self.message}"
 
 
+#: ``conf check --json``'s ``schema`` (docs/logstore.md).
+CONF_CHECK_SCHEMA = "deltaguard.conf-check/1"
+
+
+def findings_json(files: list[str], found: list[tuple[str, Finding]]) -> dict[str, object]:
+    """``conf check --json``: the files checked and one object per finding (the text
+    output's ``file:line: code: key: message``, as fields)."""
+    return {
+        "schema": CONF_CHECK_SCHEMA,
+        "files": files,
+        "ok": not found,
+        "findings": [
+            {"file": path, "line": f.line, "code": f.code, "key": f.key, "message": f.message}
+            for path, f in found
+        ],
+    }
+
+
 @dataclass(frozen=True)
 class Entry:
     key: str

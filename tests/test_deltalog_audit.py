@@ -197,7 +197,7 @@ def test_audit_at_an_older_version(dv_table, spark_tables, run_cli):
 def test_history_lists_operations_and_txns(dv_table, run_cli):
     out = run_cli("history", str(dv_table), "--json")
     assert out.returncode == 0, out.stderr
-    entries = json.loads(out.stdout)
+    entries = json.loads(out.stdout)["entries"]
     assert [e["version"] for e in entries] == [5, 4, 3, 2, 1, 0]
     assert [e["operation"] for e in entries][:3] == ["WRITE", "UPDATE", "DELETE"]
     assert entries[0]["metrics"]["numOutputRows"] == "3"

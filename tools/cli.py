@@ -37,6 +37,8 @@ from deltaguard.tools.cli_options import (
     endpoint_option,
     profile_option,
 )
+from deltaguard.tools.output import format_option
+from deltaguard.tools.progress import progress_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,7 +161,10 @@ def conf_render(preset: str, fmt: str, **options: Any) -> None:
 
 @conf_group.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-def conf_check(files: tuple[Path, ...]) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the problems as JSON (deltaguard.conf-check/1)"
+)
+def conf_check(files: tuple[Path, ...], as_json: bool) -> None:
     """Check Spark properties FILES: one line per problem, exit code 1 if any. With several
     files, also a bucket that some give to a plain DynamoDB store and others to a conditional
     store (mixed-commit-protocols)."""
@@ -172,6 +177,13 @@ def conf_check(files: tuple[Path, ...]) -> None:
             sys.exit(2)
     found = [(path, f) for path, entries in parsed.items() for f in check(entries)]
     found += check_across(parsed)
+    if as_json:
+        import json
+
+        from deltaguard.spark_conf.conf_check import findings_json
+
+        click.echo(json.dumps(findings_json(list(parsed), found), indent=2))
+        sys.exit(1 if found else 0)
     for path, finding in found:
         click.echo(finding.format(path))
     if found:
@@ -284,7 +296,10 @@ def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
 @click.option(
     "--rounds", type=click.IntRange(min=1), default=20, show_default=True, help="race rounds"
 )
-@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the report as JSON (deltaguard.probe/1)"
+)
+@progress_option
 def probe_command(
     target: str,
     endpoint: str | None,
@@ -327,9 +342,9 @@ def probe_command(
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        from rich.console import Console
+        from deltaguard.tools.output import stdout_console
 
-        print_report(report, Console())
+        print_report(report, stdout_console())
     sys.exit(report.exit_code)
 
 
@@ -396,6 +411,8 @@ def _manifest_dir(path: Path | None) -> Path | None:
 @click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
 @click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (docs/orphans.md)")
+@format_option
+@progress_option
 @click.option(
     "--manifest",
     "manifest_path",
@@ -455,6 +472,7 @@ def orphans_command(
     include_tombstones: bool,
     unsafe_retention: bool,
     as_json: bool,
+    fmt: str,
     manifest_path: Path | None,
     workers: int | None,
     engine: str,
@@ -490,6 +508,7 @@ def orphans_command(
         include_tombstones=include_tombstones,
         unsafe_retention=unsafe_retention,
         as_json=as_json,
+        tsv=fmt == "tsv",
         manifest_path=manifest_path,
         workers=workers,
         dynamodb=_dynamodb_check(
@@ -532,10 +551,10 @@ def _parse_timestamp(value: str) -> int:
 
 
 def _wide_console() -> Any:
-    """A rich console at least 150 columns wide, also when output goes to a pipe or file."""
-    from rich.console import Console
+    """The console for a text report: :func:`deltaguard.tools.output.stdout_console`."""
+    from deltaguard.tools.output import stdout_console
 
-    return Console(width=max(Console().width, 150))
+    return stdout_console()
 
 
 def _fail(command: str, exc: Exception) -> None:
@@ -555,6 +574,8 @@ def _fail(command: str, exc: Exception) -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
 )
+@format_option
+@progress_option
 @click.option(
     "--check-files/--no-check-files",
     default=True,
@@ -574,6 +595,7 @@ def audit_command(
     version: int | None,
     timestamp: str | None,
     as_json: bool,
+    fmt: str,
     check_files: bool,
     table_paths: tuple[str, ...],
     engine: str,
@@ -634,6 +656,10 @@ def audit_command(
         _fail("audit", RuntimeError(spark_failure(exc) or str(exc).strip().splitlines()[0]))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
+    elif fmt == "tsv":
+        from deltaguard.tools.deltalog.render import audit_tsv
+
+        audit_tsv(report)
     else:
         from deltaguard.tools.deltalog.render import print_audit
 
@@ -670,7 +696,10 @@ def migrate_group() -> None:
     help="commits younger than this are the evidence (capped at the entries' TTL): 6h, 2d, "
     "90m, or hours; make it longer than your longest job",
 )
-@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the status as JSON (deltaguard.migrate-status/1)"
+)
+@progress_option
 @s3_options
 def migrate_status_command(
     table: str,
@@ -714,12 +743,17 @@ def migrate_status_command(
 @main.command("history")
 @click.argument("table", type=TableLocation())
 @click.option("--limit", type=click.IntRange(min=1), help="newest N commits only")
-@click.option("--json", "as_json", is_flag=True, help="print the history as a JSON list")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/2)"
+)
+@format_option
+@progress_option
 @s3_options
 def history_command(
     table: str,
     limit: int | None,
     as_json: bool,
+    fmt: str,
     endpoint: str | None,
     region: str | None,
     path_style: bool,
@@ -739,7 +773,13 @@ def history_command(
     except (DeltaLogError, OSError) as exc:
         _fail("history", exc)
     if as_json:
-        click.echo(json.dumps([e.to_json() for e in entries], indent=2))
+        from deltaguard.tools.deltalog.history import history_json
+
+        click.echo(json.dumps(history_json(table, entries), indent=2))
+    elif fmt == "tsv":
+        from deltaguard.tools.deltalog.render import history_tsv
+
+        history_tsv(entries)
     else:
         from deltaguard.tools.deltalog.render import print_history
 

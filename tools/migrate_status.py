@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
@@ -26,6 +25,7 @@ from deltaguard.tools.deltalog.protocol_mix import (
     label_by_content,
 )
 from deltaguard.tools.deltalog.storage import TableStore, table_not_found
+from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.exit_codes import ExitCode
 
 #: Commits shown with their engineInfo in the text report (JSON has them all).
@@ -64,9 +64,7 @@ class MigrationStatus:
 
 
 def _when(ms: int | None) -> str:
-    if ms is None:
-        return "time unknown"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "time unknown" if ms is None else iso_utc(ms)
 
 
 def next_step(evidence: ProtocolEvidence) -> str:

@@ -17,11 +17,20 @@ Both: credentials from boto3's standard chain (environment, profile, instance ro
 given, the region of :func:`region_or_default`, optional path-style addressing, and listings
 that are not URL-encoded (:mod:`deltaguard.logstore.s3_listing`). ``AWS_MAX_ATTEMPTS``, if
 set, replaces the read policy's attempts (:func:`read_max_attempts`), as it does for aws-cli.
+
+Retries are reported, not made, here: a read client tells the listener set with
+:func:`set_retry_listener` (the CLI's progress display, :mod:`deltaguard.tools.progress`) each
+time botocore sends a request again, with the attempt, the budget and what failed before
+(:class:`RetryNotice`). It hooks two botocore events: ``needs-retry`` (to remember what the
+failed attempt got) and ``request-created`` (an attempt above 1 is a retry botocore decided
+on, after its backoff).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -75,6 +84,59 @@ READ_CONFIG = Config(
 _CONFIGS = {ClientPolicy.COMMIT: COMMIT_CONFIG, ClientPolicy.READ: READ_CONFIG}
 
 
+@dataclass(frozen=True)
+class RetryNotice:
+    """A request botocore sends again: ``attempt`` of ``max_attempts`` (1 is the first),
+    after ``after`` (an HTTP status, an S3 error code, or the exception's name)."""
+
+    operation: str
+    attempt: int
+    max_attempts: int | None
+    after: str
+
+    def message(self) -> str:
+        budget = f"/{self.max_attempts}" if self.max_attempts else ""
+        return f"retrying {self.operation} after {self.after} ({self.attempt}{budget})"
+
+
+_retry_listener: Callable[[RetryNotice], None] | None = None
+_FAILURE = "deltaguard.last_failure"
+
+
+def set_retry_listener(listener: Callable[[RetryNotice], None] | None) -> None:
+    """Who hears about read-client retries from now on (None: nobody). Process-wide; the
+    listener is called on the thread that retries and must not raise."""
+    global _retry_listener
+    _retry_listener = listener
+
+
+def _remember_failure(
+    request_dict: Any, response: Any = None, caught_exception: Any = None, **_: Any
+) -> None:
+    """``needs-retry``: what this attempt got, for the next attempt's notice."""
+    if caught_exception is not None:
+        after = type(caught_exception).__name__
+    elif response is not None:
+        http, parsed = response
+        code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+        status = getattr(http, "status_code", None)
+        after = f"{status} {code}" if code and str(code) != str(status) else str(status)
+    else:
+        return
+    request_dict.get("context", {})[_FAILURE] = after
+
+
+def _announce_retry(request: Any, operation_name: str = "request", **_: Any) -> None:
+    """``request-created``: an attempt above the first is a retry; tell the listener."""
+    listener = _retry_listener
+    retries = request.context.get("retries") or {}
+    attempt = retries.get("attempt", 1)
+    if listener is None or attempt < 2:
+        return
+    after = request.context.get(_FAILURE, "an error")
+    listener(RetryNotice(operation_name, attempt, retries.get("max"), after))
+
+
 def s3_client(
     endpoint_url: str | None = None,
     region: str | None = None,
@@ -102,6 +164,9 @@ def s3_client(
         aws_session_token=session_token,
         config=config,
     )
+    if policy is ClientPolicy.READ:
+        client.meta.events.register("needs-retry.s3", _remember_failure)
+        client.meta.events.register("request-created.s3", _announce_retry)
     return list_unencoded(client)
 
 

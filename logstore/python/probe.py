@@ -63,6 +63,10 @@ class Check:
     detail: str
 
 
+#: ``probe --json``'s ``schema``.
+PROBE_SCHEMA = "deltaguard.probe/1"
+
+
 @dataclass
 class ProbeReport:
     target: str
@@ -114,7 +118,8 @@ class ProbeReport:
         return "UNSAFE: conditional writes are not honoured atomically and no sound DynamoDB table was given"
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        """``probe --json`` (schema :data:`PROBE_SCHEMA`, docs/logstore.md)."""
+        out: dict[str, Any] = {"schema": PROBE_SCHEMA, **asdict(self)}
         out.update(
             verdict=self.verdict,
             safe=self.recommended_preset is not None,

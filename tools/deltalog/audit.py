@@ -53,6 +53,7 @@ from deltaguard.tools.deltalog.temp_commits import (
     judge_temp,
     read_entries,
 )
+from deltaguard.tools.progress import phase
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
@@ -195,7 +196,9 @@ def _check_names(
 
 def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
     names = [listing.commits[v] for v in sorted(listing.commits)]
-    for name, data in zip(names, read_each(store, [_log(n) for n in names]), strict=True):
+    with phase(f"audit: reading {len(names):,} commits", total=len(names)) as shown:
+        read = read_each(store, [_log(n) for n in names], on_read=shown.advance)
+    for name, data in zip(names, read, strict=True):
         if isinstance(data, StorageError):
             out.add("commit-unreadable", str(data), _log(name))
             continue
@@ -433,7 +436,12 @@ def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
     """Every live file and deletion vector file must exist: those inside the root against one
     listing (held in this process), those outside it (absolute paths elsewhere:
     ``external-file``) are returned for :func:`record_file_findings`."""
-    present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
+    present: set[str] = set()
+    with phase("audit: listing the table's files") as shown:
+        for info in store.walk(""):
+            shown.advance()
+            if not info.path.startswith(f"{LOG_DIR}/"):
+                present.add(info.path)
     missing: list[str] = []
     missing_dv: list[tuple[str, str]] = []
     external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
@@ -511,7 +519,8 @@ def audit_table(
     it; the Spark engine's: :func:`deltaguard.tools.orphans.spark.audit_files.spark_file_check`).
     See the module docstring for what raises (a ``file_check`` raises its own errors)."""
     store = open_table(table, s3) if isinstance(table, str) else table
-    listing = list_log(store)
+    with phase("audit: listing the log"):
+        listing = list_log(store)
     if listing.latest_version is None and not listing.files:
         raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     if version is not None and (listing.latest_version is None or version > listing.latest_version):
@@ -526,7 +535,8 @@ def audit_table(
     snap: Snapshot | None = None
     if listing.latest_version is not None:
         try:
-            snap = load_snapshot(store, version, timestamp_ms, listing=listing)
+            with phase("audit: replaying the snapshot"):
+                snap = load_snapshot(store, version, timestamp_ms, listing=listing)
         except (UnsupportedTableError, VersionNotFoundError) as exc:
             if isinstance(exc, UnsupportedTableError) or timestamp_ms is not None:
                 raise
@@ -536,17 +546,18 @@ def audit_table(
     target = snap.version if snap else version
     _check_versions(listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
-    _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
+    with phase(f"audit: checking {len(listing.checkpoints):,} checkpoints"):
+        _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
     if snap is not None:
         report.version = snap.version
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
-        file_counts = (
-            record_file_findings(store, (file_check or _check_files)(store, snap), out)
-            if check_files
-            else {}
-        )
+        file_counts = {}
+        if check_files:
+            with phase(f"audit: checking that {len(snap.adds):,} live files exist"):
+                found = (file_check or _check_files)(store, snap)
+            file_counts = record_file_findings(store, found, out)
         report.summary = {
             "version": snap.version,
             "timestamp_ms": snap.timestamp_ms,

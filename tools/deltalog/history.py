@@ -21,6 +21,7 @@ from deltaguard.tools.deltalog.storage import (
     read_each,
     table_not_found,
 )
+from deltaguard.tools.progress import phase
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,16 @@ class HistoryEntry:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: ``history --json``'s ``schema``. Version 1 was a bare JSON list of the entries.
+HISTORY_SCHEMA = "deltaguard.history/2"
+
+
+def history_json(table: str, entries: list[HistoryEntry]) -> dict[str, Any]:
+    """``history --json``: ``{"schema", "table" (as given), "entries": [entry, newest first]}``
+    (docs/audit.md)."""
+    return {"schema": HISTORY_SCHEMA, "table": table, "entries": [e.to_json() for e in entries]}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -74,7 +85,9 @@ def read_history(
     entries: list[HistoryEntry] = []
     previous: int | None = None
     rels = [f"{LOG_DIR}/{listing.commits[v]}" for v in versions]
-    for version, rel, data in zip(versions, rels, read_each(store, rels), strict=True):
+    with phase(f"history: reading {len(rels):,} commits", total=len(rels)) as shown:
+        read = read_each(store, rels, on_read=shown.advance)
+    for version, rel, data in zip(versions, rels, read, strict=True):
         name = listing.commits[version]
         problem = None
         if isinstance(data, StorageError):

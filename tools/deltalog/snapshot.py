@@ -71,6 +71,7 @@ from deltaguard.tools.deltalog.storage import (
     read_many,
     table_not_found,
 )
+from deltaguard.tools.deltalog.times import iso_utc
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -235,8 +236,8 @@ def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int
     if not eligible:
         oldest = min(stamps.values()) if stamps else None
         raise VersionNotFoundError(
-            f"no version of {store.uri} was committed at or before {timestamp_ms} ms"
-            + (f" (oldest retained commit: {oldest} ms)" if oldest is not None else "")
+            f"no version of {store.uri} was committed at or before {iso_utc(timestamp_ms)}"
+            + (f" (oldest retained commit: {iso_utc(oldest)})" if oldest is not None else "")
         )
     return max(eligible)
 

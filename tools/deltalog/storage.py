@@ -26,7 +26,7 @@ import os
 import os.path
 import threading
 import urllib.parse
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -545,18 +545,25 @@ class S3TableStore:
 
 
 def read_each(
-    store: TableStore, rel_paths: list[str], threads: int = 10
+    store: TableStore,
+    rel_paths: list[str],
+    threads: int = 10,
+    on_read: Callable[[], None] | None = None,
 ) -> list[bytes | StorageError]:
     """The contents of several files, in order, each either its bytes or the
     :class:`StorageError` reading it raised. S3 reads run concurrently (boto3 clients are
     thread-safe; 10 threads is botocore's default connection pool); local reads are
-    sequential (each store's ``read_threads``)."""
+    sequential (each store's ``read_threads``). ``on_read`` is called after each file (from
+    the reading thread): a progress counter."""
 
     def one(rel: str) -> bytes | StorageError:
         try:
             return store.read(rel)
         except StorageError as exc:
             return exc
+        finally:
+            if on_read is not None:
+                on_read()
 
     workers = min(threads, store.read_threads, len(rel_paths))
     if workers < 2:
