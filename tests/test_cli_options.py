@@ -172,6 +172,8 @@ def _codes(text: str) -> list[str]:
 def test_conf_check_warns_on_a_single_driver_store(tmp_path):
     explicit = "spark.delta.logStore.s3a.impl=io.delta.storage.S3SingleDriverLogStore\n"
     assert "single-driver-store" in _codes(explicit)
+    as_the_class = "spark.delta.logStore.class=io.delta.storage.S3SingleDriverLogStore\n"
+    assert _codes(as_the_class) == ["single-driver-store"] * 2, "s3:// and s3a://"
     by_default = "spark.hadoop.fs.s3a.endpoint=https://s3.example.com\n"
     assert _codes(by_default) == ["single-driver-store"], "Delta's default for s3a://"
     declared = explicit + "spark.deltaguard.singleDriverPerTable=true\n"
