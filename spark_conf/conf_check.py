@@ -283,7 +283,9 @@ def _single_driver_store(settings: _Settings) -> list[Finding]:
         for e in group
     ]
     scheme_stores = {s: settings.value(f"delta.logStore.{s}.impl") for s in ("s3", "s3a")}
-    if not s3_keys and not any(scheme_stores.values()):
+    class_store = settings.class_entry
+    single_class = class_store is not None and class_store.value == SINGLE_DRIVER_STORE
+    if not s3_keys and not any(scheme_stores.values()) and not single_class:
         return []
     why = (
         "two drivers committing to one table at once overwrite each other's commits: use "
@@ -304,7 +306,8 @@ def _single_driver_store(settings: _Settings) -> list[Finding]:
                 )
             )
         elif store is None and scheme == "s3a":
-            first = min([*s3_keys, *filter(None, scheme_stores.values())], key=lambda e: e.line)
+            anchors = [*s3_keys, *filter(None, scheme_stores.values())]
+            first = min(anchors, key=lambda e: e.line)
             findings.append(
                 Finding(
                     "single-driver-store",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -76,15 +75,12 @@ def test_region_rule(monkeypatch, tmp_path):
     assert region_or_default("sa-east-1") == "sa-east-1"
 
 
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """A machine with no AWS settings but ``extra``."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AWS_") and k not in ("DELTAGUARD_DEBUG",)
-    }
+def _aws_env(tmp_path: Path, **extra: str) -> dict[str, str | None]:
+    """For click's runner: a machine with no AWS settings but ``extra`` (every other AWS_
+    variable unset for the run, and restored after it)."""
     return {
-        **env,
+        **{k: None for k in os.environ if k.startswith("AWS_")},
+        "AWS_PROFILE": None,  # --profile sets it: restored after the run
         "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
@@ -92,7 +88,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def test_dynamodb_and_migrate_status_need_no_region(tmp_path):
+def test_dynamodb_and_migrate_status_need_no_region(tmp_path, monkeypatch):
     """Both used to fail with "You must specify a region."; now the rule gives us-east-1 and
     they get as far as the (closed) endpoint."""
     import socket
@@ -100,7 +96,10 @@ def test_dynamodb_and_migrate_status_need_no_region(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    env = _env(tmp_path, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s", AWS_MAX_ATTEMPTS="1")
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # it read the AWS settings once
+    env = _aws_env(tmp_path, AWS_ACCESS_KEY_ID="k", AWS_SECRET_ACCESS_KEY="s", AWS_MAX_ATTEMPTS="1")
     table = SyntheticTable(tmp_path / "t")
     table.create(1_700_000_000_000)
     for args in (
@@ -108,12 +107,14 @@ def test_dynamodb_and_migrate_status_need_no_region(tmp_path):
         ["migrate", "status", str(table.root), "--dynamodb-table", "x",
          "--dynamodb-endpoint", dead],
     ):  # fmt: skip
-        done = subprocess.run([DELTAGUARD, *args], capture_output=True, text=True, env=env)
-        assert done.returncode == 2, done.stderr
+        done = CliRunner().invoke(main, args, env=env)
+        assert done.exit_code == 2, done.stderr
         assert "region" not in done.stderr.lower() and dead.split("//")[1] in done.stderr
 
 
-def test_profile_and_endpoint_url_reach_s3_like_aws_cli(moto, moto_bucket, tmp_path):
+def test_profile_and_endpoint_url_reach_s3_like_aws_cli(moto, moto_bucket, tmp_path, monkeypatch):
+    import boto3
+
     """Credentials only in a named profile (none in the environment): ``--profile`` finds
     them, ``--endpoint-url`` names the server, for audit, history and orphans alike."""
     table = SyntheticTable(tmp_path / "t")
@@ -126,21 +127,20 @@ def test_profile_and_endpoint_url_reach_s3_like_aws_cli(moto, moto_bucket, tmp_p
         f"[lake]\naws_access_key_id = {moto.endpoint.access_key}\n"
         f"aws_secret_access_key = {moto.endpoint.secret_key}\n"
     )
-    env = _env(tmp_path, AWS_SHARED_CREDENTIALS_FILE=str(credentials))
+    env = _aws_env(tmp_path, AWS_SHARED_CREDENTIALS_FILE=str(credentials))
     s3 = ["--endpoint-url", moto.endpoint.url, "--path-style", "--profile", "lake"]
     for command in ("audit", "history", "orphans"):
-        done = subprocess.run(
-            [DELTAGUARD, command, uri, *s3, "--json"], capture_output=True, text=True, env=env
-        )
-        assert done.returncode == 0, (command, done.stderr)
+        monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # it read the AWS settings once
+        done = CliRunner().invoke(main, [command, uri, *s3, "--json"], env=env)
+        assert done.exit_code == 0, (command, done.stderr)
         json.loads(done.stdout)
-    without = subprocess.run(
-        [DELTAGUARD, "audit", uri, "--endpoint-url", moto.endpoint.url, "--path-style"],
-        capture_output=True,
-        text=True,
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    without = CliRunner().invoke(
+        main,
+        ["audit", uri, "--endpoint-url", moto.endpoint.url, "--path-style"],
         env={**env, "AWS_MAX_ATTEMPTS": "1"},
     )
-    assert without.returncode == 2 and "credentials" in without.stderr.lower(), without.stderr
+    assert without.exit_code == 2 and "credentials" in without.stderr.lower(), without.stderr
 
 
 def test_a_delta_rs_commit_is_conditional_whatever_entry_its_version_has():
@@ -172,6 +172,8 @@ def _codes(text: str) -> list[str]:
 def test_conf_check_warns_on_a_single_driver_store(tmp_path):
     explicit = "spark.delta.logStore.s3a.impl=io.delta.storage.S3SingleDriverLogStore\n"
     assert "single-driver-store" in _codes(explicit)
+    as_the_class = "spark.delta.logStore.class=io.delta.storage.S3SingleDriverLogStore\n"
+    assert _codes(as_the_class) == ["single-driver-store"] * 2, "s3:// and s3a://"
     by_default = "spark.hadoop.fs.s3a.endpoint=https://s3.example.com\n"
     assert _codes(by_default) == ["single-driver-store"], "Delta's default for s3a://"
     declared = explicit + "spark.deltaguard.singleDriverPerTable=true\n"
