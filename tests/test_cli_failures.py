@@ -154,10 +154,19 @@ def cases(tables: dict[str, str]) -> list[Case]:
                 found.append(
                     Case(command, f"not-a-number{name}", (*base, name, "abc"), 2, words=(name,))
                 )
+            if isinstance(p.type, click.Choice):
+                found.append(
+                    Case(command, f"choice{name}", (*base, name, "bogus"), 2, words=(name,))
+                )
             if name == "--profile":
                 found.append(
                     Case(command, "profile-option", (*base, name, "typo"), 2, words=("typo",))
                 )
+        for p in params:
+            if isinstance(p, click.Argument) and isinstance(p.type, click.Path):
+                missing = [tables["missing"] if a == "x" else a for a in base]
+                found.append(Case(command, f"missing-{p.name}", tuple(missing), 2,
+                                  words=("no-such-table",)))  # fmt: skip
         if not _table_arg(command):
             continue
 
