@@ -373,3 +373,20 @@ def test_a_bare_group_prints_its_help():
     result = CliRunner().invoke(main, ["conf"])
     assert result.exit_code == 2 and "Usage: deltaguard conf" in result.stderr
     assert "render" in result.stderr and "check" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["packages", "--spark-version", "4.0", "--hadoop-version", "3.3.4"],
+        ["jar", "--spark-version", "3.5", "--hadoop-version", "9.9.9"],
+        ["conf", "render", "s3-single-driver"],
+        ["conf", "render", "s3-dynamodb", "--ttl", "5"],
+    ],
+)
+def test_a_refused_setting_is_exit_2(args):
+    """Settings the command refuses (not click's usage errors): one line, exit 2."""
+    result = CliRunner().invoke(main, args)
+    command = tuple(a for a in args[:2] if not a.startswith("-"))
+    command = command[:2] if command[0] == "conf" else command[:1]
+    check_one_line(Case(command, "refused", ()), result.exit_code, result.stdout, result.stderr)
