@@ -154,10 +154,19 @@ def cases(tables: dict[str, str]) -> list[Case]:
                 found.append(
                     Case(command, f"not-a-number{name}", (*base, name, "abc"), 2, words=(name,))
                 )
+            if isinstance(p.type, click.Choice):
+                found.append(
+                    Case(command, f"choice{name}", (*base, name, "bogus"), 2, words=(name,))
+                )
             if name == "--profile":
                 found.append(
                     Case(command, "profile-option", (*base, name, "typo"), 2, words=("typo",))
                 )
+        for p in params:
+            if isinstance(p, click.Argument) and isinstance(p.type, click.Path):
+                missing = [tables["missing"] if a == "x" else a for a in base]
+                found.append(Case(command, f"missing-{p.name}", tuple(missing), 2,
+                                  words=("no-such-table",)))  # fmt: skip
         if not _table_arg(command):
             continue
 
@@ -318,23 +327,44 @@ def test_an_unexpected_error_is_one_line_naming_its_trace(tables, tmp_path, monk
 
 
 @pytest.mark.parametrize(
-    ("signum", "code"), [(signal.SIGINT, ExitCode.SIGINT), (signal.SIGTERM, ExitCode.SIGTERM)]
+    ("command", "signum", "code"),
+    [
+        ("audit", signal.SIGINT, ExitCode.SIGINT),
+        ("history", signal.SIGTERM, ExitCode.SIGTERM),
+        ("orphans", signal.SIGINT, ExitCode.SIGINT),
+        ("orphans", signal.SIGTERM, ExitCode.SIGTERM),
+    ],
 )
-def test_a_stopped_read_only_command_is_one_line(signum, code, tmp_path):
-    """Ctrl-C or SIGTERM while ``history`` retries a dead endpoint: one line, 130 / 143."""
-    env = {**os.environ, **{k: v for k, v in AWS_BASE.items() if v is not None}}
-    env["AWS_MAX_ATTEMPTS"] = "20"  # long enough to be stopped while retrying
-    proc = subprocess.Popen(
-        [DELTAGUARD, "history", "s3://lake/t", "--endpoint", DEAD],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+def test_a_stopped_read_only_command_is_one_line(command, signum, code):
+    """Ctrl-C or SIGTERM while a read-only command waits for S3 (an endpoint that accepts the
+    connection and never answers): one line, 130 / 143, at once."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(60)
+        env = {**os.environ, **{k: v for k, v in AWS_BASE.items() if v is not None}}
+        proc = subprocess.Popen(
+            [DELTAGUARD, command, "s3://lake/t", "--endpoint-url",
+             f"http://127.0.0.1:{server.getsockname()[1]}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )  # fmt: skip
+        connection, _ = server.accept()  # the command is waiting for its first answer
+        with connection:
+            time.sleep(0.2)
+            started = time.monotonic()
+            proc.send_signal(signum)
+            stdout, stderr = proc.communicate(timeout=60)
+            assert time.monotonic() - started < 10, "it stopped at once"
+    case = Case(
+        (command,),
+        "stopped",
+        (),
+        code=int(code),
+        words=("interrupted" if signum == signal.SIGINT else "SIGTERM",),
     )
-    time.sleep(2.5)
-    proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=60)
-    case = Case(("history",), "stopped", (), code=int(code))
     check_one_line(case, proc.returncode, stdout, stderr)
 
 
@@ -343,3 +373,20 @@ def test_a_bare_group_prints_its_help():
     result = CliRunner().invoke(main, ["conf"])
     assert result.exit_code == 2 and "Usage: deltaguard conf" in result.stderr
     assert "render" in result.stderr and "check" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["packages", "--spark-version", "4.0", "--hadoop-version", "3.3.4"],
+        ["jar", "--spark-version", "3.5", "--hadoop-version", "9.9.9"],
+        ["conf", "render", "s3-single-driver"],
+        ["conf", "render", "s3-dynamodb", "--ttl", "5"],
+    ],
+)
+def test_a_refused_setting_is_exit_2(args):
+    """Settings the command refuses (not click's usage errors): one line, exit 2."""
+    result = CliRunner().invoke(main, args)
+    command = tuple(a for a in args[:2] if not a.startswith("-"))
+    command = command[:2] if command[0] == "conf" else command[:1]
+    check_one_line(Case(command, "refused", ()), result.exit_code, result.stdout, result.stderr)

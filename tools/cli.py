@@ -29,7 +29,7 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
-from deltaguard.tools.cli_errors import CliGroup, debug_option
+from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
 from deltaguard.tools.cli_options import (
     REGION_HELP,
     Duration,
@@ -67,7 +67,7 @@ def _line(spark_version: str | None, hadoop_version: str | None) -> SparkLine:
     try:
         return PresetOptions(spark_version=spark_version, hadoop_version=hadoop_version).line()
     except UnknownSparkLineError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 @main.command("jar")
@@ -77,7 +77,7 @@ def jar_command(spark_version: str | None, hadoop_version: str | None) -> None:
     try:
         click.echo(str(plugin_jar(_line(spark_version, hadoop_version).sdk)))
     except PluginJarMissingError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 @main.command("packages")
@@ -154,7 +154,7 @@ def conf_render(preset: str, fmt: str, **options: Any) -> None:
     try:
         conf = render(preset, PresetOptions(**options))
     except (PresetError, PluginJarMissingError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refused(str(exc)) from None
     formatter = {"properties": to_properties, "json": to_json, "env": to_env}[fmt]
     click.echo(formatter(conf), nl=False)
 

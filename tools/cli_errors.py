@@ -40,6 +40,15 @@ from deltaguard.tools.exit_codes import ExitCode
 OPTIONAL_MODULES = {"pyspark": "spark", "py4j": "spark", "delta": "spark"}
 
 
+class Refused(click.ClickException):
+    """A setting or argument the command refuses (an unknown Spark line, a preset option out
+    of range, a missing plugin jar): one line, exit 2 (``ExitCode.UNREADABLE``: "a refused
+    setting"), where click's own :class:`~click.ClickException` would exit 1, the code for
+    "found something"."""
+
+    exit_code = int(ExitCode.UNREADABLE)
+
+
 class Terminated(BaseException):
     """SIGTERM arrived while a command ran (raised by the handler :meth:`CliGroup.main`
     installs). A ``BaseException``, like ``KeyboardInterrupt``, so ``except Exception`` in a
