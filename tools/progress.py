@@ -20,7 +20,7 @@ Contract:
   client's retries, "retrying ListObjectsV2 after 503 (3/8)", which :func:`reporting`
   subscribes to through :func:`deltaguard.logstore.clients.set_retry_listener` (botocore's own
   retry events: the retries stay botocore's).
-* Nothing here raises into the caller's work: a display is only a view. Importing this module
+* A display is only a view: it never changes what a phase does, retries included. Importing this module
   costs the standard library only (rich and click load when a display or the option is made):
   the log reader imports it, also where nothing is shown.
 """
