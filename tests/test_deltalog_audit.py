@@ -282,7 +282,7 @@ def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
 def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket, run_cli):
     env_args = ["--endpoint", localstack.endpoint.url, "--path-style", "--region", "us-east-1"]
     cases = {
-        f"s3://{ls_bucket}/no-table": "not a Delta table",
+        f"s3://{ls_bucket}/no-table": "no-table does not exist",
         "s3://no-such-bucket-dg/t": "no-such-bucket-dg",
     }
     for uri, words in cases.items():

@@ -1,7 +1,8 @@
 """The ``deltaguard`` command.
 
-Errors a user can cause (a missing jar, bad arguments) end with a one-line message and a
-non-zero exit code, never a traceback.
+Every failure ends with one line, ``deltaguard <command>: <what>``, and a documented exit code,
+never a traceback (:mod:`deltaguard.tools.cli_errors`); shared option types and options (the
+region rule, ``--profile``, ``--endpoint-url``, durations): :mod:`deltaguard.tools.cli_options`.
 """
 
 from __future__ import annotations
@@ -28,15 +29,24 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
+from deltaguard.tools.cli_errors import CliGroup, debug_option
+from deltaguard.tools.cli_options import (
+    REGION_HELP,
+    Duration,
+    TableLocation,
+    endpoint_option,
+    profile_option,
+)
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("deltaguard", cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("deltaguard"), prog_name="deltaguard")
-def main() -> None:
+@debug_option
+def main(debug: bool) -> None:
     """Safe concurrent Delta Lake commits on S3."""
 
 
@@ -87,8 +97,10 @@ def conf_group() -> None:
 @click.option(
     "--table-root", help="s3://bucket/prefix the preset is for (marks the bucket multi-writer)"
 )
-@click.option("--region", default="us-east-1", show_default=True, help="S3 region")
-@click.option("--endpoint", help="S3 endpoint URL (S3-compatible stores, LocalStack)")
+@click.option("--region", default=None, help=f"S3 {REGION_HELP}")
+@endpoint_option(
+    "--endpoint", "--endpoint-url", help="S3 endpoint URL (S3-compatible stores, LocalStack)"
+)
 @click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
 @click.option("--credentials-provider", help="Hadoop/SDK v2 credentials provider class")
 @click.option(
@@ -100,7 +112,7 @@ def conf_group() -> None:
 @click.option(
     "--dynamodb-region", help="s3-dynamodb(-transition): the table's region (default: --region)"
 )
-@click.option(
+@endpoint_option(
     "--dynamodb-endpoint", help="s3-dynamodb(-transition): DynamoDB endpoint URL (default: AWS)"
 )
 @click.option(
@@ -108,7 +120,7 @@ def conf_group() -> None:
     "ttl_seconds",
     default=86400,
     show_default=True,
-    type=int,
+    type=click.IntRange(min=1),
     help="s3-dynamodb(-transition): seconds a completed entry is kept",
 )
 @click.option(
@@ -136,6 +148,9 @@ def conf_group() -> None:
 def conf_render(preset: str, fmt: str, **options: Any) -> None:
     """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-dynamodb-transition,
     s3-single-driver, local)."""
+    from deltaguard.logstore.clients import region_or_default
+
+    options["region"] = region_or_default(options["region"])
     try:
         conf = render(preset, PresetOptions(**options))
     except (PresetError, PluginJarMissingError, ValueError) as exc:
@@ -185,19 +200,22 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-#: How a command reaches S3: shared by probe, audit and history.
+#: How a command reaches S3: shared by probe, audit, history, orphans and migrate status.
 s3_options = _options(
-    click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)"),
-    click.option("--region", default=None, help="S3 region (default: the AWS configuration's)"),
+    endpoint_option(
+        "--endpoint", "--endpoint-url", help="S3 endpoint URL (default: AWS for the region)"
+    ),
+    click.option("--region", default=None, help=f"S3 {REGION_HELP}"),
     click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
+    profile_option,
 )
 #: The DynamoDB LogStore's table, to check: shared by probe and audit.
 dynamodb_options = _options(
     click.option(
         "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
     ),
-    click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
-    click.option("--dynamodb-region", help="DynamoDB region (default: --region)"),
+    endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
+    click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)"),
 )
 
 
@@ -259,17 +277,25 @@ def _dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]
 
 
 def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
-    import boto3
+    from deltaguard.logstore.clients import dynamodb_client
 
-    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
+    return dynamodb_client(endpoint, region)
 
 
 @main.command("probe")
-@click.argument("target")
+@click.argument("target", type=TableLocation())
 @s3_options
 @dynamodb_options
-@click.option("--writers", default=8, show_default=True, help="concurrent writers per race round")
-@click.option("--rounds", default=20, show_default=True, help="race rounds")
+@click.option(
+    "--writers",
+    type=click.IntRange(min=2),
+    default=8,
+    show_default=True,
+    help="concurrent writers per race round",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=20, show_default=True, help="race rounds"
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="print the report as JSON (deltaguard.probe/1)"
 )
@@ -332,26 +358,25 @@ def dynamodb_group() -> None:
 
 @dynamodb_group.command("create-table")
 @click.argument("name")
-@click.option("--region", default=None, help="DynamoDB region (default: the AWS configuration's)")
-@click.option("--endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--region", default=None, help=f"DynamoDB {REGION_HELP}")
+@endpoint_option("--endpoint", "--endpoint-url", help="DynamoDB endpoint URL (default: AWS)")
+@profile_option
 def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -> None:
     """Create table NAME for the DynamoDB LogStore (PAY_PER_REQUEST, TTL on expireTime).
 
-    Idempotent; an existing table with another key schema is an error (exit 1)."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, NoCredentialsError
-
-    from deltaguard.logstore.dynamodb_table import CommitTableError, create_table
+    Idempotent; an existing table with another key schema is an error (exit 1); the table
+    could not be read or created (credentials, endpoint, access): exit 2."""
+    from deltaguard.logstore.dynamodb_table import (
+        CommitTableAccessError,
+        CommitTableError,
+        create_table,
+    )
 
     try:
-        result = create_table(
-            boto3.client("dynamodb", region_name=region, endpoint_url=endpoint), name
-        )
-    except NoCredentialsError:
-        raise click.ClickException(
-            "no AWS credentials found (environment, profile or instance role)"
-        ) from None
-    except (CommitTableError, BotoCoreError) as exc:
+        result = create_table(_dynamodb_client(endpoint, region), name)
+    except CommitTableAccessError as exc:
+        _fail("dynamodb create-table", exc)
+    except CommitTableError as exc:
         raise click.ClickException(str(exc)) from None
     state = "created" if result.created else "already exists with the right schema"
     ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
@@ -373,14 +398,14 @@ def _manifest_dir(path: Path | None) -> Path | None:
 
 
 @main.command("orphans")
-@click.argument("table")
+@click.argument("table", type=TableLocation())
 @s3_options
 @click.option(
     "--retention",
     "retention_hours",
-    type=float,
-    help="hours a file must be untouched before cleanup (default: the table's "
-    "delta.deletedFileRetentionDuration, 7 days if unset)",
+    type=Duration(),
+    help="how long a file must be untouched before cleanup: 7d, 36h, 90m, or hours (default: "
+    "the table's delta.deletedFileRetentionDuration, 7 days if unset)",
 )
 @click.option(
     "--delete", is_flag=True, help="delete orphan and log-temp files (dry run without --yes)"
@@ -541,8 +566,13 @@ def _fail(command: str, exc: Exception) -> None:
 
 
 @main.command("audit")
-@click.argument("table")
-@click.option("--version", "version", type=int, help="audit this version (default: the latest)")
+@click.argument("table", type=TableLocation())
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(min=0),
+    help="audit this version (default: the latest)",
+)
 @click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
 @click.option(
     "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
@@ -637,6 +667,9 @@ def audit_command(
         from deltaguard.tools.deltalog.render import print_audit
 
         print_audit(report, _wide_console())
+    unreadable = report.unreadable_line()
+    if unreadable is not None:
+        click.echo(f"deltaguard audit: {unreadable}", err=True)
     sys.exit(report.exit_code)
 
 
@@ -646,10 +679,10 @@ def migrate_group() -> None:
 
 
 @migrate_group.command("status")
-@click.argument("table")
+@click.argument("table", type=TableLocation())
 @click.option("--dynamodb-table", required=True, help="the DynamoDB LogStore's table")
-@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
-@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)")
 @click.option(
     "--dynamodb-table-path",
     "table_paths",
@@ -658,11 +691,13 @@ def migrate_group() -> None:
 )
 @click.option(
     "--window-hours",
-    type=click.FloatRange(min=0, min_open=True),
-    default=6.0,
+    "--window",
+    "window_hours",
+    type=Duration(positive=True),
+    default="6h",
     show_default=True,
-    help="commits younger than this are the evidence (capped at the entries' TTL); make it "
-    "longer than your longest job",
+    help="commits younger than this are the evidence (capped at the entries' TTL): 6h, 2d, "
+    "90m, or hours; make it longer than your longest job",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="print the status as JSON (deltaguard.migrate-status/1)"
@@ -709,8 +744,8 @@ def migrate_status_command(
 
 
 @main.command("history")
-@click.argument("table")
-@click.option("--limit", type=int, help="newest N commits only")
+@click.argument("table", type=TableLocation())
+@click.option("--limit", type=click.IntRange(min=1), help="newest N commits only")
 @click.option(
     "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/2)"
 )
@@ -728,7 +763,8 @@ def history_command(
 ) -> None:
     """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
     metrics, txn app ids, engine. Exit code 2 if the table, or one of its commits, could not be
-    read (the entry's problem says why; the other entries are still printed)."""
+    read (one line on stderr per such commit, naming its file; the other entries are still
+    printed)."""
     import json
 
     from deltaguard.tools.deltalog.errors import DeltaLogError
@@ -751,4 +787,7 @@ def history_command(
         from deltaguard.tools.deltalog.render import print_history
 
         print_history(entries, _wide_console())
+    for entry in entries:  # newest first, as printed
+        if entry.problem:
+            click.echo(f"deltaguard history: {entry.file}: {entry.problem}", err=True)
     sys.exit(history_exit_code(entries))

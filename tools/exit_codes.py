@@ -1,5 +1,6 @@
-"""The exit codes of ``deltaguard audit``, ``history``, ``orphans`` and ``probe``: one meaning
-each, for every command (the README's table is this one).
+"""The exit codes of every ``deltaguard`` command: one meaning each, for every command (the
+README's table is this one). Every failure also prints one line on stderr,
+``deltaguard <command>: <what>`` (:mod:`deltaguard.tools.cli_errors`).
 
 ``0`` (:attr:`ExitCode.CLEAN`)
     done, nothing to act on: healthy table, history read, nothing to clean, cleanup that
@@ -19,6 +20,19 @@ each, for every command (the README's table is this one).
     failed after deleting began (a failed delete job, a manifest that could not be written).
     The message and the manifest say what was deleted and what is unknown; never "nothing
     deleted" once deleting began (that message, with code 2, means nothing was).
+``4`` (:attr:`ExitCode.INTERRUPTED`)
+    ``orphans --delete --yes`` was interrupted (Ctrl-C, SIGTERM) after deleting began: the
+    manifest says ``interrupted`` and what was deleted.
+``70`` (:attr:`ExitCode.UNEXPECTED`)
+    an error deltaguard does not know (a bug): the line says where the full trace was written
+    (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);
+    ``--debug`` prints it instead.
+``130`` (:attr:`ExitCode.SIGINT`), ``143`` (:attr:`ExitCode.SIGTERM`)
+    any other command stopped by Ctrl-C (SIGINT) or SIGTERM (128 + the signal number, what a
+    shell reports for a process killed by it): nothing was changed.
+
+Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
+profile) are code 2 too, as click gives them.
 """
 
 from __future__ import annotations
@@ -31,3 +45,7 @@ class ExitCode(IntEnum):
     FOUND = 1
     UNREADABLE = 2
     DELETE_FAILED = 3
+    INTERRUPTED = 4
+    UNEXPECTED = 70
+    SIGINT = 130
+    SIGTERM = 143

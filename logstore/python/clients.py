@@ -14,8 +14,9 @@
     raises; callers report it as "could not read", never as damage to the table.
 
 Both: credentials from boto3's standard chain (environment, profile, instance role) unless
-given, optional path-style addressing, and listings that are not URL-encoded
-(:mod:`deltaguard.logstore.s3_listing`).
+given, the region of :func:`region_or_default`, optional path-style addressing, and listings
+that are not URL-encoded (:mod:`deltaguard.logstore.s3_listing`). ``AWS_MAX_ATTEMPTS``, if
+set, replaces the read policy's attempts (:func:`read_max_attempts`), as it does for aws-cli.
 
 Retries are reported, not made, here: a read client tells the listener set with
 :func:`set_retry_listener` (the CLI's progress display, :mod:`deltaguard.tools.progress`) each
@@ -27,6 +28,7 @@ on, after its backoff).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -40,6 +42,30 @@ from deltaguard.logstore.s3_listing import list_unencoded
 
 #: Attempts per request (the first plus retries) under the read policy.
 READ_MAX_ATTEMPTS = 8
+#: The region when neither the caller nor the AWS configuration names one.
+DEFAULT_REGION = "us-east-1"
+
+
+def region_or_default(region: str | None) -> str:
+    """The one region rule of every deltaguard command and client: ``region`` if given, else
+    the AWS configuration's (``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile's
+    ``region``), else :data:`DEFAULT_REGION`. Raises botocore's ``ProfileNotFound`` for an
+    ``AWS_PROFILE`` that names no profile."""
+    if region:
+        return region
+    if os.environ.get("AWS_REGION"):  # the AWS SDKs' and aws-cli's; botocore reads only the next
+        return os.environ["AWS_REGION"]
+    import botocore.session
+
+    configured = botocore.session.get_session().get_config_variable("region")
+    return str(configured) if configured else DEFAULT_REGION
+
+
+def read_max_attempts() -> int:
+    """The read policy's attempts per request: ``AWS_MAX_ATTEMPTS`` if it is a positive
+    integer, else :data:`READ_MAX_ATTEMPTS`."""
+    value = os.environ.get("AWS_MAX_ATTEMPTS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else READ_MAX_ATTEMPTS
 
 
 class ClientPolicy(StrEnum):
@@ -121,14 +147,18 @@ def s3_client(
     policy: ClientPolicy = ClientPolicy.COMMIT,
 ) -> Any:
     """An S3 client with the given policy's retries (commit: none; read: bounded standard
-    retries) and addressing style."""
+    retries), region (:func:`region_or_default`) and addressing style."""
     config = _CONFIGS[policy].merge(
         Config(s3={"addressing_style": "path" if path_style else "auto"})
     )
+    if policy is ClientPolicy.READ and read_max_attempts() != READ_MAX_ATTEMPTS:
+        config = config.merge(
+            Config(retries={"mode": "standard", "total_max_attempts": read_max_attempts()})
+        )
     client = boto3.client(
         "s3",
         endpoint_url=endpoint_url,
-        region_name=region,
+        region_name=region_or_default(region),
         aws_access_key_id=access_key,
         aws_secret_access_key=secret_key,
         aws_session_token=session_token,
@@ -152,3 +182,11 @@ def commit_client(
 ) -> Any:
     """:func:`s3_client` with the commit policy: for the commit protocols only."""
     return s3_client(endpoint_url, region, path_style=path_style, policy=ClientPolicy.COMMIT)
+
+
+def dynamodb_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """A DynamoDB client in the region of :func:`region_or_default` (botocore's default
+    retries: the DynamoDB LogStore's protocol settles its own conditional puts)."""
+    return boto3.client(
+        "dynamodb", endpoint_url=endpoint_url, region_name=region_or_default(region)
+    )

@@ -25,7 +25,6 @@ from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     StorageError,
-    TableNotFoundError,
     UnsupportedTableError,
     VersionNotFoundError,
 )
@@ -41,7 +40,13 @@ from deltaguard.tools.deltalog.listing import (
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -82,6 +87,25 @@ class AuditReport:
         if any(f.code in UNREADABLE_CODES for f in self.findings):
             return int(ExitCode.UNREADABLE)
         return int(ExitCode.CLEAN if self.healthy else ExitCode.FOUND)
+
+    def unreadable_line(self) -> str | None:
+        """With exit code 2: one line saying what could not be read and the first error
+        finding that names a file (the cause); else None."""
+        unreadable = next((f for f in self.findings if f.code in UNREADABLE_CODES), None)
+        if unreadable is None:
+            return None
+        cause = next(
+            (
+                f
+                for f in self.findings
+                if f.severity is Severity.ERROR and f.file and f.code not in UNREADABLE_CODES
+            ),
+            None,
+        )
+        if cause is None or (cause.file and cause.file in unreadable.message):
+            return unreadable.message
+        where = f"{cause.file}:{cause.line}" if cause.line else cause.file
+        return f"{unreadable.message} ({cause.code}: {where}: {cause.message})"
 
     def counts(self) -> dict[str, int]:
         c = Counter(str(f.severity) for f in self.findings)
@@ -503,9 +527,7 @@ def audit_table(
     with phase("audit: listing the log"):
         listing = list_log(store)
     if listing.latest_version is None and not listing.files:
-        raise TableNotFoundError(
-            f"{store.uri} is not a Delta table: {LOG_DIR}/ is empty or missing"
-        )
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     if version is not None and (listing.latest_version is None or version > listing.latest_version):
         raise VersionNotFoundError(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"

@@ -12,9 +12,15 @@ from typing import Any
 
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
-from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
 from deltaguard.tools.progress import phase
 
 
@@ -76,7 +82,7 @@ def read_history(
         with phase("history: listing the log"):
             listing = list_log(store)
     if not listing.commits:
-        raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
+        raise table_not_found(store, f"no commits in {LOG_DIR}/")
     versions = sorted(listing.commits)
     entries: list[HistoryEntry] = []
     previous: int | None = None

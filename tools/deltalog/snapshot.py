@@ -47,7 +47,6 @@ from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     IncompleteActionError,
     StorageError,
-    TableNotFoundError,
     VersionNotFoundError,
 )
 from deltaguard.tools.deltalog.features import check_readable
@@ -65,7 +64,13 @@ from deltaguard.tools.deltalog.paths import (
     relative_to_root,
     relativize,
 )
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_many,
+    table_not_found,
+)
 from deltaguard.tools.deltalog.times import iso_utc
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
@@ -353,7 +358,7 @@ def _load(
 ) -> Snapshot:
     latest = listing.latest_version
     if latest is None:
-        raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
+        raise table_not_found(store, f"no commits in {LOG_DIR}/")
     if timestamp_ms is not None:
         version = version_at(store, listing, timestamp_ms)
     target = latest if version is None else version

@@ -38,7 +38,7 @@ from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
-from deltaguard.tools.deltalog.errors import StorageError
+from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
 from deltaguard.tools.progress import note
 
 
@@ -159,6 +159,11 @@ class TableStore(Protocol):
         """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
         ...
 
+    def exists(self) -> bool:
+        """Whether anything is at the root: a local directory, at least one S3 object under
+        the prefix. Raises :class:`StorageError`."""
+        ...
+
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         """The file's lines (each with its ``\\n``): on local disk read as they are consumed,
         so a large commit is never held whole (S3: one GET, then split). Raises as
@@ -220,6 +225,9 @@ class LocalTableStore:
 
     def _abs(self, rel_path: str) -> Path:
         return self.root / rel_path if rel_path else self.root
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         base = self._abs(rel_dir)
@@ -387,6 +395,10 @@ class S3TableStore:
 
     def _key(self, rel_path: str) -> str:
         return self._prefix + rel_path
+
+    def exists(self) -> bool:
+        page: dict[str, Any] = next(iter(self.pages(self._prefix)), {})
+        return bool(page.get("Contents") or page.get("CommonPrefixes"))
 
     def _error(self, exc: Exception, what: str, key: str) -> StorageError:
         where = f"s3://{self.root.bucket}/{key}"
@@ -592,6 +604,14 @@ def local_path(location: str) -> Path | None:
             f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
         )
     return Path(location)
+
+
+def table_not_found(store: TableStore, why: str) -> TableNotFoundError:
+    """The error for a location without a Delta log: ``<uri> does not exist`` when nothing at
+    all is there (a typo in the path), else ``<uri> is not a Delta table: <why>``."""
+    if not store.exists():
+        return TableNotFoundError(f"{store.uri} does not exist", store.uri)
+    return TableNotFoundError(f"{store.uri} is not a Delta table: {why}", store.uri)
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:

@@ -112,7 +112,8 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             check_retention(retention_ms, req.unsafe_retention)
         inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
         if not session_running():  # the session will be built from the command's options
-            require_reconstructable(list_log(spec.open()), req.table)  # before a JVM starts
+            store = spec.open()
+            require_reconstructable(list_log(store), req.table, store)  # before a JVM starts
         with phase("orphans: starting Spark"):
             spark = engine_session(
                 req.table, s3, master=options.master, driver_memory=options.driver_memory
