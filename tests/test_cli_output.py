@@ -176,6 +176,9 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
         doc: Any = json.loads(out.stdout)
         assert isinstance(doc, dict), command
         schemas[command] = doc["schema"]
+    probe = cli("probe", *args["probe"], "--json", "--progress", env=CREDS)
+    assert "probe: 2 writers racing, rounds" in probe.stderr, probe.stderr
+    assert json.loads(probe.stdout)["schema"] == "deltaguard.probe/1"
     assert schemas == {
         "audit": "deltaguard.audit/1",
         "history": "deltaguard.history/2",

@@ -320,6 +320,7 @@ def probe_command(
 
     from deltaguard.logstore.clients import commit_client, read_client
     from deltaguard.logstore.probe import ProbeAbortedError, print_report, run_probe
+    from deltaguard.tools.progress import phase
 
     try:
         ddb = (
@@ -327,15 +328,17 @@ def probe_command(
             if dynamodb_table
             else None
         )
-        report = run_probe(
-            target,
-            lambda: commit_client(endpoint, region, path_style),
-            make_read_client=lambda: read_client(endpoint, region, path_style),
-            writers=writers,
-            rounds=rounds,
-            dynamodb_client=ddb,
-            dynamodb_table=dynamodb_table,
-        )
+        with phase(f"probe: {writers} writers racing, rounds", total=rounds) as shown:
+            report = run_probe(
+                target,
+                lambda: commit_client(endpoint, region, path_style),
+                make_read_client=lambda: read_client(endpoint, region, path_style),
+                writers=writers,
+                rounds=rounds,
+                dynamodb_client=ddb,
+                dynamodb_table=dynamodb_table,
+                on_round=shown.advance,
+            )
     except (ProbeAbortedError, ValueError) as exc:
         click.echo(f"deltaguard probe: {exc}", err=True)
         sys.exit(2)

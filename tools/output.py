@@ -16,10 +16,12 @@ import csv
 import functools
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,6 +33,8 @@ UNBOUNDED_WIDTH = 1_000_000
 
 def stdout_console() -> Console:
     """The console for a text report on stdout (see the module docstring)."""
+    from rich.console import Console
+
     if sys.stdout.isatty():
         return Console()
     return Console(width=UNBOUNDED_WIDTH, no_color=True, highlight=False)

@@ -20,7 +20,7 @@ Contract:
   client's retries, "retrying ListObjectsV2 after 503 (3/8)", which :func:`reporting`
   subscribes to through :func:`deltaguard.logstore.clients.set_retry_listener` (botocore's own
   retry events: the retries stay botocore's).
-* Nothing here raises into the caller's work: a display is only a view. Importing this module
+* A display is only a view: it never changes what a phase does, retries included. Importing this module
   costs the standard library only (rich and click load when a display or the option is made):
   the log reader imports it, also where nothing is shown.
 """
@@ -79,7 +79,7 @@ class _ShownPhase(Phase):
                 return
             self._drawn = now
             done = self._done
-        self.progress.update(self.task, completed=done)
+        self._draw(completed=done)
 
     def update(
         self,
@@ -100,7 +100,16 @@ class _ShownPhase(Phase):
             fields["description"] = description
         if detail is not None:
             fields["detail"] = detail
+        self._draw(**fields)
+
+    def _draw(self, **fields: Any) -> None:
+        """Updates the task, with ``count``: ``done/total``, or ``done`` while the total is
+        unknown (nothing before the first unit)."""
         self.progress.update(self.task, **fields)
+        task = self.progress.tasks[self.progress.task_ids.index(self.task)]
+        done = int(task.completed)
+        count = f"{done:,}/{int(task.total):,}" if task.total is not None else f"{done:,}"
+        self.progress.update(self.task, count=count if done or task.total else "")
 
 
 class _Display:
@@ -117,7 +126,6 @@ class _Display:
     def _new_progress(self) -> Progress:
         from rich.progress import (
             BarColumn,
-            MofNCompleteColumn,
             Progress,
             SpinnerColumn,
             TextColumn,
@@ -128,7 +136,7 @@ class _Display:
             SpinnerColumn(),
             TextColumn("{task.description}"),
             BarColumn(bar_width=20),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[count]}"),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
             console=self.console,
@@ -142,7 +150,8 @@ class _Display:
             if self._progress is None:
                 self._progress = self._new_progress()
             progress = self._progress
-            task = progress.add_task(description, total=total, detail="")
+            count = "" if total is None else f"0/{total:,}"
+            task = progress.add_task(description, total=total, detail="", count=count)
             if self._open == 0:
                 progress.start()
             self._open += 1

@@ -198,26 +198,31 @@ def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> N
     names = [listing.commits[v] for v in sorted(listing.commits)]
     with phase(f"audit: reading {len(names):,} commits", total=len(names)) as shown:
         read = read_each(store, [_log(n) for n in names], on_read=shown.advance)
-    for name, data in zip(names, read, strict=True):
-        if isinstance(data, StorageError):
-            out.add("commit-unreadable", str(data), _log(name))
-            continue
-        parsed = parse_json_actions(data)
-        for err in parsed.errors:
-            code = "incomplete-action" if err.incomplete else "corrupt-json-line"
-            out.add(code, f"{name} line {err.line}: {err.message}", _log(name), err.line)
-        seen: Counter[tuple[str, str, str | None]] = Counter(
-            (type(a).__name__, *a.key)
-            for a in parsed.actions
-            if isinstance(a, AddFile | RemoveFile)
-        )
-        for (kind, path, _dv), n in seen.items():
-            if n > 1:
-                out.add(
-                    "duplicate-file-action",
-                    f"{name}: {n} {kind} actions for {path}",
-                    _log(name),
-                )
+        shown.update(description=f"audit: checking {len(names):,} commits", completed=0)
+        for name, data in zip(names, read, strict=True):
+            _check_commit(name, data, out)
+            shown.advance()
+
+
+def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> None:
+    """One commit's findings: unreadable, damaged lines, duplicate file actions."""
+    if isinstance(data, StorageError):
+        out.add("commit-unreadable", str(data), _log(name))
+        return
+    parsed = parse_json_actions(data)
+    for err in parsed.errors:
+        code = "incomplete-action" if err.incomplete else "corrupt-json-line"
+        out.add(code, f"{name} line {err.line}: {err.message}", _log(name), err.line)
+    seen: Counter[tuple[str, str, str | None]] = Counter(
+        (type(a).__name__, *a.key) for a in parsed.actions if isinstance(a, AddFile | RemoveFile)
+    )
+    for (kind, path, _dv), n in seen.items():
+        if n > 1:
+            out.add(
+                "duplicate-file-action",
+                f"{name}: {n} {kind} actions for {path}",
+                _log(name),
+            )
 
 
 def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:

@@ -78,7 +78,9 @@ def read_history(
     timestamp when the commit has one, else the commit file's modification time, made strictly
     increasing as Delta does. Raises :class:`TableNotFoundError` or :class:`StorageError`."""
     store = open_table(table, s3) if isinstance(table, str) else table
-    listing = listing or list_log(store)
+    if listing is None:
+        with phase("history: listing the log"):
+            listing = list_log(store)
     if not listing.commits:
         raise table_not_found(store, f"no commits in {LOG_DIR}/")
     versions = sorted(listing.commits)

@@ -16,16 +16,12 @@ from deltaguard.tools.output import write_tsv
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def format_ms(ms: int | None) -> str:
-    return iso_utc(ms)
-
-
 def print_audit(report: AuditReport, console: Console) -> None:
     s = report.summary
     console.print(f"[bold]deltaguard audit[/] {report.table}")
     if report.version is not None:
         console.print(
-            f"  version {report.version} of {report.latest_version} ({format_ms(s.get('timestamp_ms'))}): "
+            f"  version {report.version} of {report.latest_version} ({iso_utc(s.get('timestamp_ms'))}): "
             f"{s.get('live_files')} live files, {s.get('live_bytes')} bytes, "
             f"{s.get('tombstones')} tombstones"
         )
@@ -74,7 +70,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
     for e in entries:
         table.add_row(
             str(e.version),
-            format_ms(e.timestamp_ms),
+            iso_utc(e.timestamp_ms),
             e.operation or (f"[red]{e.problem}[/]" if e.problem else "-"),
             json.dumps(e.parameters, separators=(",", ":")) if e.parameters else "",
             json.dumps(e.metrics, separators=(",", ":")) if e.metrics else "",

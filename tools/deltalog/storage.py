@@ -39,6 +39,7 @@ from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
 from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.progress import note
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,10 +513,14 @@ class S3TableStore:
         out = DeleteOutcome()
         prefix = self._prefix
         todo = list(rel_paths)
+        why = ""
         for attempt in range(attempts):
             if not todo:
                 break
             if attempt:
+                note(
+                    f"retrying DeleteObjects of {len(todo)} keys after {why} ({attempt + 1}/{attempts})"
+                )
                 sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
             out.requests += 1
             try:
@@ -525,6 +530,7 @@ class S3TableStore:
                 )
             except (ClientError, BotoCoreError) as exc:
                 if _retryable(exc) and attempt + 1 < attempts:
+                    why = error_code(exc) or type(exc).__name__
                     continue
                 settled = out.unknown if _may_have_applied(exc) else out.failed
                 settled += [(r, describe(exc)) for r in todo]
@@ -538,6 +544,7 @@ class S3TableStore:
                     out.missing.append(rel)
                 elif code in _RETRYABLE_KEY_ERRORS and attempt + 1 < attempts:
                     retry.append(rel)
+                    why = code
                 else:
                     out.failed.append((rel, f"{code}: {err.get('Message', '')}".strip(": ")))
             todo = retry

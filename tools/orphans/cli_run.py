@@ -114,6 +114,8 @@ def scan_with_progress(
 
         def refresh() -> None:
             while not stop.wait(0.2):
+                if not counters.dirs_done:  # not listing yet: the step's name says enough
+                    continue
                 done, pending = counters.dirs_done, max(counters.dirs_pending, 0)
                 elapsed = max(time.monotonic() - started, 1e-6)
                 shown.update(
