@@ -19,6 +19,11 @@ each, for every command (the README's table is this one).
     failed after deleting began (a failed delete job, a manifest that could not be written).
     The message and the manifest say what was deleted and what is unknown; never "nothing
     deleted" once deleting began (that message, with code 2, means nothing was).
+``4`` (:attr:`ExitCode.INTERRUPTED`)
+    ``orphans --delete --yes`` stopped by SIGINT (Ctrl-C) or SIGTERM: no delete was sent
+    after the signal, the requests in flight were settled (or their files recorded
+    ``unknown``), and the manifest says ``"status": "interrupted"`` with the counts. Run the
+    same command again to finish (docs/orphans.md, Interrupting a cleanup).
 """
 
 from __future__ import annotations
@@ -31,3 +36,4 @@ class ExitCode(IntEnum):
     FOUND = 1
     UNREADABLE = 2
     DELETE_FAILED = 3
+    INTERRUPTED = 4
