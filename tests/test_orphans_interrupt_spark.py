@@ -23,12 +23,12 @@ pytestmark = pytest.mark.spark
     ids=["SIGINT", "SIGTERM"],
 )
 def test_signal_mid_delete_with_the_spark_engine(tmp_path: Path, sig: signal.Signals) -> None:
-    planned = stray_table(tmp_path / "t", 20_000)  # 2 delete tasks of 10 batches each
+    planned = stray_table(tmp_path / "t", 12_000)  # 2 delete tasks of 6 batches each
     manifest = tmp_path / "m"
     proc = start_cli(
         "orphans", str(tmp_path / "t"), "--engine", "spark", "--spark-master", "local[2]",
         "--delete", "--yes", "--manifest", str(manifest),
-        env={"PYSPARK_PYTHON": sys.executable},
+        env={"PYSPARK_PYTHON": sys.executable, "DELTAGUARD_STATE_DIR": str(tmp_path / "state")},
     )  # fmt: skip
     wait_for_status(manifest, "deleting", proc, timeout_s=400)  # a JVM, a scan, a re-read
     deadline = time.monotonic() + 120
