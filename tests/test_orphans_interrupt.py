@@ -177,7 +177,9 @@ def test_signal_mid_delete_on_s3(
                 "--unsafe-retention", "--delete", "--yes", "--manifest", str(manifest)]  # fmt: skip
         proc = start_cli(*args, env=env)
         wait_for_status(manifest, "deleting", proc)
-        time.sleep(1.0)  # the first four requests are in the proxy's hands
+        while proxy.fired() != [4]:  # the first four requests are in the proxy's hands
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
         proc.send_signal(sig)
         proc.wait(timeout=120)
         deletes = [r for r in proxy.requests() if r["kind"] == "s3 DeleteObjects"]
