@@ -28,6 +28,10 @@ Safety argument (why a file that any retained version references is never delete
 5. Deletes stay inside the table root (:func:`.deleter.check_contained`).
 6. A scan that read an inventory instead of listing (``--inventory``) keeps all of the above;
    why an inventory older than the scan adds no risk is argued in :mod:`.inventory`.
+7. An interrupted cleanup (SIGINT, SIGTERM) sends no delete after the signal and leaves a
+   true record: settled outcomes, ``unknown`` for a request whose answer was not read,
+   ``not_sent`` for the rest (:mod:`.interrupt`); the re-run that finishes it is a new scan,
+   so all of the above applies to it again.
 """
 
 from __future__ import annotations
@@ -140,11 +144,12 @@ def how_to_finish(manifest: dict[str, Any], explicit_manifest: bool) -> str:
     in flight, and how to finish."""
     counts = manifest["counts"]
     if manifest.get("version_rechecked") is None:
-        what = "it stopped before deleting began: nothing was deleted"
+        what = "stopped before deleting began: nothing was deleted"
     else:
         what = (
-            "no delete was sent after it; the requests in flight were settled "
-            f"({counts['unknown']} with an unknown outcome)"
+            f"no delete was sent after the {manifest.get('signal') or 'signal'}; the requests "
+            f"in flight were settled ({counts['unknown']} files with an unknown outcome, "
+            f"{counts.get('not_sent', 0)} never sent)"
         )
     again = "run the same command again"
     if explicit_manifest:
