@@ -26,11 +26,15 @@ from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupInterruptedError, summary
 from deltaguard.tools.orphans.cli_run import (
     OrphansRequest,
+    check_manifest_free,
     damage_line,
+    interrupted_lines,
     inventory_of,
     outcome_code,
+    stopping_line,
 )
 from deltaguard.tools.orphans.deleter import OutsideTableError
+from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
 from deltaguard.tools.orphans.report import (
     largest_first,
     print_report,
@@ -108,6 +112,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     cleanup: dict[str, Any] | None = None
     manifest = req.manifest_path or default
     try:
+        check_manifest_free(req)
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
         inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
@@ -138,7 +143,10 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
         planned = sum(scan.totals[c]["files"] for c in _classes(req))
         if req.delete and req.yes and planned:
-            with phase(f"orphans: re-reading the log, deleting {planned:,} files with Spark"):
+            with (
+                stop_on_signals(stopping_line) as stop,
+                phase(f"orphans: re-reading the log, deleting {planned:,} files with Spark"),
+            ):
                 cleanup = execute_spark(
                     spark,
                     spec,
@@ -148,8 +156,18 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
                     unsafe_retention=req.unsafe_retention,
                     given_retention=retention_ms is not None,
                     dynamodb=req.dynamodb,
+                    stop=stop,
                 )
             cleanup["manifest_path"] = str(manifest)
+    except CleanupStopped as stopped:
+        err.print(
+            f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: "
+            f"nothing deleted; manifest: {manifest} (status interrupted); to finish, run the "
+            "same command again"
+            + (" with a new --manifest directory" if req.manifest_path else ""),
+            highlight=False,
+        )
+        return ExitCode.INTERRUPTED
     except (RetentionTooShortError, ValueError) as exc:
         err.print(f"deltaguard orphans: {exc}", highlight=False)
         return ExitCode.UNREADABLE
@@ -174,9 +192,17 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         err.print(
             f"deltaguard orphans: {summary(cleanup, cleanup['manifest_path'])}", highlight=False
         )
+    for text in interrupted_lines(cleanup, req) if cleanup and req.as_json else []:
+        err.print(text, highlight=False)
     if req.as_json:
         doc = json_report(scan, spec.open(), cleanup)
         out.file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return code
+    if code is ExitCode.INTERRUPTED:  # the report would scroll the outcome away
+        assert cleanup is not None
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
+        for text in interrupted_lines(cleanup, req):
+            err.print(text, highlight=False)
         return code
     if req.tsv:  # stdout: the rows only; the outcome lines go to stderr
         write_tsv_report(scan.result, spec.open())
