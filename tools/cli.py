@@ -28,6 +28,8 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
+from deltaguard.tools.repair.options import HELP as REPAIR_HELP
+from deltaguard.tools.repair.options import repair_options, repair_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -609,6 +611,27 @@ def audit_command(
 
         print_audit(report, _wide_console())
     sys.exit(report.exit_code)
+
+
+@main.command("repair", help=REPAIR_HELP)
+@click.argument("table")
+@repair_options
+@s3_options
+@dynamodb_options
+@dynamodb_table_path_option
+def repair_command(
+    table: str,
+    table_paths: tuple[str, ...],
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    **o: Any,
+) -> None:
+    from deltaguard.tools.repair.run import run_repair
+
+    ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
+    dynamodb = _dynamodb_check(*ddb, o["endpoint"], o["region"])
+    sys.exit(run_repair(repair_request(table, dynamodb, **o)))
 
 
 @main.group("migrate")
