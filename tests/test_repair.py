@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -19,6 +21,7 @@ from deltaguard.logstore.local_log_store import LocalLogStore
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
+from deltaguard.tools.repair.committer import Committer
 
 #: partition values that need URL encoding in paths (space, +, %, non-ASCII)
 VALUES = ("a b", "x+y", "p%q", "日本")
@@ -204,3 +207,67 @@ def test_commit_next_is_create_exclusive_on_local_disk(tmp_path):
     assert not [p for p in (root / "_delta_log").iterdir() if p.name.endswith(".tmp")]
     with pytest.raises(ValueError, match="commitInfo"):
         commit_next(store, str(root), 4, [{"add": {}}])
+
+
+class _RacingStore(LocalLogStore):
+    """A local store whose first commit is beaten by a real delta-rs write (``race``) made
+    right before it: the version the repair planned is taken when it commits."""
+
+    def __init__(self, race: Callable[[], None]) -> None:
+        self.race: Callable[[], None] | None = race
+
+    def write(self, uri: str, lines: Iterable[str], overwrite: bool = False) -> None:
+        if self.race is not None:
+            race, self.race = self.race, None
+            race()
+        super().write(uri, lines, overwrite)
+
+
+def _run_racing(
+    monkeypatch: pytest.MonkeyPatch, root: Path, race: Callable[[], None], capsys: Any
+) -> tuple[int, str]:
+    from deltaguard.tools.repair import run
+
+    store = _RacingStore(race)
+    monkeypatch.setattr(
+        run, "open_committer", lambda *a: Committer(store, str(root), "local create-exclusive")
+    )
+    code = run.run_repair(run.RepairRequest(str(root), yes=True))
+    return code, capsys.readouterr().out
+
+
+def test_a_writer_taking_the_version_makes_repair_replan_and_retry(tmp_path, monkeypatch, capsys):
+    root = _table(tmp_path / "t")
+    gone = _files_in(root, "a b")[0]
+    gone.unlink()
+
+    def append() -> None:
+        write_deltalake(
+            str(root), pa.table({"p": ["x+y"], "n": [7]}), partition_by=["p"], mode="append"
+        )
+
+    code, out = _run_racing(monkeypatch, root, append, capsys)
+    assert code == 0, out
+    assert "version 4 was taken by another writer: re-planning" in out
+    assert "committed version 5" in out
+    assert _commit(root, 4)[0]["commitInfo"]["operation"] == "WRITE", "the append is kept"
+    assert _commit(root, 5)[0]["commitInfo"]["operation"] == "FSCK"
+    live = _agree(root)
+    assert str(gone) not in live and len(live) == 4 * 4 - 1 + 1
+
+
+def test_a_writer_removing_the_broken_file_first_leaves_nothing_to_commit(
+    tmp_path, monkeypatch, capsys
+):
+    root = _table(tmp_path / "t")
+    _files_in(root, "日本")[0].unlink()
+
+    def overwrite() -> None:
+        write_deltalake(
+            str(root), pa.table({"p": ["a b"], "n": [1]}), partition_by=["p"], mode="overwrite"
+        )
+
+    code, out = _run_racing(monkeypatch, root, overwrite, capsys)
+    assert code == 0 and "nothing left to remove at version 4: no commit" in out, out
+    assert not (root / "_delta_log" / f"{5:020d}.json").exists()
+    assert len(_agree(root)) == 1
