@@ -271,3 +271,37 @@ def test_a_writer_removing_the_broken_file_first_leaves_nothing_to_commit(
     assert code == 0 and "nothing left to remove at version 4: no commit" in out, out
     assert not (root / "_delta_log" / f"{5:020d}.json").exists()
     assert len(_agree(root)) == 1
+
+
+def test_literal_space_plus_percent_and_non_ascii_in_a_file_name(tmp_path, run_cli):
+    """A file whose name holds a space, ``+``, ``%`` and non-ASCII letters, added through the
+    commit API with its path URL-encoded as the protocol asks: repair's remove carries the
+    add's raw path, and delta-rs and the replay agree afterwards."""
+    import io
+    import urllib.parse
+
+    import pyarrow.parquet as pq
+
+    root = _table(tmp_path / "t")
+    name = "odd dir/a b+c%d 日本.parquet"
+    (root / "odd dir").mkdir()
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"n": pa.array([1000], pa.int64())}), buffer)
+    (root / name).write_bytes(buffer.getvalue())
+    raw = urllib.parse.quote(name, safe="/+")
+    add = {
+        "path": raw,
+        "partitionValues": {"p": "a b"},
+        "size": len(buffer.getvalue()),
+        "modificationTime": 1,
+        "dataChange": True,
+    }
+    commit_next(
+        LocalLogStore(), str(root), 3, [{"commitInfo": {"operation": "WRITE"}}, {"add": add}]
+    )
+    assert str(root / name) in _agree(root)
+    (root / name).unlink()
+    out = run_cli("repair", str(root), "--yes")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [a["remove"]["path"] for a in _commit(root, 5)[1:]] == [raw]
+    assert str(root / name) not in _agree(root)

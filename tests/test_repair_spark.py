@@ -7,10 +7,12 @@ replay see the same live files and the audit is healthy."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from local_spark import local_spark_session
@@ -120,3 +122,86 @@ def test_v2_checkpoint_table_with_in_commit_timestamps(spark_tables, spark, run_
     assert info["inCommitTimestamp"] > (snap.timestamp_ms or 0)
     live = _agree(spark, root)
     assert str(root / victim) not in live and len(live) == len(snap.adds) - 1
+
+
+def test_repair_races_a_spark_appender_on_the_conditional_store(
+    localstack, ls_bucket, run_cli, tmp_path, monkeypatch
+):
+    """A Spark driver appends through deltaguard's conditional LogStore (the s3-conditional
+    preset) on LocalStack while repair commits: no append lost, the repair committed once,
+    and Spark, delta-rs, the replay and the audit agree afterwards."""
+    from deltaguard.localstack.append_job import arrow_schema
+    from deltaguard.localstack.delta_append import BlindAppender, create_table
+    from deltaguard.localstack.spark_driver import build_test_session
+    from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+    from deltaguard.logstore.s3_location import S3Location
+    from deltaguard.spark_conf.preset_name import PresetName
+    from deltaguard.tools.deltalog import S3Options
+
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    s3 = endpoint.s3_client()
+    uri = f"s3a://{ls_bucket}/spark-race"
+    store = S3ConditionalLogStore(s3)
+    create_table(store, uri, arrow_schema())
+
+    def put(location: str, data: bytes) -> None:
+        loc = S3Location.parse(location)
+        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
+
+    rows = {
+        "writer": [0] * 3,
+        "batch": [0] * 3,
+        "seq": [0, 1, 2],
+        "payload": ["seed"] * 3,
+    }
+    for _ in range(2):
+        BlindAppender(store, put, uri).append(pa.table(rows).cast(arrow_schema()))
+    opts = S3Options(endpoint.url, endpoint.region, True)
+    victim = sorted(load_snapshot(uri, s3=opts).adds.paths())[0]
+    loc = S3Location.parse(f"{uri}/{victim}")
+    s3.delete_object(Bucket=loc.bucket, Key=loc.key)
+    spark = build_test_session(
+        endpoint.s3_storage(),
+        PresetName.S3_CONDITIONAL,
+        app_name="repair-race",
+        local_dir=tmp_path / "spark",
+    )
+    try:
+        tags = [f"spark-{i}" for i in range(6)]
+        errors: list[BaseException] = []
+
+        def append() -> None:
+            try:
+                for tag in tags:
+                    spark.range(3).selectExpr(
+                        "CAST(0 AS INT) AS writer",
+                        "CAST(0 AS INT) AS batch",
+                        "id AS seq",
+                        f"'{tag}' AS payload",
+                    ).write.format("delta").mode("append").save(uri)
+            except BaseException as exc:
+                errors.append(exc)
+
+        writer = threading.Thread(target=append)
+        writer.start()
+        args = ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style", "--yes"]
+        out = run_cli("repair", uri, *args, env=endpoint.credentials_env())
+        writer.join()
+        assert not errors, errors
+        assert out.returncode == 0, out.stdout + out.stderr
+        df = spark.read.format("delta").load(uri)
+        payloads = [r.payload for r in df.select("payload").collect()]
+        spark_files = {f.replace("s3a://", "s3://", 1) for f in df.inputFiles()}
+    finally:
+        spark.stop()
+    for tag in tags:
+        assert payloads.count(tag) == 3, f"append {tag} lost or doubled"
+    assert payloads.count("seed") == 3, "one seed append's file was deleted and removed"
+    snap = load_snapshot(uri, s3=opts)
+    replay = {f"s3://{ls_bucket}/spark-race/{p}" for p in snap.adds.paths()}
+    assert spark_files == replay
+    rs = DeltaTable(uri.replace("s3a://", "s3://", 1), storage_options=endpoint.delta_rs_options())
+    assert set(rs.file_uris()) == replay
+    assert audit_table(uri, s3=opts).exit_code == 0
