@@ -78,26 +78,32 @@ def _delete_live_file(endpoint: Any, uri: str) -> str:
 
 
 def _race(endpoint: Any, uri: str, writers: list[Any], repair: Any, appends: int) -> list[str]:
-    """Runs each writer ``appends`` times in its own thread while ``repair()`` runs in this
-    one; returns the tags the writers committed."""
+    """Each writer appends in its own thread, all the while ``repair()`` runs in this one and
+    at least ``appends`` times; returns the tags the writers committed."""
     tags: list[str] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
+    repaired = threading.Event()
 
     def loop(i: int, write: Any) -> None:
+        n = 0
         try:
-            for n in range(appends):
+            while n < appends or not repaired.is_set():
                 tag = f"w{i}-{n}"
                 write(tag)
                 with lock:
                     tags.append(tag)
+                n += 1
         except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=loop, args=(i, w)) for i, w in enumerate(writers)]
     for t in threads:
         t.start()
-    repair()
+    try:
+        repair()
+    finally:
+        repaired.set()
     for t in threads:
         t.join()
     assert not errors, errors
@@ -131,8 +137,9 @@ def _assert_everything_kept(
     assert codes <= ({"temp-file"} if dynamodb is not None else set()), report.findings
 
 
+@pytest.mark.parametrize("appends", [4, pytest.param(20, marks=pytest.mark.long)])
 def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
-    localstack, ls_bucket, run_cli
+    localstack, ls_bucket, run_cli, appends
 ):
     endpoint = localstack.endpoint
     uri = f"s3://{ls_bucket}/race"
@@ -158,16 +165,16 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
         uri,
         [lambda t: python.append(_rows(t)), deltars],
         repair,
-        appends=6,
+        appends=appends,
     )
     assert outcome[0].returncode == 0, outcome[0].stdout + outcome[0].stderr
     assert "committed version" in outcome[0].stdout
-    print(outcome[0].stdout)
     _assert_everything_kept(endpoint, uri, tags, victim)
 
 
+@pytest.mark.parametrize("appends", [4, pytest.param(20, marks=pytest.mark.long)])
 def test_repair_races_python_appenders_on_the_dynamodb_store(
-    localstack, ls_bucket, ls_commit_table, run_cli
+    localstack, ls_bucket, ls_commit_table, run_cli, appends
 ):
     endpoint = localstack.endpoint
     uri = f"s3a://{ls_bucket}/race"
@@ -191,7 +198,9 @@ def test_repair_races_python_appenders_on_the_dynamodb_store(
             )
         )  # fmt: skip
 
-    tags = _race(endpoint, uri, [lambda t, w=w: w.append(_rows(t)) for w in writers], repair, 6)
+    tags = _race(
+        endpoint, uri, [lambda t, w=w: w.append(_rows(t)) for w in writers], repair, appends
+    )
     assert outcome[0].returncode == 0, outcome[0].stdout + outcome[0].stderr
     check = DynamoDBCheck(endpoint.dynamodb_client(), ls_commit_table, (uri,))
     _assert_everything_kept(endpoint, uri, tags, victim, check)

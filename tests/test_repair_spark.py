@@ -124,8 +124,9 @@ def test_v2_checkpoint_table_with_in_commit_timestamps(spark_tables, spark, run_
     assert str(root / victim) not in live and len(live) == len(snap.adds) - 1
 
 
+@pytest.mark.parametrize("appends", [3, pytest.param(12, marks=pytest.mark.long)])
 def test_repair_races_a_spark_appender_on_the_conditional_store(
-    localstack, ls_bucket, run_cli, tmp_path, monkeypatch
+    localstack, ls_bucket, run_cli, tmp_path, monkeypatch, appends
 ):
     """A Spark driver appends through deltaguard's conditional LogStore (the s3-conditional
     preset) on LocalStack while repair commits: no append lost, the repair committed once,
@@ -169,25 +170,31 @@ def test_repair_races_a_spark_appender_on_the_conditional_store(
         local_dir=tmp_path / "spark",
     )
     try:
-        tags = [f"spark-{i}" for i in range(6)]
+        tags: list[str] = []
         errors: list[BaseException] = []
+        repaired = threading.Event()
 
         def append() -> None:
             try:
-                for tag in tags:
+                while len(tags) < appends or not repaired.is_set():
+                    tag = f"spark-{len(tags)}"
                     spark.range(3).selectExpr(
                         "CAST(0 AS INT) AS writer",
                         "CAST(0 AS INT) AS batch",
                         "id AS seq",
                         f"'{tag}' AS payload",
                     ).write.format("delta").mode("append").save(uri)
+                    tags.append(tag)
             except BaseException as exc:
                 errors.append(exc)
 
         writer = threading.Thread(target=append)
         writer.start()
         args = ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style", "--yes"]
-        out = run_cli("repair", uri, *args, env=endpoint.credentials_env())
+        try:
+            out = run_cli("repair", uri, *args, env=endpoint.credentials_env())
+        finally:
+            repaired.set()
         writer.join()
         assert not errors, errors
         assert out.returncode == 0, out.stdout + out.stderr
