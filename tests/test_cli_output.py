@@ -161,6 +161,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
         "audit": [str(table)],
         "history": [str(table)],
         "orphans": [str(table)],
+        "repair": [str(table)],
         "conf check": [str(conf)],
         "probe": [f"s3://{ls_bucket}/lake", *s3, "--writers", "2", "--rounds", "1"],
         "migrate status": [
@@ -183,6 +184,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
         "audit": "deltaguard.audit/1",
         "history": "deltaguard.history/2",
         "orphans": "deltaguard.orphans.report/1",
+        "repair": "deltaguard.repair/1",
         "conf check": "deltaguard.conf-check/1",
         "probe": "deltaguard.probe/1",
         "migrate status": "deltaguard.migrate-status/1",

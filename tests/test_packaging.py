@@ -263,4 +263,8 @@ def test_cli_works_from_the_wheel_without_spark(wheel_venv, tmp_path):
         [cli, "orphans", str(table.root)], capture_output=True, text=True, env=venv_only
     )
     assert orphans.returncode == 0, orphans.stdout + orphans.stderr
+    repair = subprocess.run(
+        [cli, "repair", str(table.root), "--yes"], capture_output=True, text=True
+    )
+    assert repair.returncode == 0 and "nothing to repair" in repair.stdout, repair.stderr
     assert (tmp_path / "events" / rel).is_file()

@@ -39,6 +39,8 @@ from deltaguard.tools.cli_options import (
 )
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
+from deltaguard.tools.repair.options import HELP as REPAIR_HELP
+from deltaguard.tools.repair.options import repair_options, repair_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -671,6 +673,27 @@ def audit_command(
     if unreadable is not None:
         click.echo(f"deltaguard audit: {unreadable}", err=True)
     sys.exit(report.exit_code)
+
+
+@main.command("repair", help=REPAIR_HELP)
+@click.argument("table", type=TableLocation())
+@repair_options
+@s3_options
+@dynamodb_options
+@dynamodb_table_path_option
+def repair_command(
+    table: str,
+    table_paths: tuple[str, ...],
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    **o: Any,
+) -> None:
+    from deltaguard.tools.repair.run import run_repair
+
+    ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
+    dynamodb = _dynamodb_check(*ddb, o["endpoint"], o["region"])
+    sys.exit(run_repair(repair_request(table, dynamodb, **o)))
 
 
 @main.group("migrate")

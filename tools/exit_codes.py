@@ -7,7 +7,8 @@ README's table is this one). Every failure also prints one line on stderr,
     deleted everything it meant to delete, safe store.
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
-    in a dry run, damage ``orphans`` found (``stranded-commit``), an unsafe store.
+    or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
+    ``repair`` cannot fill, an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no
     ``_delta_log``, storage or credential errors that outlasted the retries, a snapshot that

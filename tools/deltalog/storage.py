@@ -477,6 +477,17 @@ class S3TableStore:
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         yield from self.read(rel_path).splitlines(keepends=True)
 
+    def read_range(self, rel_path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the file (one ranged GET). Raises as :meth:`read`."""
+        key = self._key(rel_path)
+        try:
+            response = self.client.get_object(
+                Bucket=self.root.bucket, Key=key, Range=f"bytes={start}-{end - 1}"
+            )
+            return bytes(response["Body"].read())
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "read", key) from None
+
     def stat(self, rel_path: str) -> FileInfo | None:
         key = self._key(rel_path)
         try:
