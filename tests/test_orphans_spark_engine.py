@@ -819,7 +819,7 @@ def test_sql_classification_matches_data_candidate_row_for_row(spark) -> None:
         (path, mtime, protected, named, tomb, tomb_ms, cdc)
         for path, mtime in product(["p=1/a.parquet", "_change_data/c.parquet"], [999, 1_000])
         for protected, named, tomb, cdc in product(flag_values, repeat=4)
-        for tomb_ms in ([None, 42] if tomb else [None])
+        for tomb_ms in ([None, 42, 1_795_325_575_419, -1] if tomb else [None])
     ]
     frame = spark.createDataFrame(
         rows,

@@ -74,7 +74,7 @@ def test_unknown_lines_are_clean_errors(run_cli):
     with pytest.raises(UnknownSparkLineError, match=r"hadoop-aws 3\.5\.0"):
         line_for("4.2", "3.3.4")
     out = run_cli("packages", "--spark-version", "4.0", "--hadoop-version", "3.3.4")
-    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "Spark 4.0 with Hadoop 3.3.4 is not a supported line" in out.stderr
 
 

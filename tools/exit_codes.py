@@ -1,5 +1,6 @@
-"""The exit codes of ``deltaguard audit``, ``history``, ``orphans`` and ``probe``: one meaning
-each, for every command (the README's table is this one).
+"""The exit codes of every ``deltaguard`` command: one meaning each, for every command (the
+README's table is this one). Every failure also prints one line on stderr,
+``deltaguard <command>: <what>`` (:mod:`deltaguard.tools.cli_errors`).
 
 ``0`` (:attr:`ExitCode.CLEAN`)
     done, nothing to act on: healthy table, history read, nothing to clean, cleanup that
@@ -24,6 +25,16 @@ each, for every command (the README's table is this one).
     after the signal, the requests in flight were settled (or their files recorded
     ``unknown``), and the manifest says ``"status": "interrupted"`` with the counts. Run the
     same command again to finish (docs/orphans.md, Interrupting a cleanup).
+``70`` (:attr:`ExitCode.UNEXPECTED`)
+    an error deltaguard does not know (a bug): the line says where the full trace was written
+    (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);
+    ``--debug`` prints it instead.
+``130`` (:attr:`ExitCode.SIGINT`), ``143`` (:attr:`ExitCode.SIGTERM`)
+    any other command stopped by Ctrl-C (SIGINT) or SIGTERM (128 + the signal number, what a
+    shell reports for a process killed by it): nothing was changed.
+
+Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
+profile) are code 2 too, as click gives them.
 """
 
 from __future__ import annotations
@@ -37,3 +48,6 @@ class ExitCode(IntEnum):
     UNREADABLE = 2
     DELETE_FAILED = 3
     INTERRUPTED = 4
+    UNEXPECTED = 70
+    SIGINT = 130
+    SIGTERM = 143

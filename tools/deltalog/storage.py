@@ -38,7 +38,8 @@ from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
-from deltaguard.tools.deltalog.errors import StorageError
+from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.progress import note
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +169,11 @@ class TableStore(Protocol):
         """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
         ...
 
+    def exists(self) -> bool:
+        """Whether anything is at the root: a local directory, at least one S3 object under
+        the prefix. Raises :class:`StorageError`."""
+        ...
+
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         """The file's lines (each with its ``\\n``): on local disk read as they are consumed,
         so a large commit is never held whole (S3: one GET, then split). Raises as
@@ -234,6 +240,9 @@ class LocalTableStore:
 
     def _abs(self, rel_path: str) -> Path:
         return self.root / rel_path if rel_path else self.root
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         base = self._abs(rel_dir)
@@ -410,6 +419,10 @@ class S3TableStore:
     def _key(self, rel_path: str) -> str:
         return self._prefix + rel_path
 
+    def exists(self) -> bool:
+        page: dict[str, Any] = next(iter(self.pages(self._prefix)), {})
+        return bool(page.get("Contents") or page.get("CommonPrefixes"))
+
     def _error(self, exc: Exception, what: str, key: str) -> StorageError:
         where = f"s3://{self.root.bucket}/{key}"
         if error_code(exc) in ("NoSuchKey", "404", "NotFound") or http_status(exc) == 404:
@@ -525,12 +538,16 @@ class S3TableStore:
         out = DeleteOutcome()
         prefix = self._prefix
         todo = list(rel_paths)
+        why = ""
         #: How the paths still in ``todo`` stand if no further request is sent.
         standing: tuple[str, str] | None = None  # (outcome, error); None: never sent
         for attempt in range(attempts):
             if not todo:
                 break
             if attempt:
+                note(
+                    f"retrying DeleteObjects of {len(todo)} keys after {why} ({attempt + 1}/{attempts})"
+                )
                 sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
             if stop is not None and stop():
                 break
@@ -550,6 +567,7 @@ class S3TableStore:
             except (ClientError, BotoCoreError) as exc:
                 standing = ("unknown" if _may_have_applied(exc) else "failed", describe(exc))
                 if _retryable(exc) and attempt + 1 < attempts:
+                    why = error_code(exc) or type(exc).__name__
                     continue
                 break
             errors = {e["Key"][len(prefix) :]: e for e in response.get("Errors", ())}
@@ -562,6 +580,7 @@ class S3TableStore:
                     out.missing.append(rel)
                 elif code in _RETRYABLE_KEY_ERRORS and attempt + 1 < attempts:
                     retry.append(rel)
+                    why = code
                     standing = ("failed", what)
                 else:
                     out.failed.append((rel, what))
@@ -610,18 +629,25 @@ class S3TableStore:
 
 
 def read_each(
-    store: TableStore, rel_paths: list[str], threads: int = 10
+    store: TableStore,
+    rel_paths: list[str],
+    threads: int = 10,
+    on_read: Callable[[], None] | None = None,
 ) -> list[bytes | StorageError]:
     """The contents of several files, in order, each either its bytes or the
     :class:`StorageError` reading it raised. S3 reads run concurrently (boto3 clients are
     thread-safe; 10 threads is botocore's default connection pool); local reads are
-    sequential (each store's ``read_threads``)."""
+    sequential (each store's ``read_threads``). ``on_read`` is called after each file (from
+    the reading thread): a progress counter."""
 
     def one(rel: str) -> bytes | StorageError:
         try:
             return store.read(rel)
         except StorageError as exc:
             return exc
+        finally:
+            if on_read is not None:
+                on_read()
 
     workers = min(threads, store.read_threads, len(rel_paths))
     if workers < 2:
@@ -655,6 +681,14 @@ def local_path(location: str) -> Path | None:
             f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
         )
     return Path(location)
+
+
+def table_not_found(store: TableStore, why: str) -> TableNotFoundError:
+    """The error for a location without a Delta log: ``<uri> does not exist`` when nothing at
+    all is there (a typo in the path), else ``<uri> is not a Delta table: <why>``."""
+    if not store.exists():
+        return TableNotFoundError(f"{store.uri} does not exist", store.uri)
+    return TableNotFoundError(f"{store.uri} is not a Delta table: {why}", store.uri)
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:

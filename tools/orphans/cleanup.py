@@ -60,6 +60,7 @@ from deltaguard.tools.orphans.manifest import (
 )
 from deltaguard.tools.orphans.references import collect_references
 from deltaguard.tools.orphans.rules import check_retention
+from deltaguard.tools.progress import Phase, phase
 
 DEFAULT_CLASSES = (FileClass.ORPHAN, FileClass.LOG_TEMP)
 
@@ -313,9 +314,10 @@ def execute(
     planned = targets(result, include_tombstones)
     doc = manifest_start(result, classes, len(planned), 0, 0)
     try:
-        checked = recheck(
-            store, result, planned, given_retention=given_retention, dynamodb=dynamodb
-        )
+        with phase("orphans: re-reading the log before deleting"):
+            checked = recheck(
+                store, result, planned, given_retention=given_retention, dynamodb=dynamodb
+            )
         plan = RecordWriter(manifest_path, PLAN_DIR)
         for c in checked.targets:
             plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
@@ -330,14 +332,16 @@ def execute(
     doc = manifest_start(result, classes, len(planned), len(checked.targets), len(checked.spared))
     doc["version_rechecked"] = checked.version
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
-    sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR))
-    requests = delete_in_batches(
-        store,
-        [c.path for c in checked.targets],
-        sink,
-        stop=None if stop is None else stop.is_set,
-    )
-    sink.finish()
+    to_delete = len(checked.targets)
+    with phase(f"orphans: deleting {to_delete:,} files", total=to_delete) as shown:
+        sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR), shown)
+        requests = delete_in_batches(
+            store,
+            [c.path for c in checked.targets],
+            sink,
+            stop=None if stop is None else stop.is_set,
+        )
+        sink.finish()
     interrupted = stop is not None and stop.is_set()
     doc.update(
         status="interrupted" if interrupted else "done",
@@ -379,8 +383,11 @@ class _OutcomeSink:
     kept and the records from then on are kept in :attr:`unwritten` instead (deleting goes
     on: what is known is never lost)."""
 
-    def __init__(self, targets: list[Candidate], records: RecordWriter) -> None:
+    def __init__(
+        self, targets: list[Candidate], records: RecordWriter, progress: Phase | None = None
+    ) -> None:
         self._targets = targets
+        self._progress = progress or Phase()
         self._records: RecordWriter | None = records
         self.counts = {k: 0 for k in ("deleted", "missing", "failed", "unknown", "not_sent")}
         self.error: str | None = None
@@ -394,6 +401,7 @@ class _OutcomeSink:
         for path, what, error in records:
             self.counts[what] += 1
             self._add(by_path[path], what, error)
+        self._progress.advance(len(records))
 
     def _add(self, c: Candidate, outcome: str, error: str | None) -> None:
         if self._records is None:

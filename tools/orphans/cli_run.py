@@ -8,8 +8,10 @@ began (the message and the manifest say what was deleted); 4 SIGINT or SIGTERM s
 ``--delete --yes`` (:mod:`.interrupt`: the manifest says ``interrupted`` and what was
 deleted, the terminal how to finish). Errors are one line
 on stderr, never a traceback. With ``--json`` stdout holds only the JSON report (its
-``cleanup``: the manifest's summary plus ``manifest_path``) and stderr stays empty unless
-there is an error (no progress display). The manifest of ``--delete --yes`` is a directory
+``cleanup``: the manifest's summary plus ``manifest_path``), with ``--format tsv`` only the
+candidates' rows (the summary line goes to stderr); stderr carries errors and, when
+:mod:`deltaguard.tools.progress` is on (``--progress``, or stderr a terminal), the progress
+display. The manifest of ``--delete --yes`` is a directory
 (:mod:`.manifest`, the same for both engines) at ``--manifest`` or, by default, under the
 state directory (:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working
 directory. A ``--manifest`` directory that already holds a manifest is refused (exit 2) before
@@ -28,7 +30,6 @@ from typing import Any
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
@@ -51,8 +52,10 @@ from deltaguard.tools.orphans.inventory_read import open_inventory
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.listing import ListingProgress
 from deltaguard.tools.orphans.manifest import ManifestPathError, refuse_existing
-from deltaguard.tools.orphans.report import print_report, to_json
+from deltaguard.tools.orphans.report import print_report, to_json, write_tsv_report
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
+from deltaguard.tools.output import stdout_console
+from deltaguard.tools.progress import phase
 from deltaguard.tools.state_dir import default_manifest_path
 
 
@@ -70,6 +73,8 @@ class OrphansRequest:
     include_tombstones: bool = False
     unsafe_retention: bool = False
     as_json: bool = False
+    #: ``--format tsv``: stdout holds only the candidates' rows.
+    tsv: bool = False
     manifest_path: Path | None = None
     workers: int | None = None
     #: ``--dynamodb-table`` and its options: the DynamoDB LogStore's table to ask.
@@ -99,7 +104,6 @@ def s3_options(req: OrphansRequest) -> S3Options:
 
 def scan_with_progress(
     store: TableStore,
-    console: Console,
     retention_ms: int | None,
     workers: int | None,
     dynamodb: DynamoDBCheck | None = None,
@@ -107,37 +111,25 @@ def scan_with_progress(
     inventory_s3: S3Options | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
 ) -> ScanResult:
-    """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
-    bytes, rate) refreshed from the listing counters."""
+    """:func:`.classify.scan` as a phase of :mod:`deltaguard.tools.progress` (shown only when
+    the display is on): the scan's step, and while listing the directories done of those
+    known, files, unreferenced bytes and rate, refreshed from the listing counters."""
     counters = ListingProgress()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[files]} files, {task.fields[dirs]} dirs, {task.fields[size]}"),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(
-            "reading the log", total=None, files=0, dirs="0/0", size="0 MiB", rate=""
-        )
+    with phase("orphans: reading the log") as shown:
         stop = threading.Event()
         started = time.monotonic()
 
         def refresh() -> None:
             while not stop.wait(0.2):
+                if not counters.dirs_done:  # not listing yet: the step's name says enough
+                    continue
                 done, pending = counters.dirs_done, max(counters.dirs_pending, 0)
                 elapsed = max(time.monotonic() - started, 1e-6)
-                bar.update(
-                    task,
+                shown.update(
                     total=done + pending or None,
                     completed=done,
-                    files=counters.files,
-                    dirs=f"{done}/{done + pending}",
-                    size=f"{counters.bytes / 2**20:.1f} MiB unreferenced",
-                    rate=f"{counters.files / elapsed:,.0f} files/s",
+                    detail=f"{counters.files:,} files, {counters.bytes / 2**20:.1f} MiB "
+                    f"unreferenced, {counters.files / elapsed:,.0f} files/s",
                 )
 
         ticker = threading.Thread(target=refresh, daemon=True)
@@ -148,7 +140,7 @@ def scan_with_progress(
                 retention_ms=retention_ms,
                 workers=workers,
                 progress=counters,
-                on_phase=lambda name: bar.update(task, description=name),
+                on_phase=lambda name: shown.update(description=f"orphans: {name}"),
                 dynamodb=dynamodb,
                 inventory=inventory,
                 inventory_s3=inventory_s3,
@@ -214,7 +206,7 @@ def interrupted_lines(cleanup: dict[str, Any], req: OrphansRequest) -> list[str]
 
 def run_orphans(req: OrphansRequest) -> int:
     """Runs the command; returns the exit code."""
-    out = Console()
+    out = stdout_console()
     err = Console(stderr=True, soft_wrap=True)
     retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
     try:
@@ -224,20 +216,9 @@ def run_orphans(req: OrphansRequest) -> int:
         s3 = s3_options(req)
         store = open_table(req.table, s3)
         inventory = inventory_of(req)
-        if req.as_json:  # nothing but the report: no progress display on stderr
-            result = scan(
-                store,
-                retention_ms=retention_ms,
-                workers=req.workers,
-                dynamodb=req.dynamodb,
-                inventory=inventory,
-                inventory_s3=s3,
-                range_files=req.range_files,
-            )
-        else:
-            result = scan_with_progress(
-                store, err, retention_ms, req.workers, req.dynamodb, inventory, s3, req.range_files
-            )
+        result = scan_with_progress(
+            store, retention_ms, req.workers, req.dynamodb, inventory, s3, req.range_files
+        )
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, ValueError) as exc:
@@ -296,7 +277,11 @@ def run_orphans(req: OrphansRequest) -> int:
         for text in interrupted_lines(cleanup, req):
             err.print(text, highlight=False)
         return code
-    print_report(result, out)
+    if req.tsv:  # stdout: the rows only; the outcome lines go to stderr
+        write_tsv_report(result, store)
+        out = err
+    else:
+        print_report(result, out)
     if line := damage_line(damaged):
         out.print(line, highlight=False, soft_wrap=True)
     if not planned:
