@@ -68,14 +68,30 @@ def wait_for_status(
     raise AssertionError(f"{summary} never said {status}")
 
 
+def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """Waits for the run to end, draining its output (a --json report outgrows the pipe);
+    returns its exit code, stdout and stderr."""
+    out, err = proc.communicate(timeout=180)
+    return proc.returncode, out, err
+
+
 def check_interrupted(
-    proc: subprocess.Popen[str], manifest: Path, planned: list[str], gone: set[str], sig: str
+    ended: tuple[int, str, str],
+    manifest: Path,
+    planned: list[str],
+    gone: set[str],
+    sig: str,
+    as_json: bool = False,
 ) -> dict[str, Any]:
-    """The checks every interrupted run must pass; returns the summary."""
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == ExitCode.INTERRUPTED == 4, out + err
+    """The checks every interrupted run must pass, ``ended`` as :func:`finish` returns it
+    (``as_json``: the run had ``--json``); returns the summary."""
+    code, out, err = ended
+    assert code == ExitCode.INTERRUPTED == 4, out + err
     assert "Traceback" not in err and "Aborted" not in err, err
     doc = read_manifest(manifest).summary
+    if as_json:  # stdout is the report, its cleanup the summary; the lines go to stderr
+        assert json.loads(out)["cleanup"] == {**doc, "manifest_path": str(manifest)}
+        out = err
     counts = doc["counts"]
     assert doc["status"] == "interrupted" and doc["signal"] == sig, doc
     done = counts["deleted"] + counts["missing"]
@@ -97,15 +113,16 @@ def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, ru
     planned = stray_table(tmp_path / "t", 8_000)
     manifest = tmp_path / "m"
     args = ["orphans", str(tmp_path / "t"), "--delete", "--yes", "--manifest", str(manifest)]
-    proc = start_cli(*args)
+    as_json = sig is signal.SIGTERM  # a scheduler's stop of a scripted run
+    proc = start_cli(*args, *(["--json"] if as_json else []))
     wait_for_status(manifest, "deleting", proc)
     first = tmp_path / "t" / planned[0]
     while first.exists():  # the first batch is being deleted: the signal lands mid-run
         assert proc.poll() is None
     proc.send_signal(sig)
-    proc.wait(timeout=120)
+    ended = finish(proc)
     gone = {p for p in planned if not (tmp_path / "t" / p).exists()}
-    check_interrupted(proc, manifest, planned, gone, sig.name)
+    check_interrupted(ended, manifest, planned, gone, sig.name, as_json)
     if sig is signal.SIGTERM:
         return  # the re-run below is the same for either signal
     # the same command is refused (the manifest is kept); with a new directory it finishes
@@ -114,6 +131,8 @@ def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, ru
     assert again.stderr.count("\n") == 1 and str(manifest) in again.stderr
     assert "already holds a manifest (status interrupted" in again.stderr
     assert "choose another directory with --manifest" in again.stderr
+    spark = run_cli(*args, "--engine", "spark")  # the same refusal, before a JVM starts
+    assert spark.returncode == 2 and spark.stderr == again.stderr, spark.stderr
     assert read_manifest(manifest).summary["status"] == "interrupted"  # not replaced
     args[-1] = str(tmp_path / "m2")
     finished = run_cli(*args)
@@ -181,7 +200,7 @@ def test_signal_mid_delete_on_s3(
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(sig)
-        proc.wait(timeout=120)
+        ended = finish(proc)
         deletes = [r for r in proxy.requests() if r["kind"] == "s3 DeleteObjects"]
     keys: set[str] = set()
     for page in client.get_paginator("list_objects_v2").paginate(
@@ -189,7 +208,7 @@ def test_signal_mid_delete_on_s3(
     ):
         keys |= {o["Key"].removeprefix("lake/t/") for o in page.get("Contents", [])}
     gone = {p for p in planned if p not in keys}
-    doc = check_interrupted(proc, manifest, planned, gone, sig.name)
+    doc = check_interrupted(ended, manifest, planned, gone, sig.name)
     assert len(deletes) == 4 == doc["requests"], deletes  # none sent after the signal
     assert doc["counts"]["deleted"] == 4_000 == len(gone)
     assert doc["counts"]["not_sent"] == 500

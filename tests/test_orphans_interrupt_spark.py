@@ -12,7 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from test_orphans_interrupt import check_interrupted, start_cli, stray_table, wait_for_status
+from test_orphans_interrupt import (
+    check_interrupted,
+    finish,
+    start_cli,
+    stray_table,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -37,8 +43,8 @@ def test_signal_mid_delete_with_the_spark_engine(tmp_path: Path, sig: signal.Sig
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.005)
     proc.send_signal(sig)
-    proc.wait(timeout=180)
+    ended = finish(proc)
     gone = {p for p in planned if not (tmp_path / "t" / p).exists()}
-    doc = check_interrupted(proc, manifest, planned, gone, sig.name)
+    doc = check_interrupted(ended, manifest, planned, gone, sig.name)
     assert doc["counts"]["deleted"] > 0 and not (manifest / ".stop").exists()
     assert (tmp_path / "t" / "p=a/live.parquet").exists()

@@ -497,7 +497,9 @@ def orphans_command(
 
     Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean found
     (dry run), or a stranded commit; 2: the table could not be read (or a setting was
-    refused); 3: some deletions failed or their outcome is unknown."""
+    refused); 3: some deletions failed or their outcome is unknown; 4: stopped by Ctrl-C or
+    SIGTERM during --delete --yes (the manifest says what was deleted; run it again to
+    finish)."""
     from dataclasses import replace
 
     from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans

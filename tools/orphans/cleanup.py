@@ -324,13 +324,13 @@ def execute(
         for c, why in checked.spared:
             plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
         plan.flush()
+        if stop is not None:
+            stop.arm()  # from here a signal stops the sending instead of raising
     except CleanupStopped as stopped:
         stopped_before_deleting(manifest_path, doc, stopped.signal_name)
         raise
     doc = manifest_start(result, classes, len(planned), len(checked.targets), len(checked.spared))
     doc["version_rechecked"] = checked.version
-    if stop is not None:
-        stop.arm()  # from here a signal stops the sending instead of raising
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
     to_delete = len(checked.targets)
     with phase(f"orphans: deleting {to_delete:,} files", total=to_delete) as shown:

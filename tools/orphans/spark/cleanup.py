@@ -257,32 +257,34 @@ def _execute_spark(
     prepare_manifest_dir(manifest_dir)
     classes = cleanup_classes(include_tombstones)
     planned = report_frame(spark, scan).where(F.col("class").isin(*[c.value for c in classes]))
+    context = spark.sparkContext
+    group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
+    marker = manifest_dir / STOP_MARKER
+    outcome_dir = manifest_dir / OUTCOME_DIR
+
+    def halt() -> None:  # the first signal once armed: no new delete, no new task
+        marker.touch()
+        context.cancelJobGroup(group)
+
     try:
         targets, doc = _plan(
             spark, spec, scan, planned, classes, manifest_dir, given_retention, dynamodb
         )
+        if stop is not None:
+            stop.on_stop(halt)
+            stop.arm()  # from here a signal stops the deletes instead of raising
     except CleanupStopped as stopped:  # nothing deleted yet: stop the jobs, say so
-        spark.sparkContext.cancelAllJobs()
-        doc = manifest_start(result, classes, 0, 0, 0)
-        stopped_before_deleting(manifest_dir, doc, stopped.signal_name)
+        context.cancelAllJobs()
+        marker.unlink(missing_ok=True)
+        stopped_before_deleting(
+            manifest_dir, manifest_start(result, classes, 0, 0, 0), stopped.signal_name
+        )
         raise
     count = doc["counts"]["planned"]
     tasks = max(1, -(-count // files_per_task))
-    marker = manifest_dir / STOP_MARKER
-    outcome_dir = manifest_dir / OUTCOME_DIR
     outcome_rdd = targets.repartition(tasks).rdd.mapPartitionsWithIndex(
         _deleter(spec, str(outcome_dir.resolve()), str(marker.resolve()))
     )
-    context = spark.sparkContext
-    group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
-
-    def halt() -> None:  # the first signal: no new delete, no new task
-        marker.touch()
-        context.cancelJobGroup(group)
-
-    if stop is not None:
-        stop.on_stop(halt)
-        stop.arm()  # from here a signal stops the deletes instead of raising
     write_summary(manifest_dir, doc)  # the plan is on disk: deleting may begin
     failure: Exception | None = None
     context.setJobGroup(group, "deltaguard orphans: deletes", interruptOnCancel=False)
