@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import BlindAppender, create_table
@@ -153,7 +153,14 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     python = BlindAppender(S3ConditionalLogStore(endpoint.s3_client()), _put(endpoint), uri)
 
     def deltars(tag: str) -> None:
-        write_deltalake(uri, _rows(tag), mode="append", storage_options=endpoint.delta_rs_options())
+        # two writers that never pause exhaust delta-rs's default budget of 15 attempts
+        write_deltalake(
+            uri,
+            _rows(tag),
+            mode="append",
+            storage_options=endpoint.delta_rs_options(),
+            commit_properties=CommitProperties(max_commit_retries=1000),
+        )
 
     outcome: list[Any] = []
 
