@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import BlindAppender, create_table
@@ -153,7 +153,14 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     python = BlindAppender(S3ConditionalLogStore(endpoint.s3_client()), _put(endpoint), uri)
 
     def deltars(tag: str) -> None:
-        write_deltalake(uri, _rows(tag), mode="append", storage_options=endpoint.delta_rs_options())
+        # two writers that never pause exhaust delta-rs's default budget of 15 attempts
+        write_deltalake(
+            uri,
+            _rows(tag),
+            mode="append",
+            storage_options=endpoint.delta_rs_options(),
+            commit_properties=CommitProperties(max_commit_retries=1000),
+        )
 
     outcome: list[Any] = []
 
@@ -315,3 +322,32 @@ def test_stranded_commit_without_dynamodb_table_or_with_an_entry_naming_another_
     assert out.returncode == 0 and "version 2 restored" in out.stdout, out.stdout + out.stderr
     assert s3.get_object(Bucket=loc.bucket, Key=loc.key)["Body"].read() == body
     assert len(load_snapshot(uri, s3=_s3(endpoint)).adds) == 3
+
+
+def test_footer_check_on_s3_reads_ranges_and_removes_a_truncated_file(
+    localstack, ls_bucket, run_cli
+):
+    """``--check footers`` on S3: each footer read by ranged GETs; a file cut short (same
+    name, fewer bytes) and one whose size is right but whose footer is garbage are removed."""
+    endpoint = localstack.endpoint
+    uri = f"s3://{ls_bucket}/footers"
+    store = S3ConditionalLogStore(endpoint.s3_client())
+    create_table(store, uri, arrow_schema())
+    for tag in ("a", "b", "c"):
+        BlindAppender(store, _put(endpoint), uri).append(_rows(tag))
+    s3 = endpoint.s3_client()
+    paths = sorted(load_snapshot(uri, s3=_s3(endpoint)).adds.paths())
+    short = S3Location.parse(f"{uri}/{paths[0]}")
+    body = s3.get_object(Bucket=short.bucket, Key=short.key)["Body"].read()
+    s3.put_object(Bucket=short.bucket, Key=short.key, Body=body[:-10])
+    garbled = S3Location.parse(f"{uri}/{paths[1]}")
+    body = s3.get_object(Bucket=garbled.bucket, Key=garbled.key)["Body"].read()
+    s3.put_object(Bucket=garbled.bucket, Key=garbled.key, Body=body[:-4] + b"XXXX")
+    exists = run_cli("repair", uri, *_cli_args(endpoint))
+    assert exists.returncode == 0, "every file exists: the existence check finds nothing"
+    done = run_cli("repair", uri, *_cli_args(endpoint, "--check", "footers", "--yes"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the log says" in done.stdout and "Parquet footer is unreadable" in done.stdout
+    removed = [a["remove"]["path"] for a in _commit_json(endpoint, uri, 4) if "remove" in a]
+    assert sorted(removed) == paths[:2]
+    assert sorted(load_snapshot(uri, s3=_s3(endpoint)).adds.paths()) == paths[2:]

@@ -108,14 +108,16 @@ def remove_action(add: Mapping[str, Any], now_ms: int) -> dict[str, Any]:
 
 
 def repair_actions(
-    snap: Snapshot,
+    read_version: int,
     adds: Sequence[Mapping[str, Any]],
     reasons: Mapping[str, str],
     check: str,
+    ict_after: int | None = None,
     now_ms: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The whole repair commit on top of ``snap`` removing ``adds`` (raw add objects);
-    ``reasons``: raw path -> what is wrong."""
+    """The whole repair commit on top of ``read_version`` removing ``adds`` (raw add
+    objects); ``reasons``: raw path -> what is wrong. ``ict_after``: the previous commit's
+    in-commit timestamp when the table has them on (None: off)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     paths = [str(a["path"]) for a in adds]
     info: dict[str, Any] = {
@@ -127,7 +129,7 @@ def repair_actions(
             "removedFiles": orjson.dumps(paths).decode(),
             "reasons": orjson.dumps({p: reasons.get(p, "") for p in paths}).decode(),
         },
-        "readVersion": snap.version,
+        "readVersion": read_version,
         "isolationLevel": "Serializable",
         "isBlindAppend": False,
         "operationMetrics": {
@@ -136,6 +138,6 @@ def repair_actions(
         },
         "engineInfo": ENGINE_INFO,
     }
-    if in_commit_timestamps(snap):
-        info = {"inCommitTimestamp": max(now_ms, (snap.timestamp_ms or 0) + 1), **info}
+    if ict_after is not None:
+        info = {"inCommitTimestamp": max(now_ms, ict_after + 1), **info}
     return [{"commitInfo": info}, *(remove_action(a, now_ms) for a in adds)]

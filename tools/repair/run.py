@@ -10,8 +10,9 @@
 5. ``--yes``: right before committing, re-read the log and re-check the planned files (a file
    that reappeared, or a version another writer committed, changes the plan); commit one
    version through the table's protocol (:mod:`.committer`); when another writer takes the
-   version, re-plan on the new snapshot and try again (up to ``attempts`` times). Never an
-   overwrite.
+   version, read the commits that won (:mod:`.catch_up`), drop the entries they decided
+   about, and try again at the next version (up to ``attempts`` times; a protocol or metadata
+   change re-plans on a full snapshot). Never an overwrite.
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to repair, or all
 repaired; 1 dry run with something to repair, or damage no repair can fix (a gap with no
@@ -39,11 +40,16 @@ from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, table_not_found
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_dangling
 from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
-from deltaguard.tools.repair.remove_commit import check_writable, repair_actions
+from deltaguard.tools.repair.remove_commit import (
+    check_writable,
+    in_commit_timestamps,
+    repair_actions,
+)
 from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
 
 
@@ -118,33 +124,47 @@ def _recheck(
 def _commit_removes(
     req: RepairRequest,
     store: TableStore,
-    snap: Snapshot,
     planned: list[Dangling],
     rec: _Record,
     out: _Out,
 ) -> int:
     committer = open_committer(store, req.protocol, req.s3, req.dynamodb)
     rec.commit_protocol = committer.protocol
+    snap: Snapshot | None = None
+    by_key: dict[str, dict[str, Any]] = {}
+    read_version, ict_after = -1, None
     for attempt in range(1, req.attempts + 1):
         rec.attempts = attempt
-        snap = _snapshot(store)  # the re-read right before committing
-        planned = _recheck(store, snap, planned, req.check)
+        if snap is None:  # the re-read right before committing (and a full re-plan)
+            snap = _snapshot(store)
+            planned = _recheck(store, snap, planned, req.check)
+            keys, paths = {d.key for d in planned}, {d.path for d in planned}
+            by_key = raw_adds(snap, keys, paths) if planned else {}
+            read_version = snap.version
+            ict_after = (snap.timestamp_ms or 0) if in_commit_timestamps(snap) else None
         if not planned:
-            out.line(f"nothing left to remove at version {snap.version}: no commit")
+            out.line(f"nothing left to remove at version {read_version}: no commit")
             return ExitCode.CLEAN
-        by_key = raw_adds(snap, {d.key for d in planned}, {d.path for d in planned})
         adds = [by_key[d.key] for d in planned]
         reasons = {str(by_key[d.key]["path"]): d.reason for d in planned}
-        actions = repair_actions(snap, adds, reasons, req.check.value)
-        rec.in_flight = snap.version + 1
+        actions = repair_actions(read_version, adds, reasons, req.check.value, ict_after)
+        rec.in_flight = read_version + 1
         try:
-            version = commit_next(committer.store, committer.table_uri, snap.version, actions)
+            version = commit_next(committer.store, committer.table_uri, read_version, actions)
         except VersionTakenError:
             rec.in_flight = None
+            news = catch_up(store, read_version, {d.key for d in planned})
             out.line(
-                f"version {snap.version + 1} was taken by another writer: re-planning on the "
-                "new snapshot"
+                f"version {read_version + 1} was taken by another writer: re-planning on "
+                + ("a full snapshot" if news.replan else f"version {news.version}")
             )
+            if news.replan:
+                snap = None
+                continue
+            planned = [d for d in planned if d.key not in news.touched]
+            read_version = news.version
+            if ict_after is not None:
+                ict_after = max(ict_after, news.timestamp_ms or 0)
             continue
         rec.committed_version, rec.in_flight = version, None
         rec.dangling = [{"path": str(a["path"]), "reason": reasons[str(a["path"])]} for a in adds]
@@ -219,7 +239,7 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
         elif not found:
             out.line(f"{store.uri}: nothing to repair at version {snap.version}")
         return ExitCode.FOUND if found or plan.gaps else ExitCode.CLEAN
-    code = _commit_removes(req, store, snap, planned, rec, out) if planned else ExitCode.CLEAN
+    code = _commit_removes(req, store, planned, rec, out) if planned else ExitCode.CLEAN
     if not planned and not rec.restored and not plan.complete:
         out.line(f"{store.uri}: nothing to repair at version {snap.version}")
     return ExitCode.FOUND if plan.gaps else code
