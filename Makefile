@@ -69,16 +69,17 @@ jar: $(PLUGIN_JAR) $(PLUGIN_JAR_SDK1)  ## build the plugin jars (SDK v2 and SDK 
 jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 	$(PY) -m deltaguard.spark_conf.jvm_deps > /dev/null
 
-localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, versitygw
+localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, versitygw, MinIO
 	bash localstack/install.sh
 	bash localstack/install_versitygw.sh
+	bash localstack/install_minio.sh
 
-# One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0) for the per-line
+# One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0, 4.1) for the per-line
 # tests and benchmarks, and each line's class data sharing archive for the test-bed drivers
 # (docs/testbed.md; cached, so only the first run pays about 35 s a line).
 spark-lines: venv jar  ## install the cached virtualenvs of the older Spark lines (per-line tests) and the drivers' class archives
 	$(PY) -m deltaguard.localstack.class_archive ensure > /dev/null
-	for python in $$($(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0); do \
+	for python in $$($(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0 4.1); do \
 	  $$python -m deltaguard.localstack.class_archive ensure > /dev/null || exit 1; \
 	done
 
@@ -88,11 +89,19 @@ demo: setup  ## set everything up, run the multi-driver demo on embedded S3 (Loc
 	$(PY) -m deltaguard.localstack.demo
 
 # The JUnit suite once per SDK generation: the shared protocol through each jar's adapter.
-test-java: ## the JUnit suite of logstore/, once per SDK generation
+# Then each jar's sources compile against the delta-storage of every line that runs it (the
+# jars are built against the oldest; Delta 4.x's delta-storage is Java 11+ class files, so
+# those builds use release 17, into target/<sdk>-delta<version>, apart from the shipped build).
+test-java: venv ## the JUnit suite of logstore/, once per SDK generation; the build against each line's delta-storage
 	for sdk in sdk2 sdk1; do \
 	  echo "JUnit, $$sdk jar:"; \
 	  $(MVN) -f logstore/pom.xml -P $$sdk test | grep -E 'Tests run|FAIL|ERROR|BUILD'; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	done
+	set -o pipefail; $(PY) -m deltaguard.spark_conf.spark_lines storage-builds | while read sdk delta; do \
+	  echo "compile, $$sdk jar against delta-storage $$delta"; \
+	  $(MVN) -q -f logstore/pom.xml -P $$sdk -Ddelta.version=$$delta -Dmaven.compiler.release=17 \
+	    -Dbuild.dir.name=$$sdk-delta$$delta compile || exit 1; \
 	done
 
 # Tests marked `long` (the long variants of races, soaks and property tests) run in `make soak`;

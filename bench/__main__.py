@@ -390,7 +390,13 @@ def _parser() -> argparse.ArgumentParser:
         "--line-race-appends",
         type=int,
         default=10,
-        help="appends per driver in each Spark line's staged race (4 drivers; 0: no race)",
+        help="appends per driver in each Spark line's staged race (0: no race)",
+    )
+    parser.add_argument(
+        "--line-race-drivers",
+        type=int,
+        default=4,
+        help="Spark drivers in each Spark line's staged race",
     )
 
     parser.add_argument(
@@ -497,7 +503,13 @@ def _measure_lines(b: _Bench) -> None:
     a = b.args
     b.results["spark_lines"] = _stamped(
         spark_lines.run(
-            b.endpoint, b.bucket, a.runs, a.commits, b.workdir, race_appends=a.line_race_appends
+            b.endpoint,
+            b.bucket,
+            a.runs,
+            a.commits,
+            b.workdir,
+            race_drivers=a.line_race_drivers,
+            race_appends=a.line_race_appends,
         ),
         a.runs,
     )
@@ -645,7 +657,7 @@ def _measure_replay(b: _Bench) -> None:
 #: them.
 MEASURE: dict[str, Callable[[_Bench], None]] = {
     "latency": _measure_latency,
-    "lines": _measure_lines,
+    "spark_lines": _measure_lines,
     "throughput": _measure_throughput,
     "snapshot_jobs": _measure_snapshot_jobs,
     "orphans": _measure_orphans,

@@ -15,7 +15,11 @@ class Endpoint:
     url: str
     region: str = "us-east-1"
     access_key: str = "test"
-    secret_key: str = "test"
+    #: Eight characters at least: MinIO refuses shorter root passwords. The test-bed processes
+    #: (drivers, writers, verifiers) build ``Endpoint(url=...)`` and so use these defaults;
+    #: every server the test bed starts accepts them (LocalStack, moto and DynamoDB Local do
+    #: not check secrets; versitygw and MinIO are started with them).
+    secret_key: str = "test-secret"
 
     def s3_storage(self) -> S3Storage:
         """The Spark/Hadoop storage setup that reaches this endpoint (path-style, plain HTTP)."""

@@ -1,7 +1,7 @@
 """The soak: mixed writers, faults, kills and cleanup on shared tables for a bounded time, then
 invariants checked by readers that did not write (``make soak``; docs/testbed.md).
 
-On one S3 server (LocalStack by default, or versitygw), on ``--tables`` tables at once:
+On one S3 server (LocalStack by default, versitygw or MinIO), on ``--tables`` tables at once:
 
 - writers (:mod:`deltaguard.localstack.soak_worker`): Spark drivers through deltaguard's
   conditional-write LogStore (appends, MERGE, append+DELETE, OPTIMIZE; Delta checkpoints every
@@ -36,7 +36,7 @@ writing, 0 lost, 0 duplicated, 0 missing files, audit healthy``). Any violation:
 the logs and a copy of every table kept under the work directory.
 
 Run: ``python -m deltaguard.localstack.soak [--duration SECONDS] [--seed N] [--server
-localstack|versitygw] [--workdir DIR]``.
+localstack|versitygw|minio] [--workdir DIR]``.
 """
 
 from __future__ import annotations
@@ -660,6 +660,11 @@ def _server(kind: str, workdir: Path) -> Iterator[Endpoint]:
 
         with VersityGWServer(workdir / "versitygw") as server:
             yield server.endpoint
+    elif kind == "minio":
+        from deltaguard.localstack.minio_server import MinIOServer
+
+        with MinIOServer(workdir / "minio") as minio:
+            yield minio.endpoint
     else:
         from deltaguard.localstack.localstack_server import LocalStackServer
 
@@ -673,7 +678,9 @@ def main(argv: list[str] | None = None) -> int:
         "--duration", type=float, default=900.0, help="seconds of writing (default 900)"
     )
     parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--server", choices=["localstack", "versitygw"], default="localstack")
+    parser.add_argument(
+        "--server", choices=["localstack", "versitygw", "minio"], default="localstack"
+    )
     parser.add_argument("--tables", type=int, default=3)
     parser.add_argument("--spark-writers", type=int, default=2, help="Spark driver JVMs at once")
     parser.add_argument("--python-writers", type=int, default=2)

@@ -24,7 +24,10 @@ Rules:
   jar in ``spark.jars.packages`` / ``spark.jars`` do not belong to one Spark line of
   :data:`~deltaguard.spark_conf.spark_lines.LINES` (e.g. Delta 3.3 with hadoop-aws 3.5.0, or the
   SDK v2 plugin jar with hadoop-aws 3.3.4, whose S3A has no SDK v2 client), or the DynamoDB
-  LogStore is set with the SDK v1 plugin jar (which does not carry it).
+  LogStore is set with the SDK v1 plugin jar (which does not carry it), or the Delta artifact is
+  built for a Spark no line supports (``delta-spark_4.3_2.13``) or for another Spark than the
+  lines that run its Delta, or its Delta minor is no line's (naming the plugin jar in
+  ``spark.jars`` that was not built for it).
 """
 
 from __future__ import annotations
@@ -41,7 +44,13 @@ from deltaguard.spark_conf.presets import (
     SINGLE_DRIVER_KEY,
 )
 from deltaguard.spark_conf.session import SINGLE_DRIVER_STORE
-from deltaguard.spark_conf.spark_lines import LINES, lines_of_delta, sdk_of_hadoop
+from deltaguard.spark_conf.spark_lines import (
+    LINES,
+    NEWEST,
+    SPARK_VERSIONS,
+    lines_of_delta,
+    sdk_of_hadoop,
+)
 
 _PREFIXED_FAMILIES = ("delta.logStore.", "io.delta.storage.", "deltaguard.logstore.")
 _DYNAMODB_KEY_PREFIXES = ("io.delta.storage.S3DynamoDBLogStore.",)
@@ -340,6 +349,23 @@ def _missing_jars(settings: _Settings) -> list[Finding]:
     return findings
 
 
+def _artifact_spark(artifact: str) -> str | None:
+    """The Spark line a Delta artifact names (``delta-spark_4.1_2.13`` is for Spark 4.1), or
+    None for Delta's unsuffixed artifacts (``delta-spark_2.13``)."""
+    match = re.fullmatch(r"delta-spark_(\d+\.\d+)_\d+\.\d+", artifact)
+    return match.group(1) if match else None
+
+
+def _supported() -> str:
+    """``3.3.3 (Spark 3.5), 4.4.0 (Spark 4.0, 4.1, 4.2)``."""
+    by_delta: dict[str, list[str]] = {}
+    for line in LINES:
+        by_delta.setdefault(line.delta, [])
+        if line.spark not in by_delta[line.delta]:
+            by_delta[line.delta].append(line.spark)
+    return ", ".join(f"{d} (Spark {', '.join(sparks)})" for d, sparks in by_delta.items())
+
+
 def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) -> list[Finding]:
     """``line-mismatch`` findings: the coordinates and plugin jar must be one line's."""
     packages = value("jars.packages")
@@ -373,11 +399,38 @@ def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) ->
     if packages and delta_spark:
         artifact, delta = delta_spark
         same_delta = lines_of_delta(delta)
-        lines = [line for line in same_delta if artifact.endswith("_" + line.scala)]
-        supported = ", ".join(dict.fromkeys(f"{ln.delta} (Spark {ln.spark})" for ln in LINES))
-        if not same_delta:
+        built_for = _artifact_spark(artifact)
+        lines = [
+            line
+            for line in same_delta
+            if artifact.endswith("_" + line.scala) and built_for in (None, line.spark)
+        ]
+        ours = f"{JAR_NAMES[plugin_sdk]} is not built for it; " if plugin_sdk else ""
+        if built_for is not None and built_for not in SPARK_VERSIONS:
             problems.append(
-                (packages, f"Delta {delta} is not a supported line; supported: {supported}")
+                (
+                    packages,
+                    f"{artifact}:{delta} is Delta for Spark {built_for}, which no deltaguard line "
+                    f"supports; {ours}the newest supported line is Spark {NEWEST.spark} "
+                    f"({NEWEST.delta_artifact}:{NEWEST.delta})",
+                )
+            )
+        elif not same_delta:
+            problems.append(
+                (
+                    packages,
+                    f"Delta {delta} is not a supported line; {ours}supported: {_supported()}",
+                )
+            )
+        elif built_for is not None and not lines:
+            problems.append(
+                (
+                    packages,
+                    f"{artifact}:{delta} is Delta for Spark {built_for}, but deltaguard's lines "
+                    f"run Delta {delta} on Spark "
+                    f"{', '.join(line.spark for line in same_delta)}; {ours}supported: "
+                    f"{_supported()}",
+                )
             )
         elif not lines:
             problems.append(

@@ -59,7 +59,7 @@ from deltaguard.spark_conf.jvm_deps import JarsNotResolvedError, submit_jars
 from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.spark_conf.request_tuning import setting_notes
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
-from deltaguard.spark_conf.spark_lines import SparkLine, installed_line, line_for
+from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, installed_line, line_for
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
@@ -99,7 +99,7 @@ class PresetOptions:
     #: ``packages``, ``auto`` (cache if resolved, else packages) or ``none``.
     jars: str = "auto"
     plugin_jar_path: str | None = None
-    #: The Spark line (``3.5``, ``4.0``, ``4.2``; default: the installed pyspark's, else the
+    #: The Spark line (``3.5``, ``4.0``, ``4.1``, ``4.2``; default: the installed pyspark's, else the
     #: newest) and the cluster's Hadoop (default: the one pyspark ships for that Spark).
     spark_version: str | None = None
     hadoop_version: str | None = None
@@ -244,6 +244,11 @@ def shipped_preset_file(name: PresetName) -> Path:
     return PRESET_DIR / f"{name.value}.properties"
 
 
+def _versions() -> str:
+    """``3.5, 4.0, 4.1 or 4.2``."""
+    return f"{', '.join(SPARK_VERSIONS[:-1])} or {SPARK_VERSIONS[-1]}"
+
+
 def shipped_preset_text(name: PresetName) -> str:
     """What ``presets/<name>.properties`` holds: the preset with default options, portable
     (jar settings are left to ``deltaguard conf render`` or the cluster)."""
@@ -253,7 +258,7 @@ def shipped_preset_text(name: PresetName) -> str:
     header = (
         f"deltaguard preset {name.value} with default options (AWS S3, us-east-1, default "
         "credential chain).\nJars: add `--packages $(deltaguard packages --spark-version V) --jars "
-        "$(deltaguard jar --spark-version V)` (V: 3.5, 4.0 or 4.2), or render it complete: "
+        f"$(deltaguard jar --spark-version V)` (V: {_versions()}), or render it complete: "
         f"deltaguard conf render {name.value} --spark-version V [options]."
     )
     if name is PresetName.S3_CONDITIONAL:

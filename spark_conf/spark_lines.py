@@ -83,13 +83,20 @@ class SparkLine:
         return self.sdk is SdkGeneration.V2
 
 
+#: Delta's newest JVM release on Maven Central for Spark 4.x. Delta 4.4.1 (October 2026) is on
+#: PyPI only: Maven Central serves no 4.4.1 artifact (delta-storage, delta-spark_2.13 and the
+#: _4.x_2.13 builds all 404; checked 2026-11-27), so the 4.x lines run Delta 4.4.0's jars next to
+#: the delta-spark 4.4.1 Python package (which pins pyspark >=4.0.1,<=4.2.0).
+DELTA_4_JVM = "4.4.0"
+DELTA_4_PIP = "delta-spark==4.4.1"
+
 LINES: tuple[SparkLine, ...] = (
     SparkLine(
         name="3.5",
         spark="3.5",
         scala="2.12",
-        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.2"),
-        delta="3.3.2",
+        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.3"),
+        delta="3.3.3",
         delta_artifact="delta-spark_2.12",
         hadoop="3.3.4",
         sdk=SdkGeneration.V1,
@@ -99,8 +106,8 @@ LINES: tuple[SparkLine, ...] = (
         name="3.5-hadoop3.4",
         spark="3.5",
         scala="2.12",
-        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.2"),
-        delta="3.3.2",
+        pip=("pyspark>=3.5.3,<3.6", "delta-spark==3.3.3"),
+        delta="3.3.3",
         delta_artifact="delta-spark_2.12",
         hadoop="3.4.1",
         sdk=SdkGeneration.V2,
@@ -108,23 +115,36 @@ LINES: tuple[SparkLine, ...] = (
         pip_hadoop=False,
     ),
     SparkLine(
+        # Delta 4.4's build for Spark 4.0, not Delta 4.0.1: `pip install delta-spark` next to
+        # pyspark 4.0 resolves 4.4.1, whose configure_spark_with_delta_pip asks for
+        # delta-spark_4.0_2.13 of its own version (docs/logstore.md, "Which Delta on Spark 4.0").
         name="4.0",
         spark="4.0",
         scala="2.13",
-        pip=("pyspark>=4.0.1,<4.1", "delta-spark==4.0.0"),
-        delta="4.0.0",
-        delta_artifact="delta-spark_2.13",
+        pip=("pyspark>=4.0.1,<4.1", DELTA_4_PIP),
+        delta=DELTA_4_JVM,
+        delta_artifact="delta-spark_4.0_2.13",
         hadoop="3.4.1",
         sdk=SdkGeneration.V2,
         sdk_bundle="software.amazon.awssdk:bundle:2.24.6",
     ),
     SparkLine(
+        name="4.1",
+        spark="4.1",
+        scala="2.13",
+        pip=("pyspark>=4.1.0,<4.2", DELTA_4_PIP),
+        delta=DELTA_4_JVM,
+        delta_artifact="delta-spark_4.1_2.13",
+        hadoop="3.4.2",
+        sdk=SdkGeneration.V2,
+        sdk_bundle="software.amazon.awssdk:bundle:2.29.52",
+    ),
+    SparkLine(
         name="4.2",
         spark="4.2",
         scala="2.13",
-        # Delta's JVM artifacts are 4.4.0: 4.4.1 exists on PyPI only.
-        pip=("pyspark==4.2.0", "delta-spark==4.4.1"),
-        delta="4.4.0",
+        pip=("pyspark==4.2.0", DELTA_4_PIP),
+        delta=DELTA_4_JVM,
         delta_artifact="delta-spark_4.2_2.13",
         hadoop="3.5.0",
         sdk=SdkGeneration.V2,
@@ -149,15 +169,38 @@ def by_name(name: str) -> SparkLine:
     )
 
 
+def _numbers(version: str, parts: int = 3) -> tuple[int, ...]:
+    """``"4.3.0"`` -> ``(4, 3)`` for ``parts=2``; ``()`` if it is not numeric."""
+    try:
+        return tuple(int(p) for p in version.split(".")[:parts])
+    except ValueError:
+        return ()
+
+
+def _unsupported(spark_version: str) -> str:
+    """One line: why no line fits ``spark_version``, naming the newest supported line."""
+    asked = _numbers(spark_version, 2)
+    if not asked:
+        why = "is not a Spark version"
+    elif asked > _numbers(NEWEST.spark, 2):
+        why = "is not supported: no Delta release supports it yet"
+    else:
+        why = "is not a supported line"
+    return (
+        f"Spark {spark_version} {why}; the newest supported line is Spark {NEWEST.spark} "
+        f"(Delta {NEWEST.delta}, hadoop-aws {NEWEST.hadoop}); supported: "
+        f"{', '.join(SPARK_VERSIONS)}"
+    )
+
+
 def line_for(spark_version: str, hadoop_version: str | None = None) -> SparkLine:
     """The line for Spark ``spark_version`` (any patch level) on Hadoop ``hadoop_version``
-    (default: the Hadoop pyspark ships for that Spark). Raises UnknownSparkLineError."""
+    (default: the Hadoop pyspark ships for that Spark). Raises UnknownSparkLineError, whose
+    message is one line naming the newest supported line."""
     spark = _minor(spark_version)
     candidates = [line for line in LINES if line.spark == spark]
     if not candidates:
-        raise UnknownSparkLineError(
-            f"Spark {spark_version} is not a supported line; supported: {', '.join(SPARK_VERSIONS)}"
-        )
+        raise UnknownSparkLineError(_unsupported(spark_version))
     if hadoop_version is None:
         return next(line for line in candidates if line.pip_hadoop)
     for line in candidates:
@@ -179,12 +222,18 @@ def installed_pyspark() -> str | None:
 
 def installed_line() -> SparkLine:
     """The line this interpreter runs: the one its virtualenv names (:data:`LINE_MARKER`), else
-    the installed pyspark's (with the Hadoop it ships), else the newest line."""
+    the installed pyspark's (with the Hadoop it ships), else the newest line. Raises
+    UnknownSparkLineError when the installed pyspark is of no supported line (e.g. 4.3)."""
     marker = Path(sys.prefix) / LINE_MARKER
     if marker.is_file():
         return by_name(marker.read_text().strip())
     version = installed_pyspark()
-    return line_for(version) if version else NEWEST
+    if version is None:
+        return NEWEST
+    try:
+        return line_for(version)
+    except UnknownSparkLineError as exc:
+        raise UnknownSparkLineError(f"the installed pyspark: {exc}") from None
 
 
 def lines_of_delta(delta_version: str) -> list[SparkLine]:
@@ -196,3 +245,17 @@ def sdk_of_hadoop(hadoop_version: str) -> SdkGeneration:
     """hadoop-aws 3.3.x and older are SDK v1; 3.4.0 and later SDK v2 (HADOOP-18820)."""
     major, minor = (int(p) for p in hadoop_version.split(".")[:2])
     return SdkGeneration.V1 if (major, minor) < (3, 4) else SdkGeneration.V2
+
+
+def storage_builds() -> list[tuple[str, str]]:
+    """Each (plugin jar's SDK generation, delta-storage version) some line runs together: the
+    builds ``make test-java`` compiles beyond the shipped ones (which use the oldest)."""
+    oldest = min((line.delta for line in LINES), key=_numbers)
+    return list(dict.fromkeys((ln.sdk.value, ln.delta) for ln in LINES if ln.delta != oldest))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["storage-builds"]:
+        sys.exit("usage: python -m deltaguard.spark_conf.spark_lines storage-builds")
+    for sdk, delta in storage_builds():
+        print(sdk, delta)

@@ -25,6 +25,7 @@ import pytest
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
+from deltaguard.localstack.minio_server import MinIOServer
 from deltaguard.localstack.moto_server import MotoServer
 from deltaguard.localstack.versitygw_server import VersityGWServer
 from deltaguard.logstore.s3_conditional import forget_verifications
@@ -35,6 +36,7 @@ SERVER_FIXTURES = frozenset(
         "localstack",
         "moto",
         "versitygw",
+        "minio",
         "ls_bucket",
         "moto_bucket",
         "ls_proxy",
@@ -127,6 +129,13 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
 def versitygw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VersityGWServer]:
     """versitygw, the second real S3 server (S3 only); not installed = an error, not a skip."""
     with VersityGWServer(tmp_path_factory.mktemp("versitygw")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinIOServer]:
+    """MinIO, the third real S3 server (S3 only); not installed = an error, not a skip."""
+    with MinIOServer(tmp_path_factory.mktemp("minio")) as server:
         yield server
 
 

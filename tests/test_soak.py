@@ -2,10 +2,11 @@
 Python and delta-rs writers with seeded faults, SIGKILLs and orphan cleanup while they write,
 checked by readers that did not write.
 
-On LocalStack (a 90-second smoke run in `make test`, 3 minutes in `make soak`) and on versitygw,
+On LocalStack (a 90-second smoke run in `make test`, 3 minutes in `make soak`), on versitygw,
 the second real S3 server (Python and delta-rs writers for 30 s in `make test`; with a Spark
-driver for 60 s in `make soak`). A violation fails with the soak's own account; its work
-directory keeps the logs, the ledgers and a copy of the tables.
+driver for 60 s in `make soak`), and on MinIO, the third (with a Spark driver for 60 s, in
+`make soak` only). A violation fails with the soak's own account; its work directory keeps the
+logs, the ledgers and a copy of the tables.
 """
 
 from __future__ import annotations
@@ -122,3 +123,20 @@ def test_soak_on_versitygw(config, min_commits, versitygw, tmp_path):
     """Retention 100 s: the cleanup passes delete nothing while writing (not asserted)."""
     result = run_soak(versitygw.endpoint, config, tmp_path)
     _assert_clean(result, tmp_path, config, False, min_commits)
+
+
+@pytest.mark.long
+def test_soak_on_minio(minio, tmp_path):
+    """``make soak`` only: Spark, Python and delta-rs writers on MinIO for 60 s with faults,
+    kills and cleanup passes (retention 100 s: they delete nothing while writing, not
+    asserted). The short MinIO runs in ``make test`` are test_minio.py's races."""
+    config = SoakConfig(
+        duration_s=60,
+        seed=29,
+        tables=2,
+        spark_writers=1,
+        kill_every_s=25,
+        orphans_every_s=25,
+        cleanup_retention_s=100,
+    )
+    _assert_clean(run_soak(minio.endpoint, config, tmp_path), tmp_path, config, False, 30)

@@ -19,7 +19,12 @@ from deltaguard.localstack.multi_driver import (
     MultiDriverResult,
     run_multi_driver,
 )
-from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
+from deltaguard.localstack.race import (
+    DATA_COMMIT_FILE_REGEX,
+    count_log_reads,
+    hold_one_commit_put,
+    requests_per_commit,
+)
 from deltaguard.localstack.spark_driver import build_test_session
 from deltaguard.spark_conf.preset_name import PresetName
 
@@ -119,13 +124,6 @@ def test_conditional_store_4_drivers_x_5_appends_lose_nothing(
     )
 
 
-def count_log_reads() -> list[FaultRule]:
-    """Rules that never fire and only count (``matched``) the GETs and HEADs of files in
-    ``_delta_log/``: the reads of peers' commits, which grow with the number of drivers."""
-    log_file = r"/_delta_log/[^/]+$"
-    return [FaultRule("delay", method=m, path_regex=log_file, rate=0.0) for m in ("GET", "HEAD")]
-
-
 def assert_requests_per_append(
     localstack, proxy, bucket: str, commits: int, drivers: int, since: dict | None = None
 ):
@@ -140,13 +138,13 @@ def assert_requests_per_append(
     stats when the drivers started appending together; the budget then counts the requests
     after it, per append (the CREATE and the start-up were before)."""
     stats = proxy.stats()
-    by_kind, log_reads = stats["by_kind"], sum(r["matched"] for r in stats["rules"][1:])
-    own = sum(by_kind.values()) - log_reads
+    by_kind = stats["by_kind"]
+    own = requests_per_commit(stats, 1)["own"]
     per = commits
     if since is not None:
-        own -= sum(since["by_kind"].values()) - sum(r["matched"] for r in since["rules"][1:])
+        own -= requests_per_commit(since, 1)["own"]
         per = commits - 1
-    assert own <= 15 * per, (own / per, log_reads / commits, by_kind)
+    assert own <= 15 * per, (own / per, requests_per_commit(stats, commits), by_kind)
     assert by_kind.get("s3 CopyObject", 0) == 0, by_kind
     assert by_kind.get("s3 DeleteObject", 0) <= drivers, by_kind
     keys = _table_keys(localstack, bucket)

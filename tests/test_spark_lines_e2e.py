@@ -1,5 +1,6 @@
-"""Every Spark line end to end on LocalStack: real driver JVMs of Spark 3.5 (Delta 3.3.2,
-hadoop-aws 3.3.4, the SDK v1 jar) and Spark 4.0 (Delta 4.0.0, hadoop-aws 3.4.1, the SDK v2 jar)
+"""Every Spark line end to end on LocalStack: real driver JVMs of Spark 3.5 (Delta 3.3.3,
+hadoop-aws 3.3.4, the SDK v1 jar), Spark 4.0 (Delta 4.4's build for Spark 4.0, hadoop-aws 3.4.1)
+and Spark 4.1 (Delta 4.4's build for Spark 4.1, hadoop-aws 3.4.2), both with the SDK v2 jar,
 started from their own cached virtualenvs (spark_line_venvs), next to the project's Spark 4.2.
 
 Per line, at reduced size (the larger runs are in ``make bench``): the staged race through the
@@ -7,7 +8,8 @@ conditional store (3 drivers x 5 appends: nothing lost or duplicated) and throug
 default store (loses a commit: the race can fail), the fail-closed check, and lost responses /
 409 / 503 on commit PUTs. The staged race also on Spark 3.5 with Hadoop 3.4.1's client jars
 ahead of pyspark's (hadoop-aws 3.4.1, the SDK v2 jar). And one table written by a Spark 3.5 and
-a Spark 4.2 driver at once, and the fan-out writer on Spark 3.5.
+a Spark 4.2 driver at once, and the fan-out writer on Spark 3.5 (and 4.1 in ``make soak``). (The
+checkpoint file manager and a stream per line: tests/test_streaming.py.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import by_name
 
 pytestmark = pytest.mark.spark
-OTHER_LINES = ["3.5", "4.0"]
+OTHER_LINES = ["3.5", "4.0", "4.1"]
 
 
 @pytest.fixture(scope="session")
@@ -98,7 +100,11 @@ def test_staged_race_conditional_store_loses_nothing(
     assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=16, drivers=3)
 
 
-@pytest.mark.parametrize("line", OTHER_LINES)
+# 4.1 in `make soak`: its Delta default store is Delta 4.4's, whose loss `make test` shows on
+# the installed 4.2 line (test_spark_commits.py); `make bench` runs it on every line.
+@pytest.mark.parametrize(
+    "line", [*OTHER_LINES[:-1], pytest.param(OTHER_LINES[-1], marks=pytest.mark.long)]
+)
 def test_staged_race_delta_default_store_loses_a_commit(
     line, line_python, localstack, ls_proxy, ls_bucket, tmp_path
 ):
@@ -189,12 +195,15 @@ def test_mixed_lines_on_one_table_lose_nothing(
     assert (protocol["minReaderVersion"], protocol["minWriterVersion"]) == (1, 2), protocol
 
 
-def test_fanout_writer_on_spark_3_5(line_python, localstack, ls_bucket, tmp_path):
-    """deltaguard's fan-out writer (write_fanout) on Spark 3.5 / Delta 3.3: concurrent first
-    writes, schema evolution, two fan-outs racing to create one table, and a failing write, all
-    reported exactly, through the SDK v1 jar."""
+# 4.1 in `make soak`: the fan-out library is the same code on every line; `make test` runs it
+# through the SDK v1 jar here and on 4.2 in test_fanout.py.
+@pytest.mark.parametrize("line", ["3.5", pytest.param("4.1", marks=pytest.mark.long)])
+def test_fanout_writer_on_older_lines(line, line_python, localstack, ls_bucket, tmp_path):
+    """deltaguard's fan-out writer (write_fanout) on Spark 3.5 / Delta 3.3 (through the SDK v1
+    jar) and Spark 4.1 / Delta 4.4: concurrent first writes, schema evolution, two fan-outs
+    racing to create one table, and a failing write, all reported exactly."""
     report = fanout_run.run_trap(
-        localstack.endpoint, f"s3a://{ls_bucket}/trap", tmp_path, line_python("3.5")
+        localstack.endpoint, f"s3a://{ls_bucket}/trap", tmp_path, line_python(line)
     )
     for case in ("create", "evolve"):
         fanout = report["fanout"][case]

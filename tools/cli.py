@@ -60,8 +60,9 @@ def _line_options(f: F) -> F:
     )(f)
     return click.option(
         "--spark-version",
-        type=click.Choice(SPARK_VERSIONS),
-        help="the Spark line (default: the installed pyspark's, else the newest)",
+        metavar="|".join(SPARK_VERSIONS),
+        help="the Spark line (default: the installed pyspark's, else the newest); another "
+        "version is refused with exit code 2",
     )(f)
 
 
