@@ -13,7 +13,8 @@ starts a driver (the test bed's session, ``s3-conditional`` preset,
   ``APP``);
 - ``blind``: one plain append (deltaguard's store derives its ``N.crc`` itself, carrying the
   ``setTransactions`` of ``(N-1).crc``: ``CommitChecksums.java``);
-- ``quit``.
+- ``rows``: the table's rows per tag, as this driver reads them;
+- ``quit`` (or the end of stdin).
 
 Each answer gives the table's version before and after the command as the log says (deltaguard's
 own listing through boto3: what landed, not what the driver believes), the ``txn`` actions of the
