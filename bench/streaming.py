@@ -1,28 +1,36 @@
-"""Streaming: micro-batch commit latency, Spark jobs and checkpoint requests per micro-batch
+"""Streaming: micro-batch latency, Spark jobs and S3 requests per micro-batch, with the preset as
+shipped against the preset before issue 44 (the baseline) in the same run
 (``python -m bench --only streaming``).
 
 Every request of the drivers goes through the fault proxy with :data:`LATENCY_MS` per request
-(as the throughput benchmark), to LocalStack, in one run of each scenario
-(``localstack/streams.py``, ``s3-conditional`` preset, file sources of one file per
-micro-batch, checkpoints on S3):
+(as the throughput benchmark), to LocalStack, in one run of each row (``localstack/streams.py``,
+``s3-conditional`` preset, file sources of one file per micro-batch, checkpoints on S3); the
+test bed's own requests (the table's creation, the read-back that checks exactly once) go to
+LocalStack directly and are not counted. Scenarios:
 
-- ``alone``: one query;
-- ``two_queries_and_batch``: two queries (two driver processes) and a batch writer.
+- ``alone``: one query, on each line of :data:`LINES` (the newest line and another, each
+  driver run by its line's interpreter);
+- ``two_queries_and_batch``: two queries (two driver processes) and a batch writer, on the
+  newest line.
 
-Per micro-batch, pooled over a scenario's queries: Spark's ``triggerExecution`` (the whole
-micro-batch: offsets file, the Delta write and commit, commits file) and ``addBatch`` (the
-Delta sink's write and commit) p50/p95; Spark jobs per micro-batch (a streaming write
-carries a ``txn`` action, so Delta reconstructs the snapshot's transactions); S3 requests per
-micro-batch on the query's checkpoint (the fault proxy's request log,
-:func:`~deltaguard.localstack.fault_proxy.requests_under`) by kind, and on everything else.
-The checkpoint file manager's before and after, in the same run: ``alone`` runs the preset
-as shipped (deltaguard's one-PUT manager, :data:`~deltaguard.spark_conf.request_tuning.
-MANAGER_CLASS_KEY`), ``alone_spark_manager`` the same with Spark's default (rename-based)
-manager: :func:`spark_default_manager_conf`.
+Each scenario runs with the preset before issue 44 (:func:`~deltaguard.spark_conf.
+request_tuning.s3a_exists_conf`: the checkpoint file manager's ``exists`` through S3A) and as
+shipped, one after the other. Per micro-batch, pooled over a row's queries: Spark's
+``triggerExecution`` (the whole micro-batch: offsets file, the Delta write and commit, commits
+file) and ``addBatch`` (the Delta sink's write and commit) p50/p95, and their ratio to the
+baseline row of the same scenario and line; Spark jobs per micro-batch, by job description
+(``Delta: <query>: Compute snapshot for version: N`` is Delta's state reconstruction: the
+sink's ``txnVersion`` lookup); S3 requests per micro-batch from the fault proxy's log
+(:func:`~deltaguard.localstack.fault_proxy.requests_under`): on the query's checkpoint by kind,
+the table log's reads (GET/HEAD of commits, checkpoints and ``_last_checkpoint``: Delta's state
+reconstruction reads the commits since the last checkpoint, and Delta's HEAD of each new
+commit), and the rest (the data files, the commit, its ``N.crc``, the log listing, the
+checkpoint every 10 versions).
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -32,21 +40,32 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
 from deltaguard.localstack.streams import StreamsResult, run_streams
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.spark_conf.request_tuning import MANAGER_CLASS_KEY, untuned_conf
-from deltaguard.spark_conf.spark_lines import installed_line
+from deltaguard.spark_conf.request_tuning import s3a_exists_conf
+from deltaguard.spark_conf.spark_lines import NEWEST, by_name
 
+from .spark_lines import line_python
 from .stats import percentile
 
 LATENCY_MS = 20.0
 FILES = 20
 ROWS_PER_FILE = 100
 BATCH_APPENDS = 10
-
-
-def spark_default_manager_conf() -> dict[str, str]:
-    """The installed line's preset with Spark's own checkpoint file manager (a temp file and
-    a rename) instead of the preset's: the "before" of the checkpoint requests."""
-    return {MANAGER_CLASS_KEY: untuned_conf(installed_line())[MANAGER_CLASS_KEY]}
+#: The lines a lone query runs on: the newest and the oldest (the SDK v1 jar).
+LINES = (NEWEST.name, "3.5")
+#: (row key, queries, batch writer appends, lines)
+SCENARIOS = (
+    ("alone", 1, 0, LINES),
+    ("two_queries_and_batch", 2, BATCH_APPENDS, (NEWEST.name,)),
+)
+#: (preset, settings on top of the shipped preset)
+PRESETS: tuple[tuple[str, dict[str, str] | None], ...] = (
+    ("before issue 44", s3a_exists_conf()),
+    ("shipped", None),
+)
+#: A table log read: a commit, a checkpoint part, ``_last_checkpoint`` (GET or HEAD).
+_LOG_READ = re.compile(
+    r"/_delta_log/(\d{20}\.json|\d{20}\.checkpoint[^/]*\.parquet|_last_checkpoint)$"
+)
 
 
 def checkpoint_requests(
@@ -66,6 +85,12 @@ def checkpoint_requests(
     }
 
 
+def _is_log_read(entry: dict[str, Any]) -> bool:
+    return entry["kind"].endswith(("GetObject", "HeadObject")) and bool(
+        _LOG_READ.search(entry["path"])
+    )
+
+
 def _scenario(
     endpoint: Endpoint,
     bucket: str,
@@ -75,41 +100,62 @@ def _scenario(
     batch_appends: int,
     spark_conf: dict[str, str] | None,
     files: int,
+    python: str,
 ) -> dict[str, Any]:
     with FaultProxy(endpoint, workdir / name, latency_ms=LATENCY_MS) as proxy:
         result = run_streams(
             f"s3a://{bucket}/streaming-{name}",
             endpoint_url=proxy.endpoint.url,
+            bed_endpoint_url=endpoint.url,
             workdir=workdir / name,
             queries=queries,
             files=files,
             rows_per_file=ROWS_PER_FILE,
             batch_appends=batch_appends,
             spark_conf=spark_conf,
+            python=python,
         )
         log = proxy.requests()
-    batches = [b for reports in result.reports.values() for r in reports for b in r["batches"]]
+    reports = [r for rs in result.reports.values() for r in rs]
+    batches = [b for r in reports for b in r["batches"]]
     trigger = [b["duration_ms"]["triggerExecution"] / 1000 for b in batches]
     add = [b["duration_ms"].get("addBatch", 0) / 1000 for b in batches]
-    jobs = [
-        r["spark_jobs"] / max(1, len(r["batches"])) for rs in result.reports.values() for r in rs
-    ]
+    jobs = [r["spark_jobs"] / max(1, len(r["batches"])) for r in reports]
+    by_description: Counter[str] = Counter()
+    for r in reports:
+        by_description.update(r.get("spark_jobs_by_description", {}))
     ckpt = {q.name: checkpoint_requests(log, result, q.name) for q in result.queries}
     on_checkpoints = sum(c["per_batch"] * c["batches"] for c in ckpt.values())
+    log_reads = sum(1 for e in log if _is_log_read(e))
+    n = len(batches)
     return {
+        "spark_version": reports[0].get("spark_version"),
         "queries": queries,
         "batch_appends": batch_appends,
-        "micro_batches": len(batches),
+        "micro_batches": n,
         "micro_batch_s_p50": percentile(trigger, 50),
         "micro_batch_s_p95": percentile(trigger, 95),
         "add_batch_s_p50": percentile(add, 50),
         "add_batch_s_p95": percentile(add, 95),
         "spark_jobs_per_micro_batch": statistics.median(jobs),
+        "spark_jobs_by_description_per_micro_batch": {
+            d: round(c / n, 2) for d, c in by_description.most_common()
+        },
         "checkpoint_requests": ckpt,
-        "other_requests_per_micro_batch": round((len(log) - on_checkpoints) / len(batches), 2),
+        "requests_per_micro_batch": round(len(log) / n, 2),
+        "log_reads_per_micro_batch": round(log_reads / n, 2),
+        "other_requests_per_micro_batch": round((len(log) - on_checkpoints - log_reads) / n, 2),
         "exactly_once": all(
             not result.missing(q) and not result.duplicated(q) for q in result.queries
         ),
+    }
+
+
+def _ratios(row: dict[str, Any], baseline: dict[str, Any]) -> dict[str, float]:
+    return {
+        key: round(row[key] / baseline[key], 2)
+        for key in ("micro_batch_s_p50", "micro_batch_s_p95", "requests_per_micro_batch")
+        if baseline.get(key)
     }
 
 
@@ -118,50 +164,100 @@ def run(
     bucket: str,
     workdir: Path,
     files: int = FILES,
-    batch_appends: int = BATCH_APPENDS,
 ) -> dict[str, Any]:
-    """Both scenarios with the preset as shipped (``files`` micro-batches per query,
-    ``batch_appends`` for the batch writer), and ``alone`` with Spark's default checkpoint
-    file manager."""
+    """Every scenario of :data:`SCENARIOS` on its lines, with each preset of :data:`PRESETS`
+    in turn (``files`` micro-batches per query); each shipped row carries its ratios to the
+    baseline row before it."""
+    rows = []
+    for scenario, queries, appends, lines in SCENARIOS:
+        for line in lines:
+            python = line_python(by_name(line))
+            baseline = None
+            for preset, conf in PRESETS:
+                name = f"{scenario}-{line}-{preset.replace(' ', '-')}"
+                row = {
+                    "scenario": scenario,
+                    "line": line,
+                    "preset": preset,
+                    **_scenario(
+                        endpoint,
+                        bucket,
+                        workdir,
+                        name,
+                        queries,
+                        appends,
+                        conf,
+                        files,
+                        python,
+                    ),
+                }
+                if baseline is None:
+                    baseline = row
+                else:
+                    row["vs_baseline"] = _ratios(row, baseline)
+                rows.append(row)
     return {
         "latency_ms": LATENCY_MS,
         "files": files,
         "rows_per_file": ROWS_PER_FILE,
-        "alone": _scenario(endpoint, bucket, workdir, "alone", 1, 0, None, files),
-        "alone_spark_manager": _scenario(
-            endpoint, bucket, workdir, "spark-manager", 1, 0, spark_default_manager_conf(), files
-        ),
-        "two_queries_and_batch": _scenario(
-            endpoint, bucket, workdir, "two-and-batch", 2, batch_appends, None, files
-        ),
+        "rows": rows,
     }
+
+
+def _jobs_cell(row: dict[str, Any]) -> str:
+    snapshot = sum(
+        n
+        for d, n in row.get("spark_jobs_by_description_per_micro_batch", {}).items()
+        if "Compute snapshot" in d
+    )
+    return f"{row['spark_jobs_per_micro_batch']:.1f} ({snapshot:.1f})"
 
 
 def markdown(section: dict[str, Any]) -> list[str]:
+    labels = {"alone": "one query", "two_queries_and_batch": "two queries + a batch writer"}
     lines = [
-        "| scenario | micro-batches | micro-batch p50 / p95 | Delta write+commit p50 / p95 "
-        "| Spark jobs per micro-batch | checkpoint requests per micro-batch (by kind) "
-        "| other requests per micro-batch | exactly once |",
-        "|---|---|---|---|---|---|---|---|",
+        "| line | scenario | preset | micro-batches | micro-batch p50 / p95 | Delta write+commit "
+        "p50 / p95 | Spark jobs per micro-batch (of which `Compute snapshot`) | S3 requests per "
+        "micro-batch | on the checkpoint (by kind) | table log reads | other | vs baseline: "
+        "p50, p95, requests | exactly once |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    labels = {
-        "alone_spark_manager": "one query, Spark's checkpoint file manager (before)",
-        "alone": "one query",
-        "two_queries_and_batch": "two queries + a batch writer",
-    }
-    for key, label in labels.items():
-        row = section.get(key)
-        if not row:
-            continue
+    for row in section.get("rows", []):
         ckpt = row["checkpoint_requests"]["q0"]
         kinds = ", ".join(
             f"{k.removeprefix('s3 ')} {v:.1f}" for k, v in ckpt["by_kind_per_batch"].items()
         )
-        lines.append(
-            f"| {label} | {row['micro_batches']} | {row['micro_batch_s_p50']:.2f} / "
-            f"{row['micro_batch_s_p95']:.2f} s | {row['add_batch_s_p50']:.2f} / "
-            f"{row['add_batch_s_p95']:.2f} s | {row['spark_jobs_per_micro_batch']:.1f} | "
-            f"{ckpt['per_batch']:.1f} ({kinds}) | {row['other_requests_per_micro_batch']:.1f} "
-            f"| {'yes' if row['exactly_once'] else 'NO'} |"
+        ratios = row.get("vs_baseline")
+        vs = (
+            f"{ratios['micro_batch_s_p50']:.2f}x, {ratios['micro_batch_s_p95']:.2f}x, "
+            f"{ratios['requests_per_micro_batch']:.2f}x"
+            if ratios
+            else "(baseline)"
         )
+        lines.append(
+            f"| {row['line']} | {labels[row['scenario']]} | {row['preset']} | "
+            f"{row['micro_batches']} | {row['micro_batch_s_p50']:.2f} / "
+            f"{row['micro_batch_s_p95']:.2f} s | {row['add_batch_s_p50']:.2f} / "
+            f"{row['add_batch_s_p95']:.2f} s | {_jobs_cell(row)} | "
+            f"{row['requests_per_micro_batch']:.1f} | {ckpt['per_batch']:.1f} ({kinds}) | "
+            f"{row['log_reads_per_micro_batch']:.1f} | "
+            f"{row['other_requests_per_micro_batch']:.1f} | {vs} | "
+            f"{'yes' if row['exactly_once'] else 'NO'} |"
+        )
+    lines += [
+        "",
+        "Spark jobs per micro-batch by job description (the query's name: `<query>`):",
+        "",
+    ]
+    lines += [
+        "| line | scenario | preset | job description | per micro-batch |",
+        "|---|---|---|---|---|",
+    ]
+    for row in section.get("rows", []):
+        for d, n in row.get("spark_jobs_by_description_per_micro_batch", {}).items():
+            text = d.replace("\n", " ").replace("|", "/")
+            lines.append(
+                f"| {row['line']} | {labels[row['scenario']]} | {row['preset']} | `{text}` | "
+                f"{n:.2f} |"
+            )
     return [*lines, ""]

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-    from deltaguard.localstack.delta_append import LogStore
+    from deltaguard.tools.deltalog.commit import LogStore
 
 SCHEMA_DDL = "writer INT, batch INT, seq BIGINT, payload STRING"
 

@@ -1,6 +1,6 @@
 """A blind append to a Delta table from Python, committed through a LogStore protocol.
 
-Used by deltaguard's tools and tests to commit to the same table as Spark drivers at the same
+Used by the test bed and the tests to commit to the same table as Spark drivers at the same
 time (mixed writers). It implements Delta's optimistic commit for the one case it needs:
 
 1. read the latest version ``v``, its ``protocol`` and ``metaData`` (JSON commits, newest
@@ -10,8 +10,9 @@ time (mixed writers). It implements Delta's optimistic commit for the one case i
    (partitioned tables, column mapping, row tracking, in-commit timestamps, constraints,
    generated or identity columns, catalog-managed tables, unknown writer features);
 3. write one Parquet file under the table root with the table's schema;
-4. create ``_delta_log/<v+1>.json`` through the store (``overwrite=False``). On
-   :class:`LogFileExistsError` another writer won ``v+1``: read the commits that won; the
+4. commit ``_delta_log/<v+1>.json`` through the store with
+   :func:`~deltaguard.tools.deltalog.commit.commit_next` (the product's commit API). On
+   :class:`~deltaguard.tools.deltalog.commit.VersionTakenError` another writer won ``v+1``: read the commits that won; the
    append is re-validated against the ``metaData`` and ``protocol`` they leave in force; then
    retry at the next version. A blind append conflicts with nothing else.
 
@@ -42,10 +43,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
-from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.jars import VERSION
 from deltaguard.tools.deltalog.actions import Action, Metadata, Protocol, parse_json_actions
 from deltaguard.tools.deltalog.checksum import checksum_after_append, parse_checksum
+from deltaguard.tools.deltalog.commit import LogStore, VersionTakenError, commit_next, log_uri
 
 ENGINE_INFO = f"deltaguard-python/{VERSION}"
 LOG = logging.getLogger(__name__)
@@ -84,16 +85,6 @@ _PRIMITIVES: dict[str, pa.DataType] = {
 }
 
 
-class LogStore(TypingProtocol):
-    """What the appender needs of a LogStore (S3ConditionalLogStore, the DynamoDB store, ...)."""
-
-    def write(self, uri: str, lines: Any, overwrite: bool = False) -> None: ...
-
-    def read(self, uri: str) -> Any: ...
-
-    def list_from(self, uri: str) -> Any: ...
-
-
 class ObjectWriter(TypingProtocol):
     """Writes a data file (bytes) to a URI under the table root."""
 
@@ -115,25 +106,21 @@ class TableState:
     metadata: Metadata
 
 
-def _log(table_uri: str) -> str:
-    return table_uri.rstrip("/") + "/_delta_log/"
-
-
 def latest_version(store: LogStore, table_uri: str, at_least: int = 0) -> int:
     """The newest commit version, listing from ``at_least`` on. Raises FileNotFoundError if the
     table has no log."""
     latest = -1
-    for entry in store.list_from(_log(table_uri) + commit_file_name(at_least)):
+    for entry in store.list_from(log_uri(table_uri) + commit_file_name(at_least)):
         version = commit_version(entry.name)
         if version is not None:
             latest = max(latest, version)
     if latest < 0:
-        raise FileNotFoundError(f"no Delta commits under {_log(table_uri)}")
+        raise FileNotFoundError(f"no Delta commits under {log_uri(table_uri)}")
     return latest
 
 
 def checksum_uri(table_uri: str, version: int) -> str:
-    return f"{_log(table_uri)}{version:020d}.crc"
+    return f"{log_uri(table_uri)}{version:020d}.crc"
 
 
 def write_next_checksum(
@@ -166,7 +153,7 @@ def write_next_checksum(
 def _actions(store: LogStore, table_uri: str, version: int) -> list[Action]:
     """The actions of one commit, read through the store and parsed by the log reader. Raises
     ValueError naming the file and line of a corrupt action."""
-    uri = _log(table_uri) + commit_file_name(version)
+    uri = log_uri(table_uri) + commit_file_name(version)
     parsed = parse_json_actions("\n".join(store.read(uri)).encode("utf-8"))
     if parsed.errors:
         first = parsed.errors[0]
@@ -245,7 +232,8 @@ _ARROW_TO_DELTA = {str(t): name for name, t in _PRIMITIVES.items()}
 
 def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
     """Commits version 0 of a new unpartitioned table (protocol 1/2, no features), as Spark's
-    ``CREATE TABLE`` would. Raises LogFileExistsError if the table already exists."""
+    ``CREATE TABLE`` would. Raises VersionTakenError (a LogFileExistsError) if the table already
+    exists."""
     fields = []
     for field in schema:
         if str(field.type) not in _ARROW_TO_DELTA:
@@ -261,35 +249,32 @@ def create_table(store: LogStore, table_uri: str, schema: pa.Schema) -> None:
             }
         )
     now_ms = int(time.time() * 1000)
-    store.write(
-        _log(table_uri) + commit_file_name(0),
+    commit_next(
+        store,
+        table_uri,
+        -1,
         [
-            json.dumps(
-                {
-                    "commitInfo": {
-                        "timestamp": now_ms,
-                        "operation": "CREATE TABLE",
-                        "operationParameters": {"partitionBy": "[]"},
-                        "engineInfo": ENGINE_INFO,
-                        "txnId": str(uuid.uuid4()),
-                    }
+            {
+                "commitInfo": {
+                    "timestamp": now_ms,
+                    "operation": "CREATE TABLE",
+                    "operationParameters": {"partitionBy": "[]"},
+                    "engineInfo": ENGINE_INFO,
+                    "txnId": str(uuid.uuid4()),
                 }
-            ),
-            json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-            json.dumps(
-                {
-                    "metaData": {
-                        "id": str(uuid.uuid4()),
-                        "format": {"provider": "parquet", "options": {}},
-                        "schemaString": json.dumps({"type": "struct", "fields": fields}),
-                        "partitionColumns": [],
-                        "configuration": {},
-                        "createdTime": now_ms,
-                    }
+            },
+            {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+            {
+                "metaData": {
+                    "id": str(uuid.uuid4()),
+                    "format": {"provider": "parquet", "options": {}},
+                    "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                    "partitionColumns": [],
+                    "configuration": {},
+                    "createdTime": now_ms,
                 }
-            ),
+            },
         ],
-        overwrite=False,
     )
 
 
@@ -376,14 +361,11 @@ class BlindAppender:
             "dataChange": True,
             "stats": json.dumps({"numRecords": data.num_rows}),
         }
-        lines = [json.dumps({"commitInfo": commit_info}), json.dumps({"add": add})]
+        actions = [{"commitInfo": commit_info}, {"add": add}]
         for _ in range(max_commit_attempts):
-            version = state.version + 1
             try:
-                self.store.write(
-                    _log(table_uri) + commit_file_name(version), lines, overwrite=False
-                )
-            except LogFileExistsError:
+                version = commit_next(self.store, table_uri, state.version, actions)
+            except VersionTakenError:
                 # Another writer won `version`: catch up with the commits that won, and
                 # re-validate the append if one of them changed the schema or protocol.
                 state = self._refresh()

@@ -20,21 +20,29 @@ tables through the fan-out writer (``foreachBatch``), until the source is draine
 It prints ``DELTAGUARD-RESULT {json}``: per micro-batch its id, input rows and Spark's
 ``durationMs`` (``triggerExecution``: the whole micro-batch; ``addBatch``: the sink's write and
 commit; ``walCommit`` / ``commitOffsets``: the checkpoint's offsets and commits files), the
-Spark jobs the query ran, and the versions of Spark and Hadoop it ran on.
+Spark jobs the query ran (and how many of each description,
+:func:`~deltaguard.localstack.spark_driver.job_descriptions`), and the versions of Spark and
+Hadoop it ran on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
-from deltaguard.localstack.spark_driver import build_test_session, small_tables_conf
+from deltaguard.localstack.spark_driver import (
+    build_test_session,
+    job_descriptions,
+    small_tables_conf,
+)
 from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
@@ -61,6 +69,14 @@ def _progress(p: dict[str, Any]) -> dict[str, Any]:
         "rows": int(p.get("numInputRows", 0)),
         "duration_ms": {k: int(v) for k, v in (p.get("durationMs") or {}).items()},
     }
+
+
+def _without_query(description: str, query_name: str) -> str:
+    """A micro-batch job's description without what Spark adds to each of the query's jobs
+    (its id, run id and batch id; its name as ``<query>``): what started the job."""
+    text = re.sub(r"\n(id|runId) = [^\n]*", "", description)
+    text = re.sub(r"\nbatch = N", "", text)
+    return text.replace(re.sub(r"\d+", "N", query_name), "<query>")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -130,12 +146,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         jvm = spark.sparkContext._jvm
         assert jvm is not None, "a classic (py4j) Spark session has a JVM gateway"
         jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
+        described = job_descriptions(spark)()
         return {
             "query": args.query_name,
             "query_id": str(query.id),
             "startup_s": round(ready_s, 2),
             "batches": batches,
             "spark_jobs": len(jobs),
+            "spark_jobs_by_description": dict(
+                Counter(_without_query(described.get(j, "?"), args.query_name) for j in jobs)
+            ),
             "fanout": fanout,
             "spark_version": spark.version,
             "hadoop_version": jvm.org.apache.hadoop.util.VersionInfo.getVersion(),

@@ -215,6 +215,7 @@ def run_streams(
     fanout_tables: list[str] | None = None,
     fanout_workers: int = 4,
     timeout_s: float = STREAM_RESULT_TIMEOUT_S,
+    bed_endpoint_url: str | None = None,
 ) -> StreamsResult:
     """Runs ``queries`` streaming queries (``q0``, ``q1``, ...; each ``files`` source files of
     ``rows_per_file`` values, one file per micro-batch) and, with ``batch_appends`` > 0, a
@@ -225,13 +226,16 @@ def run_streams(
     order given). ``python``: the drivers' Spark line interpreter; ``spark_conf``: settings on
     top of the preset (e.g. a checkpoint file manager); ``fanout_tables``: the queries write
     through foreachBatch fan-out to these tables instead, ``fanout_workers`` at once
-    (``table`` is then only the batch writer's). Raises DriverFailedError if a driver crashes
-    (other than by the kills)."""
+    (``table`` is then only the batch writer's); ``bed_endpoint_url``: where the test bed's
+    own requests go (the tables' creation, the listing after a kill, the read-back; default
+    ``endpoint_url``), e.g. around a request-counting proxy. Raises DriverFailedError if a
+    driver crashes (other than by the kills)."""
     kills = kills or {}
     run_id = uuid.uuid4().hex[:8]
     root = S3Location.parse(table)
     targets = fanout_tables or [table]
-    store = python_log_store(endpoint_url, PresetName.S3_CONDITIONAL, "delta_log")
+    bed_url = bed_endpoint_url or endpoint_url
+    store = python_log_store(bed_url, PresetName.S3_CONDITIONAL, "delta_log")
     for t in {table, *targets}:
         create_table(store, t, arrow_schema())
     conf_json = None
@@ -286,7 +290,7 @@ def run_streams(
             proc, log = running[name]
             kill_when(proc, _fired_once(kill.proxy), log, timeout_s)
             if not fanout_tables:
-                files_at_kill |= data_files(endpoint_url, table)
+                files_at_kill |= data_files(bed_url, table)
             kill.proxy.set_rules([])
             running[name] = start(next(q for q in specs if q.name == name), 1)
         for q in specs:
@@ -303,7 +307,7 @@ def run_streams(
     counts: dict[str, Counter[tuple[str, int]]] = {}
     live: set[str] = set()
     for t in targets:
-        counts[t], named = read_table(endpoint_url, t)
+        counts[t], named = read_table(bed_url, t)
         if t == table:
             live = named
     return StreamsResult(

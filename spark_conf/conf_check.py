@@ -14,6 +14,11 @@ Rules:
 - ``single-driver-multi-writer``: the S3 scheme is served by ``S3SingleDriverLogStore``
   (explicitly, or by default) while ``spark.deltaguard.multiWriterBuckets`` marks buckets as
   written by several drivers.
+- ``single-driver-store``: a file that reaches S3 (an ``fs.s3a``/``fs.s3`` setting or a store
+  for ``s3``/``s3a``) leaves an S3 scheme to ``S3SingleDriverLogStore``, set explicitly or by
+  Delta's default for ``s3a://`` when no store is set, without declaring one writer per table
+  (``spark.deltaguard.singleDriverPerTable=true``, what the ``s3-single-driver`` preset renders
+  with ``--acknowledge-single-driver``): two drivers committing to one table lose commits.
 - ``missing-jar``: a local jar in ``spark.jars`` or an ``extraClassPath`` does not exist.
 - ``line-mismatch``: the Delta, delta-storage, hadoop-aws, AWS SDK bundle and deltaguard plugin
   jar in ``spark.jars.packages`` / ``spark.jars`` do not belong to one Spark line of
@@ -33,7 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deltaguard.logstore.jars import JAR_NAMES
-from deltaguard.spark_conf.presets import MIN_SAFE_TTL_SECONDS, MULTI_WRITER_BUCKETS_KEY
+from deltaguard.spark_conf.presets import (
+    MIN_SAFE_TTL_SECONDS,
+    MULTI_WRITER_BUCKETS_KEY,
+    SINGLE_DRIVER_KEY,
+)
 from deltaguard.spark_conf.session import SINGLE_DRIVER_STORE
 from deltaguard.spark_conf.spark_lines import (
     LINES,
@@ -56,6 +65,24 @@ class Finding:
 
     def format(self, path: str) -> str:
         return f"{path}:{self.line}: {self.code}: {self.key}: {self.message}"
+
+
+#: ``conf check --json``'s ``schema`` (docs/logstore.md).
+CONF_CHECK_SCHEMA = "deltaguard.conf-check/1"
+
+
+def findings_json(files: list[str], found: list[tuple[str, Finding]]) -> dict[str, object]:
+    """``conf check --json``: the files checked and one object per finding (the text
+    output's ``file:line: code: key: message``, as fields)."""
+    return {
+        "schema": CONF_CHECK_SCHEMA,
+        "files": files,
+        "ok": not found,
+        "findings": [
+            {"file": path, "line": f.line, "code": f.code, "key": f.key, "message": f.message}
+            for path, f in found
+        ],
+    }
 
 
 @dataclass(frozen=True)
@@ -135,6 +162,7 @@ def check(entries: dict[str, Entry]) -> list[Finding]:
         *_dynamodb_incomplete(settings),
         *_ttl_too_low(settings),
         *_single_driver_multi_writer(settings),
+        *_single_driver_store(settings),
         *_missing_jars(settings),
         *_line_findings(settings.value, settings.stores),
     ]
@@ -245,6 +273,57 @@ def _single_driver_multi_writer(settings: _Settings) -> list[Finding]:
                     f"{'' if scheme_store else ' (Delta default)'} but buckets "
                     f"{multi.value} are marked multi-writer: concurrent drivers "
                     "would lose commits",
+                )
+            )
+    return findings
+
+
+def _single_driver_store(settings: _Settings) -> list[Finding]:
+    """``single-driver-store`` (see the module docstring); left to
+    ``single-driver-multi-writer`` when buckets are marked multi-writer."""
+    multi = settings.value(MULTI_WRITER_BUCKETS_KEY[len("spark.") :])
+    declared = settings.value(SINGLE_DRIVER_KEY[len("spark.") :])
+    if (multi and multi.value.strip()) or (declared and declared.value.lower() == "true"):
+        return []
+    s3_keys = [
+        e
+        for plain, group in settings.by_plain.items()
+        if plain.startswith(("hadoop.fs.s3a.", "hadoop.fs.s3."))
+        for e in group
+    ]
+    scheme_stores = {s: settings.value(f"delta.logStore.{s}.impl") for s in ("s3", "s3a")}
+    class_store = settings.class_entry
+    single_class = class_store is not None and class_store.value == SINGLE_DRIVER_STORE
+    if not s3_keys and not any(scheme_stores.values()) and not single_class:
+        return []
+    why = (
+        "two drivers committing to one table at once overwrite each other's commits: use "
+        "s3-conditional, or declare one driver per table with "
+        f"{SINGLE_DRIVER_KEY}=true (deltaguard conf render s3-single-driver "
+        "--acknowledge-single-driver)"
+    )
+    findings = []
+    for scheme, store in scheme_stores.items():
+        store = store or settings.class_entry
+        if store is not None and store.value == SINGLE_DRIVER_STORE:
+            findings.append(
+                Finding(
+                    "single-driver-store",
+                    store.line,
+                    store.key,
+                    f"{scheme}:// is served by S3SingleDriverLogStore: {why}",
+                )
+            )
+        elif store is None and scheme == "s3a":
+            anchors = [*s3_keys, *filter(None, scheme_stores.values())]
+            first = min(anchors, key=lambda e: e.line)
+            findings.append(
+                Finding(
+                    "single-driver-store",
+                    first.line,
+                    "spark.delta.logStore.s3a.impl",
+                    "no LogStore is set for s3a://, so Delta's default S3SingleDriverLogStore "
+                    f"serves it: {why}",
                 )
             )
     return findings

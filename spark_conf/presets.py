@@ -63,6 +63,10 @@ from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, install
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 MULTI_WRITER_BUCKETS_KEY = "spark.deltaguard.multiWriterBuckets"
+#: The declaration of the ``s3-single-driver`` preset (``--acknowledge-single-driver``): exactly
+#: one driver writes each table. Spark carries it and ignores it; ``conf check`` reads it (a
+#: single-driver store without it is a ``single-driver-store`` finding).
+SINGLE_DRIVER_KEY = "spark.deltaguard.singleDriverPerTable"
 #: Below this, a completed DynamoDB entry may expire while its commit is still being discovered.
 MIN_SAFE_TTL_SECONDS = 3600
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -167,6 +171,7 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             )
         return {
             **delta_conf(_storage(options), PresetName.S3_SINGLE_DRIVER),
+            SINGLE_DRIVER_KEY: "true",
             **_jars(options, False),
         }
     if preset.uses_dynamodb:

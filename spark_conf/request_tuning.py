@@ -166,3 +166,16 @@ def checksums_off_conf(line: SparkLine) -> dict[str, str]:
 def setting_notes() -> dict[str, str]:
     """Why each setting is there, by key (comments in rendered properties files)."""
     return {s.key: s.why for s in FEWER_REQUESTS}
+
+
+#: deltaguard's checkpoint file managers' switch for ``exists`` with one LIST (``CheckpointExists``
+#: in the plugin jar; a jar default, not a preset setting). Spark copies SQL settings into the
+#: Hadoop configuration, where the managers read it with the ``spark.`` prefix.
+LIST_EXISTS_KEY = "spark.deltaguard.logstore.checkpoint.listExists"
+
+
+def s3a_exists_conf() -> dict[str, str]:
+    """Applied after the ``s3-conditional`` preset: the preset as shipped before issue 44
+    (deltaguard's checkpoint file manager answering ``exists`` through S3A, a HEAD plus a LIST
+    for an absent file), the baseline of the streaming benchmark (``bench/streaming.py``)."""
+    return {LIST_EXISTS_KEY: "false"}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore, open_table
+from deltaguard.tools.deltalog.storage import DeleteOutcome, StopCheck, TableStore, open_table
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 
@@ -36,8 +36,11 @@ class _PoisonedStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
-        out = self._inner.delete_batch([p for p in rel_paths if p != self._poison], attempts)
+    def delete_batch(
+        self, rel_paths: Sequence[str], attempts: int, stop: StopCheck | None = None
+    ) -> DeleteOutcome:
+        kept = [p for p in rel_paths if p != self._poison]
+        out = self._inner.delete_batch(kept, attempts, stop)
         if self._poison in rel_paths:
             if self._fatal:
                 raise PartWayFailure(f"the executor died deleting {self._poison}")

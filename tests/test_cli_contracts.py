@@ -99,6 +99,7 @@ def test_json_output_is_only_json(run_cli, tmp_path):
         ["orphans", str(t.root), "--json"],
         ["audit", str(t.root), "--json"],
         ["history", str(t.root), "--json"],
+        ["repair", str(t.root), "--json"],
     ):
         out = run_cli(*args)
         assert out.returncode in (0, 1), (args, out.stderr)
@@ -126,10 +127,10 @@ def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
     latest = t.log / f"{t.version:020d}.json"
     latest.write_text(latest.read_text()[:-30] + "\n")  # a truncated last line
     codes = {}
-    for command in ("audit", "history", "orphans"):
+    for command in ("audit", "history", "orphans", "repair"):
         out = run_cli(command, str(t.root), "--json")
         codes[command] = out.returncode
         assert "Traceback" not in out.stderr
         if command != "orphans":
             json.loads(out.stdout)  # what could be read is still reported
-    assert codes == {"audit": 2, "history": 2, "orphans": 2}
+    assert codes == {"audit": 2, "history": 2, "orphans": 2, "repair": 2}

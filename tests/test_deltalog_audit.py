@@ -197,7 +197,7 @@ def test_audit_at_an_older_version(dv_table, spark_tables, run_cli):
 def test_history_lists_operations_and_txns(dv_table, run_cli):
     out = run_cli("history", str(dv_table), "--json")
     assert out.returncode == 0, out.stderr
-    entries = json.loads(out.stdout)
+    entries = json.loads(out.stdout)["entries"]
     assert [e["version"] for e in entries] == [5, 4, 3, 2, 1, 0]
     assert [e["operation"] for e in entries][:3] == ["WRITE", "UPDATE", "DELETE"]
     assert entries[0]["metrics"]["numOutputRows"] == "3"
@@ -282,7 +282,7 @@ def test_absolute_paths_inside_and_outside_the_root(dv_table, tmp_path):
 def test_s3_access_problems_exit_2_naming_the_location(localstack, ls_bucket, run_cli):
     env_args = ["--endpoint", localstack.endpoint.url, "--path-style", "--region", "us-east-1"]
     cases = {
-        f"s3://{ls_bucket}/no-table": "not a Delta table",
+        f"s3://{ls_bucket}/no-table": "no-table does not exist",
         "s3://no-such-bucket-dg/t": "no-such-bucket-dg",
     }
     for uri, words in cases.items():

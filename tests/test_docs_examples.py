@@ -67,6 +67,12 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard orphans s3://lake/events --delete": 0,
     "deltaguard orphans s3://lake/events --delete --yes --manifest deleted": 0,
     "deltaguard orphans s3://lake/events --json > orphans.json": 0,
+    "deltaguard orphans s3://lake/events --format tsv > candidates.tsv": 0,
+    "deltaguard history s3://lake/events --format tsv > commits.tsv": 0,
+    "deltaguard repair s3://lake/events": 0,  # healthy: nothing to repair
+    "deltaguard repair s3://lake/events --check footers --yes": 0,
+    "deltaguard repair s3a://lake/events --commit-protocol dynamodb --dynamodb-table delta_log "
+    "--region eu-west-1 --yes": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
     # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)
     "deltaguard orphans ./events --inventory ./events-inventory --inventory-date "

@@ -231,7 +231,7 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
     assert (tmp_path / "t/p=b/gone.parquet").exists()  # tombstones only with the flag
     assert runner.invoke(main, ["orphans", table]).exit_code == 0
     missing = runner.invoke(main, ["orphans", str(tmp_path / "nope")])
-    assert missing.exit_code == 2 and "not a Delta table" in missing.output
+    assert missing.exit_code == 2 and "does not exist" in missing.output
     assert "Traceback" not in missing.output
 
 

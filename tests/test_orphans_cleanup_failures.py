@@ -42,8 +42,8 @@ def test_a_failed_final_manifest_write_still_says_what_was_deleted(
     manifest = folder / "m"
     real_delete = LocalTableStore.delete_batch
 
-    def delete_then_break_the_manifest_folder(self, rel_paths, attempts):
-        out = real_delete(self, rel_paths, attempts)
+    def delete_then_break_the_manifest_folder(self, rel_paths, attempts, stop=None):
+        out = real_delete(self, rel_paths, attempts, stop)
         folder.rename(tmp_path / "first")  # keep the first write (status deleting)
         folder.write_text("a file where the manifest's folder was")
         return out

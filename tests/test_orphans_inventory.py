@@ -4,6 +4,7 @@ input (exit 2, one line), and on LocalStack through the fault proxy: no data-fil
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from deltaguard.tools.deltalog.storage import S3Options, S3TableStore
 from deltaguard.tools.orphans import scan
 from deltaguard.tools.orphans.inventory import (
     Form,
+    InventoryError,
     InventorySource,
     TableRoot,
     table_root,
@@ -189,34 +191,45 @@ def report_rows(bucket: str) -> list[dict[str, Any]]:
 EXPECTED_PATHS = ["p=a b/part x+y%.parquet", "p=é/part-é.parquet"]
 
 
-def write_report(where: Path, form: Form, rows: list[dict[str, Any]], bucket: str) -> Path:
-    """A report in S3 Inventory's layout: ``<config>/data/<file>``, ``<config>/<date>/manifest.json``."""
+#: S3 Inventory's Parquet and ORC names and types of the report fields these tests write.
+_SNAKE = {"Bucket": ("bucket", pa.string()), "Key": ("key", pa.string()),
+          "VersionId": ("version_id", pa.string()), "IsLatest": ("is_latest", pa.bool_()),
+          "IsDeleteMarker": ("is_delete_marker", pa.bool_()), "Size": ("size", pa.int64()),
+          "LastModifiedDate": ("last_modified_date", pa.timestamp("ms", tz="UTC")),
+          "ETag": ("e_tag", pa.string())}  # fmt: skip
+
+
+def _typed(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A CSV field's text as S3 Inventory's Parquet and ORC hold it: empty is null."""
+    cells = [None if v == "" else v for v in values]
+    if kind == pa.bool_():
+        return pa.array([None if v is None else v == "true" for v in cells], kind)
+    return pa.array(cells).cast(kind)
+
+
+def write_report(
+    where: Path, form: Form, rows: list[dict[str, Any]], bucket: str, *, checksum: bool = True
+) -> Path:
+    """A report in S3 Inventory's layout: ``<config>/data/<file>``,
+    ``<config>/<date>/manifest.json`` (each file's ``MD5checksum``) and, with ``checksum``,
+    ``manifest.checksum`` (the MD5 of manifest.json). The CSV is written as AWS writes it:
+    every field quoted, keys URL-encoded, empty fields ``""``."""
     data = where / "data"
     data.mkdir(parents=True, exist_ok=True)
     columns = list(rows[0])
     if form is Form.S3_CSV:
         name = "a.csv.gz"
         lines = [
-            ",".join(quote_plus(r[c], safe="") if c == "Key" else r[c] for c in columns)
+            ",".join(
+                '"' + (quote_plus(r[c], safe="") if c == "Key" else r[c]) + '"' for c in columns
+            )
             for r in rows
         ]
         (data / name).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
         schema = ", ".join(columns)
     else:
-        snake = {"Bucket": "bucket", "Key": "key", "Size": "size",
-                 "LastModifiedDate": "last_modified_date", "IsLatest": "is_latest",
-                 "IsDeleteMarker": "is_delete_marker"}  # fmt: skip
         table = pa.table(
-            {
-                snake[c]: pa.array([r[c] for r in rows]).cast(
-                    {"Size": pa.int64(), "IsLatest": pa.bool_(), "IsDeleteMarker": pa.bool_()}.get(
-                        c, pa.string()
-                    )
-                    if c != "LastModifiedDate"
-                    else pa.timestamp("ms", tz="UTC")
-                )
-                for c in columns
-            }
+            {_SNAKE[c][0]: _typed([r[c] for r in rows], _SNAKE[c][1]) for c in columns}
         )
         if form is Form.S3_PARQUET:
             name = "a.parquet"
@@ -235,10 +248,84 @@ def write_report(where: Path, form: Form, rows: list[dict[str, Any]], bucket: st
         "creationTimestamp": "1767402000000",
         "fileFormat": {"S3_CSV": "CSV", "S3_PARQUET": "Parquet", "S3_ORC": "ORC"}[form.name],
         "fileSchema": schema,
-        "files": [{"key": f"inv/{bucket}/config/data/{name}", "size": 1, "MD5checksum": "x"}],
+        "files": [
+            {
+                "key": f"inv/{bucket}/config/data/{name}",
+                "size": (data / name).stat().st_size,
+                "MD5checksum": hashlib.md5((data / name).read_bytes()).hexdigest(),
+            }
+        ],
     }
     manifest.write_text(json.dumps(doc))
+    if checksum:
+        (manifest.parent / "manifest.checksum").write_text(
+            hashlib.md5(manifest.read_bytes()).hexdigest()
+        )
     return manifest
+
+
+def versioned_rows(bucket: str) -> list[dict[str, Any]]:
+    """An "all versions" report as S3 Inventory writes it: a row per version, the delete
+    markers' Size and ETag empty. ``a``: two versions (the latest counts, size 7); ``b``: its
+    latest version is a delete marker (gone); ``c``: a version over an older delete marker
+    (counts); ``d``: only noncurrent versions (gone)."""
+
+    def row(key: str, version: str, latest: bool, marker: bool = False, size: str = "7") -> dict:  # type: ignore[type-arg]
+        return {"Bucket": bucket, "Key": f"lake/tbl/p=x/{key}.parquet", "VersionId": version,
+                "IsLatest": str(latest).lower(), "IsDeleteMarker": str(marker).lower(),
+                "Size": "" if marker else size, "LastModifiedDate": "2026-01-02T03:04:05.000Z",
+                "ETag": "" if marker else "0123456789abcdef0123456789abcdef"}  # fmt: skip
+
+    return [
+        row("a", "v2", True),
+        row("a", "v1", False, size="5"),
+        row("b", "v3", True, marker=True),
+        row("b", "v2", False),
+        row("c", "v2", True, size="9"),
+        row("c", "v1", False, marker=True),
+        row("d", "v1", False),
+    ]
+
+
+@pytest.mark.parametrize("form", [Form.S3_CSV, Form.S3_PARQUET, Form.S3_ORC])
+def test_versioned_report_latest_versions_only_and_empty_fields_are_null(
+    tmp_path: Path, form: Form
+) -> None:
+    manifest = write_report(tmp_path / "config", form, versioned_rows("lake"), "lake")
+    source = open_inventory(str(manifest), S3Options(), None)
+    rows = read_table_rows(source, TableRoot(form, ("lake/tbl/",), "lake", ("p",)), S3Options())
+    got = dict(zip(rows.files["path"].to_pylist(), rows.files["size"].to_pylist(), strict=True))
+    assert got == {"p=x/a.parquet": 7, "p=x/c.parquet": 9}
+    assert rows.rows == 2  # the objects there are now: one row each
+
+
+def truncate_data_file(manifest: Path, form: Form) -> Path:
+    """Replaces the report's data file with a valid one of half its rows (the manifest's
+    MD5checksum unchanged): what a truncated copy or a file from another run looks like."""
+    data = (
+        manifest.parent.parent
+        / "data"
+        / {Form.S3_CSV: "a.csv.gz", Form.S3_PARQUET: "a.parquet"}[form]
+    )
+    if form is Form.S3_CSV:
+        lines = gzip.decompress(data.read_bytes()).decode().splitlines()
+        data.write_bytes(gzip.compress(("\n".join(lines[: len(lines) // 2]) + "\n").encode()))
+    else:
+        table = pq.read_table(data)
+        pq.write_table(table.slice(0, table.num_rows // 2), data)
+    return data
+
+
+@pytest.mark.parametrize("form", [Form.S3_CSV, Form.S3_PARQUET])
+def test_data_file_that_does_not_match_its_md5checksum_is_refused(
+    tmp_path: Path, form: Form
+) -> None:
+    manifest = write_report(tmp_path / "config", form, report_rows("lake"), "lake")
+    data = truncate_data_file(manifest, form)
+    source = open_inventory(str(manifest), S3Options(), None)
+    with pytest.raises(InventoryError, match="does not match") as refused:
+        read_table_rows(source, TableRoot(form, ("lake/tbl/",), "lake", ("p",)), S3Options())
+    assert str(data) in str(refused.value) and "MD5checksum" in str(refused.value)
 
 
 @pytest.mark.parametrize("form", [Form.S3_CSV, Form.S3_PARQUET, Form.S3_ORC])
@@ -281,6 +368,8 @@ def test_csv_keys_are_url_decoded_once(tmp_path: Path) -> None:
         ("date-without-inventory", "--inventory-date needs --inventory"),
         ("bad-date", "is not an ISO 8601"),
         ("report-for-local-table", "is on local disk"),
+        ("bad-manifest-checksum", "manifest.checksum"),
+        ("no-md5checksum", "has no MD5checksum"),
     ],
 )
 def test_bad_inventory_exits_2_naming_it(tmp_path: Path, setup: str, message: str) -> None:
@@ -289,14 +378,22 @@ def test_bad_inventory_exits_2_naming_it(tmp_path: Path, setup: str, message: st
     manifest = tmp_path / "cfg" / "d" / "manifest.json"
     if setup == "missing-manifest":
         args += ["--inventory", str(manifest)]
-    elif setup in ("wrong-format", "no-key-column", "report-for-local-table"):
-        manifest = write_report(tmp_path / "cfg", Form.S3_CSV, report_rows("lake"), "lake")
+    elif setup in ("wrong-format", "no-key-column", "report-for-local-table", "no-md5checksum"):
+        manifest = write_report(
+            tmp_path / "cfg", Form.S3_CSV, report_rows("lake"), "lake", checksum=False
+        )
         doc = json.loads(manifest.read_text())
         if setup == "wrong-format":
             doc["fileFormat"] = "JSON"
         elif setup == "no-key-column":
             doc["fileSchema"] = "Bucket, Size, LastModifiedDate"
+        elif setup == "no-md5checksum":
+            del doc["files"][0]["MD5checksum"]
         manifest.write_text(json.dumps(doc))
+        args += ["--inventory", str(manifest)]
+    elif setup == "bad-manifest-checksum":  # manifest.json edited after S3 wrote it
+        manifest = write_report(tmp_path / "cfg", Form.S3_CSV, report_rows("lake"), "lake")
+        manifest.write_text(manifest.read_text().replace("1767402000000", "1767402000001"))
         args += ["--inventory", str(manifest)]
     elif setup == "corrupt-parquet":
         (tmp_path / "inv").mkdir()
@@ -317,7 +414,8 @@ def test_bad_inventory_exits_2_naming_it(tmp_path: Path, setup: str, message: st
     assert isinstance(done.exception, SystemExit)  # an exit code, not an exception
     assert message in done.stderr and "Traceback" not in done.output
     assert len(done.stderr.strip().splitlines()) == 1
-    if setup in ("missing-manifest", "corrupt-parquet", "wrong-format", "no-key-column"):
+    if setup in ("missing-manifest", "corrupt-parquet", "wrong-format", "no-key-column",
+                 "bad-manifest-checksum", "no-md5checksum"):  # fmt: skip
         assert str(tmp_path) in done.stderr  # names the file
 
 
@@ -336,6 +434,60 @@ def test_cli_json_and_text_report_the_inventory(tmp_path: Path) -> None:
     assert "the data files were not listed" in text.stdout, text.stdout
 
 
+def _report_on_s3(
+    client: Any, bucket: str, tmp_path: Path, *, truncated: bool = False
+) -> list[dict[str, Any]]:
+    """Uploads the table at ``tmp_path/t`` to ``bucket/lake/tbl`` and a CSV report of the
+    bucket to ``bucket/inventory/config/``; ``truncated``: its data file then loses half its
+    rows (the manifest's MD5checksum unchanged). Returns the report's rows."""
+    upload_table(tmp_path / "t", client, bucket, "lake/tbl", workers=8)
+    rows = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for obj in page.get("Contents", []):
+            rows.append({"Bucket": bucket, "Key": obj["Key"], "Size": str(obj["Size"]),
+                         "LastModifiedDate": obj["LastModified"].isoformat(),
+                         "IsLatest": "true", "IsDeleteMarker": "false"})  # fmt: skip
+    manifest = write_report(tmp_path / "cfg", Form.S3_CSV, rows, bucket, checksum=False)
+    if truncated:
+        truncate_data_file(manifest, Form.S3_CSV)
+    doc = json.loads(manifest.read_text())
+    doc["destinationBucket"] = f"arn:aws:s3:::{bucket}"
+    doc["files"][0]["key"] = "inventory/config/data/a.csv.gz"
+    doc["creationTimestamp"] = str(int(time.time() * 1000))
+    client.put_object(Bucket=bucket, Key="inventory/config/data/a.csv.gz",
+                      Body=(tmp_path / "cfg/data/a.csv.gz").read_bytes())  # fmt: skip
+    body = json.dumps(doc).encode()
+    client.put_object(Bucket=bucket, Key="inventory/config/d/manifest.json", Body=body)
+    client.put_object(Bucket=bucket, Key="inventory/config/d/manifest.checksum",
+                      Body=hashlib.md5(body).hexdigest().encode())  # fmt: skip
+    return rows
+
+
+def test_s3_report_whose_data_file_does_not_match_deletes_nothing(
+    localstack: Any, ls_bucket: str, tmp_path: Path, run_cli
+) -> None:
+    """--delete --yes with a report whose data file lost half its rows since S3 wrote it:
+    exit 2, one line naming the data file, and every object still there."""
+    make_table(tmp_path / "t")
+    client = localstack.endpoint.s3_client()
+    _report_on_s3(client, ls_bucket, tmp_path, truncated=True)
+    before = {o["Key"] for o in client.list_objects_v2(Bucket=ls_bucket)["Contents"]}
+    done = run_cli(
+        "orphans", f"s3://{ls_bucket}/lake/tbl", "--endpoint", localstack.endpoint.url,
+        "--region", localstack.endpoint.region, "--path-style", "--delete", "--yes",
+        "--retention", "0", "--unsafe-retention", "--manifest", str(tmp_path / "m"),
+        "--inventory", f"s3://{ls_bucket}/inventory/config/d/manifest.json",
+        env={"AWS_ACCESS_KEY_ID": localstack.endpoint.access_key,
+             "AWS_SECRET_ACCESS_KEY": localstack.endpoint.secret_key},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"s3://{ls_bucket}/inventory/config/data/a.csv.gz" in done.stderr
+    assert "does not match" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    after = {o["Key"] for o in client.list_objects_v2(Bucket=ls_bucket)["Contents"]}
+    assert after == before and not (tmp_path / "m").exists()
+
+
 def test_s3_report_lists_nothing_under_the_data_prefix(
     localstack: Any, ls_bucket: str, tmp_path: Path, run_cli
 ) -> None:
@@ -344,23 +496,7 @@ def test_s3_report_lists_nothing_under_the_data_prefix(
     for comparison lists it, and finds the same candidates."""
     t = make_table(tmp_path / "t")
     t.write_file("p=a b/part-orphan+1.parquet", OLD)
-    client = localstack.endpoint.s3_client()
-    upload_table(tmp_path / "t", client, ls_bucket, "lake/tbl", workers=8)
-    rows = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket):
-        for obj in page.get("Contents", []):
-            rows.append({"Bucket": ls_bucket, "Key": obj["Key"], "Size": str(obj["Size"]),
-                         "LastModifiedDate": obj["LastModified"].isoformat(),
-                         "IsLatest": "true", "IsDeleteMarker": "false"})  # fmt: skip
-    manifest = write_report(tmp_path / "cfg", Form.S3_CSV, rows, ls_bucket)
-    doc = json.loads(manifest.read_text())
-    doc["destinationBucket"] = f"arn:aws:s3:::{ls_bucket}"
-    doc["files"][0]["key"] = "inventory/config/data/a.csv.gz"
-    doc["creationTimestamp"] = str(int(time.time() * 1000))
-    client.put_object(Bucket=ls_bucket, Key="inventory/config/data/a.csv.gz",
-                      Body=(tmp_path / "cfg/data/a.csv.gz").read_bytes())  # fmt: skip
-    client.put_object(Bucket=ls_bucket, Key="inventory/config/d/manifest.json",
-                      Body=json.dumps(doc).encode())  # fmt: skip
+    rows = _report_on_s3(localstack.endpoint.s3_client(), ls_bucket, tmp_path)
     table = f"s3://{ls_bucket}/lake/tbl"
     with FaultProxy(localstack.endpoint, tmp_path, seed=1) as proxy:
         env = {"AWS_ACCESS_KEY_ID": proxy.endpoint.access_key,

@@ -1,6 +1,8 @@
 """``deltaguard orphans --inventory`` with the Spark engine: the same candidates as the local
 engine (Parquet and Delta inventory tables), the same rows of each S3 Inventory report form
-(CSV gz, Parquet, ORC), and a corrupt inventory file failing with exit 2. One local Spark
+(CSV gz, Parquet, ORC; "all versions" reports with delete markers too), a data file that does
+not match its MD5checksum refused before any job, and a corrupt inventory file failing with
+exit 2. One local Spark
 session for the module (local[2])."""
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from test_orphans_inventory import (
     candidates,
     make_table,
     report_rows,
+    truncate_data_file,
+    versioned_rows,
     walk_rows,
     write_parquet_inventory,
     write_report,
@@ -26,7 +30,7 @@ from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import scan
-from deltaguard.tools.orphans.inventory import Form, TableRoot
+from deltaguard.tools.orphans.inventory import Form, InventoryError, TableRoot
 from deltaguard.tools.orphans.inventory_read import open_inventory, read_table_rows
 from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
@@ -54,9 +58,13 @@ def test_both_engines_agree_with_an_inventory_table(spark: Any, tmp_path: Path) 
     assert ours.result.listed_files == local.listed_files
 
 
+@pytest.mark.parametrize("versioned", [False, True], ids=["current", "all-versions"])
 @pytest.mark.parametrize("form", [Form.S3_CSV, Form.S3_PARQUET, Form.S3_ORC])
-def test_spark_reads_each_report_form_like_pyarrow(spark: Any, tmp_path: Path, form: Form) -> None:
-    manifest = write_report(tmp_path / "config", form, report_rows("lake"), "lake")
+def test_spark_reads_each_report_form_like_pyarrow(
+    spark: Any, tmp_path: Path, form: Form, versioned: bool
+) -> None:
+    rows = versioned_rows("lake") if versioned else report_rows("lake")
+    manifest = write_report(tmp_path / "config", form, rows, "lake")
     source = open_inventory(str(manifest), S3Options(), None)
     root = TableRoot(form, ("lake/tbl/",), "lake", ("p",))
     read = inventory_listing_spark(spark, source, root)
@@ -69,6 +77,22 @@ def test_spark_reads_each_report_form_like_pyarrow(spark: Any, tmp_path: Path, f
     assert (read.report.rows_read, read.report.rows_under_table) == (local.rows, local.under)
     assert read.listing.hidden_dirs == sorted(local.hidden_dirs)
     assert read.report.date_ms == 1767402000000
+    if versioned:  # the latest versions that are not delete markers, nothing else
+        assert sorted((f[0], f[1]) for f in files) == [("p=x/a.parquet", 7), ("p=x/c.parquet", 9)]
+
+
+def test_spark_refuses_a_data_file_that_does_not_match_its_md5checksum(
+    spark: Any, tmp_path: Path
+) -> None:
+    manifest = write_report(tmp_path / "config", Form.S3_CSV, report_rows("lake"), "lake")
+    data = truncate_data_file(manifest, Form.S3_CSV)
+    source = open_inventory(str(manifest), S3Options(), None)
+    root = TableRoot(Form.S3_CSV, ("lake/tbl/",), "lake", ("p",))
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    with pytest.raises(InventoryError, match="does not match") as refused:
+        inventory_listing_spark(spark, source, root)
+    assert str(data) in str(refused.value)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs  # no job ran
 
 
 def test_spark_engine_cli_with_a_corrupt_inventory_exits_2(spark: Any, tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_a_crash_after_the_plan_leaves_a_deleting_summary_and_the_planned_record
     orphans_table(root)
     seen: list[list[str]] = []
 
-    def crash_at_the_delete(self, rel_paths, attempts):
+    def crash_at_the_delete(self, rel_paths, attempts, stop=None):
         now = read_manifest(tmp_path / "m")
         assert now.summary["status"] == "deleting"
         seen.append(now.paths("planned"))
@@ -89,7 +89,8 @@ def test_a_crash_after_the_plan_leaves_a_deleting_summary_and_the_planned_record
 
 def test_a_manifest_path_that_is_not_a_manifest_directory_is_refused(tmp_path: Path) -> None:
     """A ``.json`` path (the old single-file format), a file, or a directory with other
-    content: refused before anything is written; an earlier manifest directory is reused."""
+    content: refused before anything is written; so is a directory that already holds a
+    manifest (never replaced: it may be the only record of what an earlier run deleted)."""
     (tmp_path / "file").write_text("x")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("x")
@@ -101,6 +102,10 @@ def test_a_manifest_path_that_is_not_a_manifest_directory_is_refused(tmp_path: P
     orphans_table(root)
     store = open_table(str(root))
     execute(store, scan(store), manifest_path=tmp_path / "m")
-    execute(store, scan(store), manifest_path=tmp_path / "m")  # nothing left: no records
-    again = read_manifest(tmp_path / "m")
+    first = read_manifest(tmp_path / "m").summary
+    with pytest.raises(ManifestPathError, match="already holds a manifest"):
+        execute(store, scan(store), manifest_path=tmp_path / "m")
+    assert read_manifest(tmp_path / "m").summary == first  # kept as it was
+    execute(store, scan(store), manifest_path=tmp_path / "m2")  # nothing left: no records
+    again = read_manifest(tmp_path / "m2")
     assert again.summary["counts"]["planned"] == 0 and again.records().num_rows == 0

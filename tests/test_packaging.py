@@ -1,15 +1,24 @@
 """The distribution: one wheel carrying the product only (the `deltaguard` namespace without
 its test bed, with the plugin jars and the presets), and a CLI that works from that wheel
-without Spark (`pip install deltaguard`, no extra)."""
+without Spark and without a JVM (`pip install deltaguard`, no extra).
+
+The wheel is built as a new user builds it: the README's install commands, verbatim, in a
+fresh `git clone` of this repository (its committed HEAD) with an empty deltaguard cache
+(`make wheel` bootstraps its own uv and builds the plugin jars; only Maven's ~/.m2 and uv's
+cache are reused), into the venv the README creates. Two substitutions keep it cheap: `pip` is
+uv's (`uv pip`, same packages from uv's cache), and the `[spark]` line is left out (it would
+download pyspark). Without Java or Maven on PATH, `make wheel` stops with one line naming it."""
 
 from __future__ import annotations
 
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -17,13 +26,11 @@ import pytest
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.logstore.jars import JAR_NAMES
-from deltaguard.spark_conf.jvm_deps import cache_dir
 from deltaguard.tools.cli import main as cli_main
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-UV = os.environ.get("UV") or str(cache_dir() / "bootstrap" / "bin" / "uv")
 #: The package that needs the `spark` extra (pyspark, delta-spark): without it, its modules
 #: fail to import on exactly those two.
 SPARK_EXTRA_PACKAGE = "deltaguard.tools.fanout"
@@ -62,27 +69,78 @@ def module_names(names: list[str]) -> list[str]:
     return sorted(modules)
 
 
+def readme_install_commands() -> list[str]:
+    """The lines of the README's install block (``## Install``), comments cut off."""
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"^## Install\n.*?^```bash\n(.*?)^```", text, re.M | re.S)
+    assert block, "README.md has an install block"
+    return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def path_without(*tools: str, base: Path) -> str:
+    """A PATH that finds every program of this one except ``tools`` (links in ``base``)."""
+    base.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if Path(folder).is_dir() else []:
+            link = base / program.name
+            if program.name not in tools and not link.exists() and os.access(program, os.X_OK):
+                link.symlink_to(program)
+    return str(base)
+
+
+@dataclass(frozen=True)
+class Installed:
+    wheel: Path
+    venv: Path
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp_path = tmp_path_factory.mktemp("wheel")
-    # setuptools writes build/ into the project it builds: build a copy, not the work tree
-    source = tmp_path / "src"
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "*.egg-info", "target", "__pycache__", ".*_cache"
-        ),
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The README's install commands in a fresh clone with an empty cache (module docstring)."""
+    tmp_path = tmp_path_factory.mktemp("fresh-clone")
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),  # the README's ~/deltaguard-venv
+        "DELTAGUARD_CACHE": str(tmp_path / "empty-cache"),
+        "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
+        "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip"),
+    }
+    for name in ("UV", "VIRTUAL_ENV", "PYTHONPATH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(name, None)
+    no_java = path_without("java", "mvn", base=tmp_path / "no-java-bin")
+    refused = subprocess.run(
+        ["make", "wheel"], cwd=clone, env={**env, "PATH": no_java}, capture_output=True, text=True
     )
-    out = subprocess.run(
-        [UV, "build", "--wheel", "-q", "-o", str(tmp_path), str(source)],
-        capture_output=True,
-        text=True,
-        check=False,
+    assert refused.returncode != 0
+    assert (
+        refused.stderr.strip().splitlines() == [refused.stderr.strip()]
+        and "java not found on PATH" in refused.stderr
+    ), refused.stdout + refused.stderr
+    commands = readme_install_commands()
+    assert commands[0] == "make wheel" and "deltaguard jar" in commands
+    lines = ["set -eo pipefail", 'pip() { uv pip "$@"; }']
+    for command in commands:
+        if "[spark]" not in command:
+            lines.append(command)
+        if command == "make wheel":  # the uv it bootstrapped, for `pip`
+            lines.append(f'PATH="{env["DELTAGUARD_CACHE"]}/bootstrap/bin:$PATH"')
+    script = "\n".join(lines)
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, check=False
     )
-    assert out.returncode == 0, out.stderr
-    (built,) = tmp_path.glob("deltaguard-*.whl")
-    return built
+    assert done.returncode == 0, done.stdout + done.stderr
+    jar = Path(done.stdout.strip().splitlines()[-1])
+    assert jar.is_file() and jar.is_relative_to(home / "deltaguard-venv"), done.stdout
+    (built,) = (clone / "dist").glob("deltaguard-*.whl")
+    return Installed(built, home / "deltaguard-venv")
+
+
+@pytest.fixture(scope="module")
+def wheel(installed: Installed) -> Path:
+    return installed.wheel
 
 
 @pytest.fixture(scope="module")
@@ -142,18 +200,9 @@ def test_the_product_never_imports_the_test_bed(wheel, wheel_names):
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with only the wheel installed, no extra: `pip install deltaguard`."""
-    venv = tmp_path_factory.mktemp("wheel-venv") / "venv"
-    subprocess.run([UV, "venv", "-q", "-p", "python3.11", str(venv)], check=True)
-    install = subprocess.run(
-        [UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert install.returncode == 0, install.stderr
-    return venv
+def wheel_venv(installed: Installed) -> Path:
+    """The README's venv with only the wheel installed, no extra: `pip install deltaguard`."""
+    return installed.venv
 
 
 def test_every_product_module_imports_from_the_wheel(wheel_venv, wheel_names, tmp_path):
@@ -181,7 +230,8 @@ def test_every_product_module_imports_from_the_wheel(wheel_venv, wheel_names, tm
 
 def test_cli_works_from_the_wheel_without_spark(wheel_venv, tmp_path):
     """`pip install deltaguard` (no `spark` extra) into a fresh venv: every command's --help,
-    and an audit and orphans dry run of a local table, with no pyspark importable."""
+    and an audit and orphans dry run of a local table, with no pyspark importable and no
+    JVM on PATH (only the venv's bin)."""
     python = str(wheel_venv / "bin" / "python")
     no_spark = subprocess.run(
         [python, "-c", "import importlib.util as u; print(u.find_spec('pyspark'))"],
@@ -201,11 +251,20 @@ def test_cli_works_from_the_wheel_without_spark(wheel_venv, tmp_path):
     table.create(1_700_000_000_000)
     rel = table.write_file("p=a/part-0.parquet", 1_700_000_000_000)
     table.commit([{"add": table.add_action(rel, 1_700_000_000_000)}], 1_700_000_001_000)
+    venv_only = {**os.environ, "PATH": str(wheel_venv / "bin")}
+    venv_only.pop("JAVA_HOME", None)
+    assert shutil.which("java", path=venv_only["PATH"]) is None
     audit = subprocess.run(
-        [cli, "audit", str(table.root), "--json"], capture_output=True, text=True
+        [cli, "audit", str(table.root), "--json"], capture_output=True, text=True, env=venv_only
     )
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert json.loads(audit.stdout)["latest_version"] == 1
-    orphans = subprocess.run([cli, "orphans", str(table.root)], capture_output=True, text=True)
+    orphans = subprocess.run(
+        [cli, "orphans", str(table.root)], capture_output=True, text=True, env=venv_only
+    )
     assert orphans.returncode == 0, orphans.stdout + orphans.stderr
+    repair = subprocess.run(
+        [cli, "repair", str(table.root), "--yes"], capture_output=True, text=True
+    )
+    assert repair.returncode == 0 and "nothing to repair" in repair.stdout, repair.stderr
     assert (tmp_path / "events" / rel).is_file()

@@ -82,7 +82,7 @@ def test_single_driver_needs_acknowledgement(run_cli):
     conf = render("s3-single-driver", PresetOptions(acknowledge_single_driver=True))
     assert conf["spark.delta.logStore.s3a.impl"] == "io.delta.storage.S3SingleDriverLogStore"
     out = run_cli("conf", "render", "s3-single-driver")
-    assert out.returncode == 1 and "--acknowledge-single-driver" in out.stderr
+    assert out.returncode == 2 and "--acknowledge-single-driver" in out.stderr
     assert "Traceback" not in out.stderr
 
 

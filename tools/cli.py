@@ -1,7 +1,8 @@
 """The ``deltaguard`` command.
 
-Errors a user can cause (a missing jar, bad arguments) end with a one-line message and a
-non-zero exit code, never a traceback.
+Every failure ends with one line, ``deltaguard <command>: <what>``, and a documented exit code,
+never a traceback (:mod:`deltaguard.tools.cli_errors`); shared option types and options (the
+region rule, ``--profile``, ``--endpoint-url``, durations): :mod:`deltaguard.tools.cli_options`.
 """
 
 from __future__ import annotations
@@ -28,13 +29,26 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
+from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
+from deltaguard.tools.cli_options import (
+    REGION_HELP,
+    Duration,
+    TableLocation,
+    endpoint_option,
+    profile_option,
+)
+from deltaguard.tools.output import format_option
+from deltaguard.tools.progress import progress_option
+from deltaguard.tools.repair.options import HELP as REPAIR_HELP
+from deltaguard.tools.repair.options import repair_options, repair_request
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("deltaguard", cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(version("deltaguard"), prog_name="deltaguard")
-def main() -> None:
+@debug_option
+def main(debug: bool) -> None:
     """Safe concurrent Delta Lake commits on S3."""
 
 
@@ -52,18 +66,11 @@ def _line_options(f: F) -> F:
     )(f)
 
 
-class UnsupportedLineError(click.ClickException):
-    """No supported Spark line matches (``--spark-version 4.3``, an installed pyspark 4.3, a
-    Hadoop the line does not run): one line naming the newest supported line, exit code 2."""
-
-    exit_code = 2
-
-
 def _line(spark_version: str | None, hadoop_version: str | None) -> SparkLine:
     try:
         return PresetOptions(spark_version=spark_version, hadoop_version=hadoop_version).line()
     except UnknownSparkLineError as exc:
-        raise UnsupportedLineError(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 @main.command("jar")
@@ -73,7 +80,7 @@ def jar_command(spark_version: str | None, hadoop_version: str | None) -> None:
     try:
         click.echo(str(plugin_jar(_line(spark_version, hadoop_version).sdk)))
     except PluginJarMissingError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 @main.command("packages")
@@ -93,8 +100,10 @@ def conf_group() -> None:
 @click.option(
     "--table-root", help="s3://bucket/prefix the preset is for (marks the bucket multi-writer)"
 )
-@click.option("--region", default="us-east-1", show_default=True, help="S3 region")
-@click.option("--endpoint", help="S3 endpoint URL (S3-compatible stores, LocalStack)")
+@click.option("--region", default=None, help=f"S3 {REGION_HELP}")
+@endpoint_option(
+    "--endpoint", "--endpoint-url", help="S3 endpoint URL (S3-compatible stores, LocalStack)"
+)
 @click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
 @click.option("--credentials-provider", help="Hadoop/SDK v2 credentials provider class")
 @click.option(
@@ -106,7 +115,7 @@ def conf_group() -> None:
 @click.option(
     "--dynamodb-region", help="s3-dynamodb(-transition): the table's region (default: --region)"
 )
-@click.option(
+@endpoint_option(
     "--dynamodb-endpoint", help="s3-dynamodb(-transition): DynamoDB endpoint URL (default: AWS)"
 )
 @click.option(
@@ -114,7 +123,7 @@ def conf_group() -> None:
     "ttl_seconds",
     default=86400,
     show_default=True,
-    type=int,
+    type=click.IntRange(min=1),
     help="s3-dynamodb(-transition): seconds a completed entry is kept",
 )
 @click.option(
@@ -142,19 +151,23 @@ def conf_group() -> None:
 def conf_render(preset: str, fmt: str, **options: Any) -> None:
     """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-dynamodb-transition,
     s3-single-driver, local)."""
+    from deltaguard.logstore.clients import region_or_default
+
+    options["region"] = region_or_default(options["region"])
     try:
         conf = render(preset, PresetOptions(**options))
-    except UnknownSparkLineError as exc:
-        raise UnsupportedLineError(str(exc)) from None
     except (PresetError, PluginJarMissingError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise Refused(str(exc)) from None
     formatter = {"properties": to_properties, "json": to_json, "env": to_env}[fmt]
     click.echo(formatter(conf), nl=False)
 
 
 @conf_group.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-def conf_check(files: tuple[Path, ...]) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the problems as JSON (deltaguard.conf-check/1)"
+)
+def conf_check(files: tuple[Path, ...], as_json: bool) -> None:
     """Check Spark properties FILES: one line per problem, exit code 1 if any. With several
     files, also a bucket that some give to a plain DynamoDB store and others to a conditional
     store (mixed-commit-protocols)."""
@@ -167,6 +180,13 @@ def conf_check(files: tuple[Path, ...]) -> None:
             sys.exit(2)
     found = [(path, f) for path, entries in parsed.items() for f in check(entries)]
     found += check_across(parsed)
+    if as_json:
+        import json
+
+        from deltaguard.spark_conf.conf_check import findings_json
+
+        click.echo(json.dumps(findings_json(list(parsed), found), indent=2))
+        sys.exit(1 if found else 0)
     for path, finding in found:
         click.echo(finding.format(path))
     if found:
@@ -183,19 +203,22 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-#: How a command reaches S3: shared by probe, audit and history.
+#: How a command reaches S3: shared by probe, audit, history, orphans and migrate status.
 s3_options = _options(
-    click.option("--endpoint", help="S3 endpoint URL (default: AWS for the region)"),
-    click.option("--region", default=None, help="S3 region (default: the AWS configuration's)"),
+    endpoint_option(
+        "--endpoint", "--endpoint-url", help="S3 endpoint URL (default: AWS for the region)"
+    ),
+    click.option("--region", default=None, help=f"S3 {REGION_HELP}"),
     click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
+    profile_option,
 )
 #: The DynamoDB LogStore's table, to check: shared by probe and audit.
 dynamodb_options = _options(
     click.option(
         "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
     ),
-    click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
-    click.option("--dynamodb-region", help="DynamoDB region (default: --region)"),
+    endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
+    click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)"),
 )
 
 
@@ -257,18 +280,29 @@ def _dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]
 
 
 def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
-    import boto3
+    from deltaguard.logstore.clients import dynamodb_client
 
-    return boto3.client("dynamodb", endpoint_url=endpoint, region_name=region)
+    return dynamodb_client(endpoint, region)
 
 
 @main.command("probe")
-@click.argument("target")
+@click.argument("target", type=TableLocation())
 @s3_options
 @dynamodb_options
-@click.option("--writers", default=8, show_default=True, help="concurrent writers per race round")
-@click.option("--rounds", default=20, show_default=True, help="race rounds")
-@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option(
+    "--writers",
+    type=click.IntRange(min=2),
+    default=8,
+    show_default=True,
+    help="concurrent writers per race round",
+)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=20, show_default=True, help="race rounds"
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the report as JSON (deltaguard.probe/1)"
+)
+@progress_option
 def probe_command(
     target: str,
     endpoint: str | None,
@@ -289,6 +323,7 @@ def probe_command(
 
     from deltaguard.logstore.clients import commit_client, read_client
     from deltaguard.logstore.probe import ProbeAbortedError, print_report, run_probe
+    from deltaguard.tools.progress import phase
 
     try:
         ddb = (
@@ -296,24 +331,26 @@ def probe_command(
             if dynamodb_table
             else None
         )
-        report = run_probe(
-            target,
-            lambda: commit_client(endpoint, region, path_style),
-            make_read_client=lambda: read_client(endpoint, region, path_style),
-            writers=writers,
-            rounds=rounds,
-            dynamodb_client=ddb,
-            dynamodb_table=dynamodb_table,
-        )
+        with phase(f"probe: {writers} writers racing, rounds", total=rounds) as shown:
+            report = run_probe(
+                target,
+                lambda: commit_client(endpoint, region, path_style),
+                make_read_client=lambda: read_client(endpoint, region, path_style),
+                writers=writers,
+                rounds=rounds,
+                dynamodb_client=ddb,
+                dynamodb_table=dynamodb_table,
+                on_round=shown.advance,
+            )
     except (ProbeAbortedError, ValueError) as exc:
         click.echo(f"deltaguard probe: {exc}", err=True)
         sys.exit(2)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        from rich.console import Console
+        from deltaguard.tools.output import stdout_console
 
-        print_report(report, Console())
+        print_report(report, stdout_console())
     sys.exit(report.exit_code)
 
 
@@ -324,26 +361,25 @@ def dynamodb_group() -> None:
 
 @dynamodb_group.command("create-table")
 @click.argument("name")
-@click.option("--region", default=None, help="DynamoDB region (default: the AWS configuration's)")
-@click.option("--endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--region", default=None, help=f"DynamoDB {REGION_HELP}")
+@endpoint_option("--endpoint", "--endpoint-url", help="DynamoDB endpoint URL (default: AWS)")
+@profile_option
 def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -> None:
     """Create table NAME for the DynamoDB LogStore (PAY_PER_REQUEST, TTL on expireTime).
 
-    Idempotent; an existing table with another key schema is an error (exit 1)."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, NoCredentialsError
-
-    from deltaguard.logstore.dynamodb_table import CommitTableError, create_table
+    Idempotent; an existing table with another key schema is an error (exit 1); the table
+    could not be read or created (credentials, endpoint, access): exit 2."""
+    from deltaguard.logstore.dynamodb_table import (
+        CommitTableAccessError,
+        CommitTableError,
+        create_table,
+    )
 
     try:
-        result = create_table(
-            boto3.client("dynamodb", region_name=region, endpoint_url=endpoint), name
-        )
-    except NoCredentialsError:
-        raise click.ClickException(
-            "no AWS credentials found (environment, profile or instance role)"
-        ) from None
-    except (CommitTableError, BotoCoreError) as exc:
+        result = create_table(_dynamodb_client(endpoint, region), name)
+    except CommitTableAccessError as exc:
+        _fail("dynamodb create-table", exc)
+    except CommitTableError as exc:
         raise click.ClickException(str(exc)) from None
     state = "created" if result.created else "already exists with the right schema"
     ttl = "; TTL enabled on expireTime" if result.ttl_enabled_now else ""
@@ -365,14 +401,14 @@ def _manifest_dir(path: Path | None) -> Path | None:
 
 
 @main.command("orphans")
-@click.argument("table")
+@click.argument("table", type=TableLocation())
 @s3_options
 @click.option(
     "--retention",
     "retention_hours",
-    type=float,
-    help="hours a file must be untouched before cleanup (default: the table's "
-    "delta.deletedFileRetentionDuration, 7 days if unset)",
+    type=Duration(),
+    help="how long a file must be untouched before cleanup: 7d, 36h, 90m, or hours (default: "
+    "the table's delta.deletedFileRetentionDuration, 7 days if unset)",
 )
 @click.option(
     "--delete", is_flag=True, help="delete orphan and log-temp files (dry run without --yes)"
@@ -381,6 +417,8 @@ def _manifest_dir(path: Path | None) -> Path | None:
 @click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
 @click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON (docs/orphans.md)")
+@format_option
+@progress_option
 @click.option(
     "--manifest",
     "manifest_path",
@@ -440,6 +478,7 @@ def orphans_command(
     include_tombstones: bool,
     unsafe_retention: bool,
     as_json: bool,
+    fmt: str,
     manifest_path: Path | None,
     workers: int | None,
     engine: str,
@@ -459,7 +498,9 @@ def orphans_command(
 
     Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean found
     (dry run), or a stranded commit; 2: the table could not be read (or a setting was
-    refused); 3: some deletions failed or their outcome is unknown."""
+    refused); 3: some deletions failed or their outcome is unknown; 4: stopped by Ctrl-C or
+    SIGTERM during --delete --yes (the manifest says what was deleted; run it again to
+    finish)."""
     from dataclasses import replace
 
     from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
@@ -475,6 +516,7 @@ def orphans_command(
         include_tombstones=include_tombstones,
         unsafe_retention=unsafe_retention,
         as_json=as_json,
+        tsv=fmt == "tsv",
         manifest_path=manifest_path,
         workers=workers,
         dynamodb=_dynamodb_check(
@@ -517,10 +559,10 @@ def _parse_timestamp(value: str) -> int:
 
 
 def _wide_console() -> Any:
-    """A rich console at least 150 columns wide, also when output goes to a pipe or file."""
-    from rich.console import Console
+    """The console for a text report: :func:`deltaguard.tools.output.stdout_console`."""
+    from deltaguard.tools.output import stdout_console
 
-    return Console(width=max(Console().width, 150))
+    return stdout_console()
 
 
 def _fail(command: str, exc: Exception) -> None:
@@ -529,12 +571,19 @@ def _fail(command: str, exc: Exception) -> None:
 
 
 @main.command("audit")
-@click.argument("table")
-@click.option("--version", "version", type=int, help="audit this version (default: the latest)")
+@click.argument("table", type=TableLocation())
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(min=0),
+    help="audit this version (default: the latest)",
+)
 @click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
 @click.option(
     "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
 )
+@format_option
+@progress_option
 @click.option(
     "--check-files/--no-check-files",
     default=True,
@@ -554,6 +603,7 @@ def audit_command(
     version: int | None,
     timestamp: str | None,
     as_json: bool,
+    fmt: str,
     check_files: bool,
     table_paths: tuple[str, ...],
     engine: str,
@@ -614,11 +664,39 @@ def audit_command(
         _fail("audit", RuntimeError(spark_failure(exc) or str(exc).strip().splitlines()[0]))
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
+    elif fmt == "tsv":
+        from deltaguard.tools.deltalog.render import audit_tsv
+
+        audit_tsv(report)
     else:
         from deltaguard.tools.deltalog.render import print_audit
 
         print_audit(report, _wide_console())
+    unreadable = report.unreadable_line()
+    if unreadable is not None:
+        click.echo(f"deltaguard audit: {unreadable}", err=True)
     sys.exit(report.exit_code)
+
+
+@main.command("repair", help=REPAIR_HELP)
+@click.argument("table", type=TableLocation())
+@repair_options
+@s3_options
+@dynamodb_options
+@dynamodb_table_path_option
+def repair_command(
+    table: str,
+    table_paths: tuple[str, ...],
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    **o: Any,
+) -> None:
+    from deltaguard.tools.repair.run import run_repair
+
+    ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
+    dynamodb = _dynamodb_check(*ddb, o["endpoint"], o["region"])
+    sys.exit(run_repair(repair_request(table, dynamodb, **o)))
 
 
 @main.group("migrate")
@@ -627,10 +705,10 @@ def migrate_group() -> None:
 
 
 @migrate_group.command("status")
-@click.argument("table")
+@click.argument("table", type=TableLocation())
 @click.option("--dynamodb-table", required=True, help="the DynamoDB LogStore's table")
-@click.option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
-@click.option("--dynamodb-region", help="DynamoDB region (default: --region)")
+@endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
+@click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)")
 @click.option(
     "--dynamodb-table-path",
     "table_paths",
@@ -639,13 +717,18 @@ def migrate_group() -> None:
 )
 @click.option(
     "--window-hours",
-    type=click.FloatRange(min=0, min_open=True),
-    default=6.0,
+    "--window",
+    "window_hours",
+    type=Duration(positive=True),
+    default="6h",
     show_default=True,
-    help="commits younger than this are the evidence (capped at the entries' TTL); make it "
-    "longer than your longest job",
+    help="commits younger than this are the evidence (capped at the entries' TTL): 6h, 2d, "
+    "90m, or hours; make it longer than your longest job",
 )
-@click.option("--json", "as_json", is_flag=True, help="print the status as JSON")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the status as JSON (deltaguard.migrate-status/1)"
+)
+@progress_option
 @s3_options
 def migrate_status_command(
     table: str,
@@ -687,21 +770,27 @@ def migrate_status_command(
 
 
 @main.command("history")
-@click.argument("table")
-@click.option("--limit", type=int, help="newest N commits only")
-@click.option("--json", "as_json", is_flag=True, help="print the history as a JSON list")
+@click.argument("table", type=TableLocation())
+@click.option("--limit", type=click.IntRange(min=1), help="newest N commits only")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/2)"
+)
+@format_option
+@progress_option
 @s3_options
 def history_command(
     table: str,
     limit: int | None,
     as_json: bool,
+    fmt: str,
     endpoint: str | None,
     region: str | None,
     path_style: bool,
 ) -> None:
     """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
     metrics, txn app ids, engine. Exit code 2 if the table, or one of its commits, could not be
-    read (the entry's problem says why; the other entries are still printed)."""
+    read (one line on stderr per such commit, naming its file; the other entries are still
+    printed)."""
     import json
 
     from deltaguard.tools.deltalog.errors import DeltaLogError
@@ -713,9 +802,18 @@ def history_command(
     except (DeltaLogError, OSError) as exc:
         _fail("history", exc)
     if as_json:
-        click.echo(json.dumps([e.to_json() for e in entries], indent=2))
+        from deltaguard.tools.deltalog.history import history_json
+
+        click.echo(json.dumps(history_json(table, entries), indent=2))
+    elif fmt == "tsv":
+        from deltaguard.tools.deltalog.render import history_tsv
+
+        history_tsv(entries)
     else:
         from deltaguard.tools.deltalog.render import print_history
 
         print_history(entries, _wide_console())
+    for entry in entries:  # newest first, as printed
+        if entry.problem:
+            click.echo(f"deltaguard history: {entry.file}: {entry.problem}", err=True)
     sys.exit(history_exit_code(entries))

@@ -1,12 +1,14 @@
-"""The exit codes of ``deltaguard audit``, ``history``, ``orphans`` and ``probe``: one meaning
-each, for every command (the README's table is this one).
+"""The exit codes of every ``deltaguard`` command: one meaning each, for every command (the
+README's table is this one). Every failure also prints one line on stderr,
+``deltaguard <command>: <what>`` (:mod:`deltaguard.tools.cli_errors`).
 
 ``0`` (:attr:`ExitCode.CLEAN`)
     done, nothing to act on: healthy table, history read, nothing to clean, cleanup that
     deleted everything it meant to delete, safe store.
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
-    in a dry run, damage ``orphans`` found (``stranded-commit``), an unsafe store.
+    or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
+    ``repair`` cannot fill, an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no
     ``_delta_log``, storage or credential errors that outlasted the retries, a snapshot that
@@ -19,6 +21,21 @@ each, for every command (the README's table is this one).
     failed after deleting began (a failed delete job, a manifest that could not be written).
     The message and the manifest say what was deleted and what is unknown; never "nothing
     deleted" once deleting began (that message, with code 2, means nothing was).
+``4`` (:attr:`ExitCode.INTERRUPTED`)
+    ``orphans --delete --yes`` stopped by SIGINT (Ctrl-C) or SIGTERM: no delete was sent
+    after the signal, the requests in flight were settled (or their files recorded
+    ``unknown``), and the manifest says ``"status": "interrupted"`` with the counts. Run the
+    same command again to finish (docs/orphans.md, Interrupting a cleanup).
+``70`` (:attr:`ExitCode.UNEXPECTED`)
+    an error deltaguard does not know (a bug): the line says where the full trace was written
+    (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);
+    ``--debug`` prints it instead.
+``130`` (:attr:`ExitCode.SIGINT`), ``143`` (:attr:`ExitCode.SIGTERM`)
+    any other command stopped by Ctrl-C (SIGINT) or SIGTERM (128 + the signal number, what a
+    shell reports for a process killed by it): nothing was changed.
+
+Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
+profile) are code 2 too, as click gives them.
 """
 
 from __future__ import annotations
@@ -31,3 +48,7 @@ class ExitCode(IntEnum):
     FOUND = 1
     UNREADABLE = 2
     DELETE_FAILED = 3
+    INTERRUPTED = 4
+    UNEXPECTED = 70
+    SIGINT = 130
+    SIGTERM = 143

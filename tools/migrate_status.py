@@ -2,7 +2,9 @@
 table is in (docs/migration.md), the evidence, and what is safe to do next.
 
 The evidence (:mod:`deltaguard.tools.deltalog.protocol_mix`): each recent commit's DynamoDB
-entry (with or without the transition marker, or none) and its ``engineInfo``. Exit codes
+entry (with or without the transition marker, or none) and its ``engineInfo``, which names
+the writer kind where it is a conditional-only writer (a delta-rs commit is ``conditional``,
+whatever entry its version has). Exit codes
 (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 the table is consistently in a phase, 1 an
 unsafe mix (a plain DynamoDB commit after a conditional one), 2 what it needs could not be read
 (the table, its log, the DynamoDB table) or no commit is recent enough to tell.
@@ -11,8 +13,7 @@ unsafe mix (a plain DynamoDB commit after a conditional one), 2 what it needs co
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
@@ -21,8 +22,10 @@ from deltaguard.tools.deltalog.protocol_mix import (
     ProtocolEvidence,
     WriterKind,
     gather_evidence,
+    label_by_content,
 )
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.deltalog.storage import TableStore, table_not_found
+from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.exit_codes import ExitCode
 
 #: Commits shown with their engineInfo in the text report (JSON has them all).
@@ -61,9 +64,7 @@ class MigrationStatus:
 
 
 def _when(ms: int | None) -> str:
-    if ms is None:
-        return "time unknown"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "time unknown" if ms is None else iso_utc(ms)
 
 
 def next_step(evidence: ProtocolEvidence) -> str:
@@ -130,7 +131,7 @@ def migrate_status(
 
     listing = list_log(store)
     if not listing.commits:
-        raise MigrateStatusError(f"{store.uri} is not a Delta table: no commits in _delta_log/")
+        raise table_not_found(store, "no commits in _delta_log/")
     ddb = S3DynamoDBLogStore(None, dynamodb_client, dynamodb_table)
     try:
         entries = [e for path in table_paths for e in ddb.entries(path)]
@@ -154,7 +155,7 @@ def migrate_status(
         },
     )
     engines = {h.version: h.engine for h in read_history(store, listing=recent)}
-    evidence.commits = [replace(c, engine_info=engines.get(c.version)) for c in evidence.commits]
+    evidence.commits = [label_by_content(c, engines.get(c.version)) for c in evidence.commits]
     return MigrationStatus(
         store.uri,
         dynamodb_table,
@@ -193,6 +194,7 @@ def render_text(status: MigrationStatus) -> str:
         "  recent commits (version, writer kind, engineInfo):",
     ]
     for c in ev.commits[-SHOWN_COMMITS:]:
-        lines.append(f"    {c.version:>8}  {c.kind:<14}  {c.engine_info or '-'}")
+        entry = f"  (DynamoDB entry: {c.entry_kind})" if c.entry_kind is not None else ""
+        lines.append(f"    {c.version:>8}  {c.kind:<14}  {c.engine_info or '-'}{entry}")
     lines.append(f"next: {status.next_step}")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""Where deltaguard keeps what it writes about its own runs (cleanup manifests): never the
-working directory, so a run from inside a repository leaves nothing in its work tree.
+"""Where deltaguard keeps what it writes about its own runs (cleanup manifests, the traces of
+unexpected errors): never the working directory, so a run from inside a repository leaves
+nothing in its work tree.
 
 The state directory is ``$DELTAGUARD_STATE_DIR`` if set, else ``$XDG_STATE_HOME/deltaguard``,
 else ``~/.local/state/deltaguard`` (the XDG Base Directory default). An explicit ``--manifest``
@@ -33,3 +34,11 @@ def default_manifest_path(table: str, now: datetime) -> Path:
     digest = hashlib.sha256(table.encode()).hexdigest()[:8]
     stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
     return state_dir() / "orphans" / f"{slug}-{digest}-{stamp}"
+
+
+def trace_log_path(command: str, now: datetime) -> Path:
+    """``<state dir>/logs/<command>-<UTC time>-<pid>.log``: where an unexpected error's full
+    trace goes (:mod:`deltaguard.tools.cli_errors`), so the terminal shows one line."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", command).strip("-") or "deltaguard"
+    stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
+    return state_dir() / "logs" / f"{slug}-{stamp}-{os.getpid()}.log"

@@ -39,6 +39,11 @@ class CommitTableError(RuntimeError):
     """The table cannot serve as the LogStore's table; the message says why."""
 
 
+class CommitTableAccessError(CommitTableError):
+    """The DynamoDB API could not be used (endpoint, credentials, access): nothing is known
+    about the table."""
+
+
 @dataclass(frozen=True)
 class CreateResult:
     table: str
@@ -76,11 +81,13 @@ def create_table(ddb: Any, name: str, wait_s: float = 60.0) -> CreateResult:
         created = True
     except ClientError as exc:
         if error_code(exc) != "ResourceInUseException":
-            raise CommitTableError(
+            raise CommitTableAccessError(
                 f"cannot create DynamoDB table {name}: {describe(exc)}"
             ) from None
     except BotoCoreError as exc:
-        raise CommitTableError(f"cannot reach DynamoDB to create {name}: {describe(exc)}") from None
+        raise CommitTableAccessError(
+            f"cannot reach DynamoDB to create {name}: {describe(exc)}"
+        ) from None
     deadline = time.monotonic() + wait_s
     while True:
         described = ddb.describe_table(TableName=name)["Table"]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -61,6 +62,10 @@ class Check:
     name: str
     status: str
     detail: str
+
+
+#: ``probe --json``'s ``schema``.
+PROBE_SCHEMA = "deltaguard.probe/1"
 
 
 @dataclass
@@ -114,7 +119,8 @@ class ProbeReport:
         return "UNSAFE: conditional writes are not honoured atomically and no sound DynamoDB table was given"
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
+        """``probe --json`` (schema :data:`PROBE_SCHEMA`, docs/logstore.md)."""
+        out: dict[str, Any] = {"schema": PROBE_SCHEMA, **asdict(self)}
         out.update(
             verdict=self.verdict,
             safe=self.recommended_preset is not None,
@@ -172,7 +178,13 @@ def _check_if_none_match(store: S3ConditionalLogStore, probe: S3Location) -> Che
 
 
 def _check_atomicity(
-    make_client: Any, bucket: str, prefix: str, writers: int, rounds: int, report: ProbeReport
+    make_client: Any,
+    bucket: str,
+    prefix: str,
+    writers: int,
+    rounds: int,
+    report: ProbeReport,
+    on_round: Callable[[], None] | None = None,
 ) -> Check:
     stores = [
         S3ConditionalLogStore(make_client(), verify_conditional_writes=False)
@@ -211,6 +223,8 @@ def _check_atomicity(
             t.join()
         if sum(wins) > 1:
             several += 1
+        if on_round is not None:
+            on_round()
     report.race_rounds = rounds
     report.race_rounds_with_several_winners = several
     if several:
@@ -302,11 +316,13 @@ def run_probe(
     rounds: int = 20,
     dynamodb_client: Any = None,
     dynamodb_table: str | None = None,
+    on_round: Callable[[], None] | None = None,
 ) -> ProbeReport:
     """Runs every check against ``target`` (``s3://bucket/prefix``). ``make_s3_client`` builds a
     new commit-policy S3 client (one for the if-none-match check, one per racing writer);
     ``make_read_client`` a read-policy one for everything else (default: ``make_s3_client``).
-    Raises ProbeAbortedError if it could not run."""
+    ``on_round`` is called after each race round (a progress counter). Raises
+    ProbeAbortedError if it could not run."""
     loc = S3Location.parse(target)
     s3 = (make_read_client or make_s3_client)()
     endpoint = str(s3.meta.endpoint_url)
@@ -321,7 +337,7 @@ def run_probe(
             _check_if_none_match(store, S3Location(loc.bucket, prefix + "if-none-match"))
         )
         report.checks.append(
-            _check_atomicity(make_s3_client, loc.bucket, prefix, writers, rounds, report)
+            _check_atomicity(make_s3_client, loc.bucket, prefix, writers, rounds, report, on_round)
         )
     finally:
         _delete_prefix(s3, loc.bucket, prefix)

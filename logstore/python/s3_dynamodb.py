@@ -182,6 +182,14 @@ class S3DynamoDBLogStore:
             f"{entry['tempPath']}) did not settle; last error: {last_error}",
         )
 
+    def complete(self, entry: dict[str, Any]) -> None:
+        """Marks ``entry`` (as :meth:`entries` returns it) complete with ``expireTime`` = now +
+        TTL, the last step of a commit and of its recovery: only once its ``N.json`` exists.
+        Idempotent; raises the DynamoDB client's errors."""
+        self._put(
+            {**entry, "complete": True, "expireTime": int(time.time()) + self.ttl_seconds}, True
+        )
+
     # -- files ----------------------------------------------------------------------------
 
     def _exists(self, loc: S3Location) -> bool:
@@ -206,10 +214,7 @@ class S3DynamoDBLogStore:
         for _ in range(4):
             try:
                 self._copy_if_absent(table_uri, entry, dst)
-                self._put(
-                    {**entry, "complete": True, "expireTime": int(time.time()) + self.ttl_seconds},
-                    True,
-                )
+                self.complete(entry)
                 LOG.info("repaired %s: copied its temp file and marked it complete", dst.uri())
                 return
             except ClientError as exc:

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 S3_SCHEMES = ("s3", "s3a", "s3n")
 
 
+class InvalidS3URIError(ValueError):
+    """A location with an S3 scheme that names no bucket (``s3:/x/t``, ``s3://``)."""
+
+
 @dataclass(frozen=True)
 class S3Location:
     """An object or prefix in S3. ``s3``, ``s3a`` and ``s3n`` name the same objects."""
@@ -19,7 +23,7 @@ class S3Location:
     def parse(cls, uri: str) -> S3Location:
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme not in S3_SCHEMES or not parts.netloc:
-            raise ValueError(f"not an S3 URI (s3://bucket/key or s3a://bucket/key): {uri!r}")
+            raise InvalidS3URIError(f"not an S3 URI (s3://bucket/key or s3a://bucket/key): {uri!r}")
         return cls(parts.netloc.rsplit("@", 1)[-1], parts.path.lstrip("/"))
 
     @property

@@ -25,7 +25,6 @@ from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     StorageError,
-    TableNotFoundError,
     UnsupportedTableError,
     VersionNotFoundError,
 )
@@ -41,13 +40,20 @@ from deltaguard.tools.deltalog.listing import (
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
     judge_temp,
     read_entries,
 )
+from deltaguard.tools.progress import phase
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
@@ -81,6 +87,25 @@ class AuditReport:
         if any(f.code in UNREADABLE_CODES for f in self.findings):
             return int(ExitCode.UNREADABLE)
         return int(ExitCode.CLEAN if self.healthy else ExitCode.FOUND)
+
+    def unreadable_line(self) -> str | None:
+        """With exit code 2: one line saying what could not be read and the first error
+        finding that names a file (the cause); else None."""
+        unreadable = next((f for f in self.findings if f.code in UNREADABLE_CODES), None)
+        if unreadable is None:
+            return None
+        cause = next(
+            (
+                f
+                for f in self.findings
+                if f.severity is Severity.ERROR and f.file and f.code not in UNREADABLE_CODES
+            ),
+            None,
+        )
+        if cause is None or (cause.file and cause.file in unreadable.message):
+            return unreadable.message
+        where = f"{cause.file}:{cause.line}" if cause.line else cause.file
+        return f"{unreadable.message} ({cause.code}: {where}: {cause.message})"
 
     def counts(self) -> dict[str, int]:
         c = Counter(str(f.severity) for f in self.findings)
@@ -171,26 +196,33 @@ def _check_names(
 
 def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
     names = [listing.commits[v] for v in sorted(listing.commits)]
-    for name, data in zip(names, read_each(store, [_log(n) for n in names]), strict=True):
-        if isinstance(data, StorageError):
-            out.add("commit-unreadable", str(data), _log(name))
-            continue
-        parsed = parse_json_actions(data)
-        for err in parsed.errors:
-            code = "incomplete-action" if err.incomplete else "corrupt-json-line"
-            out.add(code, f"{name} line {err.line}: {err.message}", _log(name), err.line)
-        seen: Counter[tuple[str, str, str | None]] = Counter(
-            (type(a).__name__, *a.key)
-            for a in parsed.actions
-            if isinstance(a, AddFile | RemoveFile)
-        )
-        for (kind, path, _dv), n in seen.items():
-            if n > 1:
-                out.add(
-                    "duplicate-file-action",
-                    f"{name}: {n} {kind} actions for {path}",
-                    _log(name),
-                )
+    with phase(f"audit: reading {len(names):,} commits", total=len(names)) as shown:
+        read = read_each(store, [_log(n) for n in names], on_read=shown.advance)
+        shown.update(description=f"audit: checking {len(names):,} commits", completed=0)
+        for name, data in zip(names, read, strict=True):
+            _check_commit(name, data, out)
+            shown.advance()
+
+
+def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> None:
+    """One commit's findings: unreadable, damaged lines, duplicate file actions."""
+    if isinstance(data, StorageError):
+        out.add("commit-unreadable", str(data), _log(name))
+        return
+    parsed = parse_json_actions(data)
+    for err in parsed.errors:
+        code = "incomplete-action" if err.incomplete else "corrupt-json-line"
+        out.add(code, f"{name} line {err.line}: {err.message}", _log(name), err.line)
+    seen: Counter[tuple[str, str, str | None]] = Counter(
+        (type(a).__name__, *a.key) for a in parsed.actions if isinstance(a, AddFile | RemoveFile)
+    )
+    for (kind, path, _dv), n in seen.items():
+        if n > 1:
+            out.add(
+                "duplicate-file-action",
+                f"{name}: {n} {kind} actions for {path}",
+                _log(name),
+            )
 
 
 def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:
@@ -409,7 +441,12 @@ def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
     """Every live file and deletion vector file must exist: those inside the root against one
     listing (held in this process), those outside it (absolute paths elsewhere:
     ``external-file``) are returned for :func:`record_file_findings`."""
-    present = {info.path for info in store.walk("") if not info.path.startswith(f"{LOG_DIR}/")}
+    present: set[str] = set()
+    with phase("audit: listing the table's files") as shown:
+        for info in store.walk(""):
+            shown.advance()
+            if not info.path.startswith(f"{LOG_DIR}/"):
+                present.add(info.path)
     missing: list[str] = []
     missing_dv: list[tuple[str, str]] = []
     external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
@@ -487,11 +524,10 @@ def audit_table(
     it; the Spark engine's: :func:`deltaguard.tools.orphans.spark.audit_files.spark_file_check`).
     See the module docstring for what raises (a ``file_check`` raises its own errors)."""
     store = open_table(table, s3) if isinstance(table, str) else table
-    listing = list_log(store)
+    with phase("audit: listing the log"):
+        listing = list_log(store)
     if listing.latest_version is None and not listing.files:
-        raise TableNotFoundError(
-            f"{store.uri} is not a Delta table: {LOG_DIR}/ is empty or missing"
-        )
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     if version is not None and (listing.latest_version is None or version > listing.latest_version):
         raise VersionNotFoundError(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"
@@ -504,7 +540,8 @@ def audit_table(
     snap: Snapshot | None = None
     if listing.latest_version is not None:
         try:
-            snap = load_snapshot(store, version, timestamp_ms, listing=listing)
+            with phase("audit: replaying the snapshot"):
+                snap = load_snapshot(store, version, timestamp_ms, listing=listing)
         except (UnsupportedTableError, VersionNotFoundError) as exc:
             if isinstance(exc, UnsupportedTableError) or timestamp_ms is not None:
                 raise
@@ -514,17 +551,18 @@ def audit_table(
     target = snap.version if snap else version
     _check_versions(listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
-    _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
+    with phase(f"audit: checking {len(listing.checkpoints):,} checkpoints"):
+        _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
     if snap is not None:
         report.version = snap.version
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
-        file_counts = (
-            record_file_findings(store, (file_check or _check_files)(store, snap), out)
-            if check_files
-            else {}
-        )
+        file_counts = {}
+        if check_files:
+            with phase(f"audit: checking that {len(snap.adds):,} live files exist"):
+                found = (file_check or _check_files)(store, snap)
+            file_counts = record_file_findings(store, found, out)
         report.summary = {
             "version": snap.version,
             "timestamp_ms": snap.timestamp_ms,

@@ -12,9 +12,16 @@ from typing import Any
 
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
-from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_each
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
+from deltaguard.tools.progress import phase
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,16 @@ class HistoryEntry:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: ``history --json``'s ``schema``. Version 1 was a bare JSON list of the entries.
+HISTORY_SCHEMA = "deltaguard.history/2"
+
+
+def history_json(table: str, entries: list[HistoryEntry]) -> dict[str, Any]:
+    """``history --json``: ``{"schema", "table" (as given), "entries": [entry, newest first]}``
+    (docs/audit.md)."""
+    return {"schema": HISTORY_SCHEMA, "table": table, "entries": [e.to_json() for e in entries]}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -61,14 +78,18 @@ def read_history(
     timestamp when the commit has one, else the commit file's modification time, made strictly
     increasing as Delta does. Raises :class:`TableNotFoundError` or :class:`StorageError`."""
     store = open_table(table, s3) if isinstance(table, str) else table
-    listing = listing or list_log(store)
+    if listing is None:
+        with phase("history: listing the log"):
+            listing = list_log(store)
     if not listing.commits:
-        raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
+        raise table_not_found(store, f"no commits in {LOG_DIR}/")
     versions = sorted(listing.commits)
     entries: list[HistoryEntry] = []
     previous: int | None = None
     rels = [f"{LOG_DIR}/{listing.commits[v]}" for v in versions]
-    for version, rel, data in zip(versions, rels, read_each(store, rels), strict=True):
+    with phase(f"history: reading {len(rels):,} commits", total=len(rels)) as shown:
+        read = read_each(store, rels, on_read=shown.advance)
+    for version, rel, data in zip(versions, rels, read, strict=True):
         name = listing.commits[version]
         problem = None
         if isinstance(data, StorageError):

@@ -10,7 +10,13 @@ repaired an entry), ``transition`` (an entry with the marker: ``S3TransitionLogS
 entry only counts as ``conditional`` while its entry could not have expired yet: commits older
 than the entries' TTL (estimated from the entries themselves) are left out.
 
-The unsafe mix: a ``plain-dynamodb`` commit at a version above a ``conditional`` one means a
+The commit itself has the last word on who wrote it: a commit whose ``commitInfo.engineInfo``
+names a writer that only commits conditionally (:data:`CONDITIONAL_ONLY_WRITERS`: delta-rs,
+Trino) is ``conditional`` even when its version has a DynamoDB entry (the entry is then a
+DynamoDB writer's that lost the race for that version; :func:`label_by_content`). The entry
+stays evidence of its writer: ``entry_kind``.
+
+The unsafe mix: a ``plain-dynamodb`` entry at a version above a ``conditional`` one means a
 plain DynamoDB client was still committing after a conditional writer started; its
 unconditional copy can overwrite a conditional writer's commit (see the javadoc of
 ``io.deltaguard.logstore.S3TransitionLogStore``).
@@ -30,6 +36,9 @@ from deltaguard.tools.deltalog.listing import LogListing
 
 #: Default look-back of ``migrate status``: commits older than this are not evidence.
 DEFAULT_WINDOW_S = 6 * 3600
+#: ``engineInfo`` prefixes of writers that commit with conditional creates only, never through
+#: DynamoDB (delta-rs writes ``delta-rs:<version>``, Trino ``Trino/<version>``).
+CONDITIONAL_ONLY_WRITERS = ("delta-rs", "trino")
 
 
 class WriterKind(StrEnum):
@@ -55,15 +64,38 @@ class CommitEvidence:
     #: The DynamoDB entry's ``complete``; None without an entry.
     entry_complete: bool | None = None
     engine_info: str | None = None
+    #: What the version's DynamoDB entry says (``plain-dynamodb`` or ``transition``; None
+    #: without one): ``kind`` unless the commit's content names another writer.
+    entry_kind: WriterKind | None = None
+
+    @property
+    def entry_or_kind(self) -> WriterKind:
+        return self.entry_kind if self.entry_kind is not None else self.kind
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "kind": str(self.kind),
+            "dynamodb_entry": None if self.entry_kind is None else str(self.entry_kind),
             "written_ms": self.written_ms,
             "entry_complete": self.entry_complete,
             "engine_info": self.engine_info,
         }
+
+
+def label_by_content(commit: CommitEvidence, engine_info: str | None) -> CommitEvidence:
+    """``commit`` with its ``engineInfo``, and relabelled ``conditional`` if that names a
+    conditional-only writer (:data:`CONDITIONAL_ONLY_WRITERS`) while its entry said
+    otherwise."""
+    from dataclasses import replace
+
+    writer = (engine_info or "").strip().lower()
+    conditional = writer.startswith(CONDITIONAL_ONLY_WRITERS)
+    if conditional and commit.kind is not WriterKind.CONDITIONAL:
+        return replace(
+            commit, kind=WriterKind.CONDITIONAL, engine_info=engine_info, entry_kind=commit.kind
+        )
+    return replace(commit, engine_info=engine_info)
 
 
 @dataclass
@@ -83,12 +115,18 @@ class ProtocolEvidence:
         return found[-1] if found else None
 
     def unsafe_mix(self) -> tuple[CommitEvidence, CommitEvidence] | None:
-        """(the first conditional commit, a plain-DynamoDB commit above it), or None."""
+        """(the first conditional commit, a plain-DynamoDB entry above it), or None. An entry
+        counts even where a conditional writer's commit won its version: a plain DynamoDB
+        client was still committing."""
         conditional = self.of_kind(WriterKind.CONDITIONAL)
         if not conditional:
             return None
         first = conditional[0]
-        later = [c for c in self.of_kind(WriterKind.PLAIN) if c.version > first.version]
+        later = [
+            c
+            for c in self.commits
+            if c.entry_or_kind is WriterKind.PLAIN and c.version > first.version
+        ]
         return (first, later[-1]) if later else None
 
     def phase(self) -> Phase:

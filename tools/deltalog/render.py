@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.table import Table
@@ -11,14 +10,10 @@ from rich.table import Table
 from deltaguard.tools.deltalog.audit import AuditReport
 from deltaguard.tools.deltalog.findings import Severity
 from deltaguard.tools.deltalog.history import HistoryEntry
+from deltaguard.tools.deltalog.times import iso_utc
+from deltaguard.tools.output import write_tsv
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-
-
-def format_ms(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 def print_audit(report: AuditReport, console: Console) -> None:
@@ -26,7 +21,7 @@ def print_audit(report: AuditReport, console: Console) -> None:
     console.print(f"[bold]deltaguard audit[/] {report.table}")
     if report.version is not None:
         console.print(
-            f"  version {report.version} of {report.latest_version} ({format_ms(s.get('timestamp_ms'))}): "
+            f"  version {report.version} of {report.latest_version} ({iso_utc(s.get('timestamp_ms'))}): "
             f"{s.get('live_files')} live files, {s.get('live_bytes')} bytes, "
             f"{s.get('tombstones')} tombstones"
         )
@@ -41,7 +36,7 @@ def print_audit(report: AuditReport, console: Console) -> None:
     table = Table(show_lines=False)
     table.add_column("severity", no_wrap=True)
     table.add_column("code", no_wrap=True)
-    table.add_column("file:line", overflow="fold")
+    table.add_column("file:line", overflow="fold")  # whole paths: fold, never cut
     table.add_column("finding", overflow="fold")
     for f in report.findings:
         where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
@@ -75,7 +70,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
     for e in entries:
         table.add_row(
             str(e.version),
-            format_ms(e.timestamp_ms),
+            iso_utc(e.timestamp_ms),
             e.operation or (f"[red]{e.problem}[/]" if e.problem else "-"),
             json.dumps(e.parameters, separators=(",", ":")) if e.parameters else "",
             json.dumps(e.metrics, separators=(",", ":")) if e.metrics else "",
@@ -84,3 +79,50 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
             e.engine or "",
         )
     console.print(table)
+
+
+#: ``audit --format tsv``'s columns (docs/audit.md).
+AUDIT_TSV_COLUMNS = ("severity", "code", "file", "line", "message", "hint")
+#: ``history --format tsv``'s columns (docs/audit.md): parameters and metrics as JSON.
+HISTORY_TSV_COLUMNS = (
+    "version",
+    "timestamp",
+    "operation",
+    "parameters",
+    "metrics",
+    "txn",
+    "user_metadata",
+    "engine",
+    "file",
+    "problem",
+)
+
+
+def audit_tsv(report: AuditReport) -> None:
+    """The findings as TSV on stdout, one row each (:data:`AUDIT_TSV_COLUMNS`)."""
+    write_tsv(
+        AUDIT_TSV_COLUMNS,
+        ((str(f.severity), f.code, f.file, f.line, f.message, f.hint) for f in report.findings),
+    )
+
+
+def history_tsv(entries: list[HistoryEntry]) -> None:
+    """The commits as TSV on stdout, newest first (:data:`HISTORY_TSV_COLUMNS`)."""
+    write_tsv(
+        HISTORY_TSV_COLUMNS,
+        (
+            (
+                e.version,
+                iso_utc(e.timestamp_ms),
+                e.operation,
+                json.dumps(e.parameters, separators=(",", ":")) if e.parameters else None,
+                json.dumps(e.metrics, separators=(",", ":")) if e.metrics else None,
+                ",".join(f"{k}={v}" for k, v in e.txn_app_ids.items()) or None,
+                e.user_metadata,
+                e.engine,
+                e.file,
+                e.problem,
+            )
+            for e in entries
+        ),
+    )

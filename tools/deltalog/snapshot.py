@@ -47,7 +47,6 @@ from deltaguard.tools.deltalog.errors import (
     DeltaLogError,
     IncompleteActionError,
     StorageError,
-    TableNotFoundError,
     VersionNotFoundError,
 )
 from deltaguard.tools.deltalog.features import check_readable
@@ -65,7 +64,14 @@ from deltaguard.tools.deltalog.paths import (
     relative_to_root,
     relativize,
 )
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, read_many
+from deltaguard.tools.deltalog.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_many,
+    table_not_found,
+)
+from deltaguard.tools.deltalog.times import iso_utc
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -230,8 +236,8 @@ def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int
     if not eligible:
         oldest = min(stamps.values()) if stamps else None
         raise VersionNotFoundError(
-            f"no version of {store.uri} was committed at or before {timestamp_ms} ms"
-            + (f" (oldest retained commit: {oldest} ms)" if oldest is not None else "")
+            f"no version of {store.uri} was committed at or before {iso_utc(timestamp_ms)}"
+            + (f" (oldest retained commit: {iso_utc(oldest)})" if oldest is not None else "")
         )
     return max(eligible)
 
@@ -352,7 +358,7 @@ def _load(
 ) -> Snapshot:
     latest = listing.latest_version
     if latest is None:
-        raise TableNotFoundError(f"{store.uri} is not a Delta table: no commits in {LOG_DIR}/")
+        raise table_not_found(store, f"no commits in {LOG_DIR}/")
     if timestamp_ms is not None:
         version = version_at(store, listing, timestamp_ms)
     target = latest if version is None else version

@@ -26,7 +26,7 @@ import os
 import os.path
 import threading
 import urllib.parse
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -38,7 +38,8 @@ from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.s3_listing import list_pages
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
-from deltaguard.tools.deltalog.errors import StorageError
+from deltaguard.tools.deltalog.errors import StorageError, TableNotFoundError
+from deltaguard.tools.progress import note
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,19 +71,28 @@ def in_key_range(name: str, is_dir: bool, after: str | None, up_to: str | None) 
 
 #: Per-key DeleteObjects errors worth retrying.
 _RETRYABLE_KEY_ERRORS = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "503"})
+#: ``delete_batch``'s stop check: True once no further delete may be sent.
+StopCheck = Callable[[], bool]
+
+
+class _StopBeforeSend(Exception):
+    """Raised by the S3 client's ``before-send`` hook for a DeleteObjects request once a stop
+    was asked for: the request is not sent (botocore does not retry this exception)."""
 
 
 @dataclass
 class DeleteOutcome:
     """Per-path result of deleting files: every path ends in exactly one of ``deleted``,
-    ``missing`` (already gone), ``failed`` (not deleted, with the error) or ``unknown`` (the
+    ``missing`` (already gone), ``failed`` (not deleted, with the error), ``unknown`` (the
     request failed in a way that may still have deleted it: no response, a 5xx other than
-    503, an exception part way through a batch; with the error)."""
+    503, an exception part way through a batch; with the error) or ``not_sent`` (a stop was
+    asked for before any request naming it was sent: still there)."""
 
     deleted: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     unknown: list[tuple[str, str]] = field(default_factory=list)
+    not_sent: list[str] = field(default_factory=list)
     requests: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -92,6 +102,7 @@ class DeleteOutcome:
             self.missing += other.missing
             self.failed += other.failed
             self.unknown += other.unknown
+            self.not_sent += other.not_sent
             self.requests += other.requests
 
 
@@ -158,6 +169,11 @@ class TableStore(Protocol):
         """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
         ...
 
+    def exists(self) -> bool:
+        """Whether anything is at the root: a local directory, at least one S3 object under
+        the prefix. Raises :class:`StorageError`."""
+        ...
+
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         """The file's lines (each with its ``\\n``): on local disk read as they are consumed,
         so a large commit is never held whole (S3: one GET, then split). Raises as
@@ -197,11 +213,16 @@ class TableStore(Protocol):
         symlinked directory (local disk); None where it cannot (S3 keys)."""
         ...
 
-    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+    def delete_batch(
+        self, rel_paths: Sequence[str], attempts: int, stop: StopCheck | None = None
+    ) -> DeleteOutcome:
         """Deletes up to 1,000 files (S3's DeleteObjects limit), retrying throttling, 5xx and
         connection errors and retryable per-key errors with full-jitter backoff up to
         ``attempts`` times. Never raises for a file it could not delete: see
-        :class:`DeleteOutcome`. Callers check containment first."""
+        :class:`DeleteOutcome`. Callers check containment first. ``stop``: once it returns
+        True no further delete is sent (no retry either, the S3 client's own included): the
+        paths no request named are ``not_sent``, those of a request that failed are settled
+        as after its last attempt (``failed``, or ``unknown`` if it may have applied)."""
         ...
 
 
@@ -219,6 +240,9 @@ class LocalTableStore:
 
     def _abs(self, rel_path: str) -> Path:
         return self.root / rel_path if rel_path else self.root
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
         base = self._abs(rel_dir)
@@ -337,9 +361,14 @@ class LocalTableStore:
     def real_root(self) -> str | None:
         return os.path.realpath(self.root)
 
-    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+    def delete_batch(
+        self, rel_paths: Sequence[str], attempts: int, stop: StopCheck | None = None
+    ) -> DeleteOutcome:
         out = DeleteOutcome()
-        for rel in rel_paths:
+        for k, rel in enumerate(rel_paths):
+            if stop is not None and stop():  # one unlink is one delete: none after a stop
+                out.not_sent += rel_paths[k:]
+                break
             path = self.root / rel
             try:
                 if path.is_dir() and not path.is_symlink():
@@ -383,9 +412,16 @@ class S3TableStore:
         self.scheme = scheme
         self.uri = f"{scheme}://{root.bucket}/{root.key}".rstrip("/")
         self._prefix = f"{root.key.strip('/')}/" if root.key.strip("/") else ""
+        self._delete_call = threading.local()  # the stop check of a DeleteObjects call
+        self._delete_hook = threading.Lock()
+        self._delete_hooked = False
 
     def _key(self, rel_path: str) -> str:
         return self._prefix + rel_path
+
+    def exists(self) -> bool:
+        page: dict[str, Any] = next(iter(self.pages(self._prefix)), {})
+        return bool(page.get("Contents") or page.get("CommonPrefixes"))
 
     def _error(self, exc: Exception, what: str, key: str) -> StorageError:
         where = f"s3://{self.root.bucket}/{key}"
@@ -440,6 +476,17 @@ class S3TableStore:
 
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         yield from self.read(rel_path).splitlines(keepends=True)
+
+    def read_range(self, rel_path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the file (one ranged GET). Raises as :meth:`read`."""
+        key = self._key(rel_path)
+        try:
+            response = self.client.get_object(
+                Bucket=self.root.bucket, Key=key, Range=f"bytes={start}-{end - 1}"
+            )
+            return bytes(response["Body"].read())
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "read", key) from None
 
     def stat(self, rel_path: str) -> FileInfo | None:
         key = self._key(rel_path)
@@ -496,55 +543,122 @@ class S3TableStore:
     def real_root(self) -> str | None:
         return None
 
-    def delete_batch(self, rel_paths: Sequence[str], attempts: int) -> DeleteOutcome:
+    def delete_batch(
+        self, rel_paths: Sequence[str], attempts: int, stop: StopCheck | None = None
+    ) -> DeleteOutcome:
         out = DeleteOutcome()
         prefix = self._prefix
         todo = list(rel_paths)
+        why = ""
+        #: How the paths still in ``todo`` stand if no further request is sent.
+        standing: tuple[str, str] | None = None  # (outcome, error); None: never sent
         for attempt in range(attempts):
             if not todo:
                 break
             if attempt:
+                note(
+                    f"retrying DeleteObjects of {len(todo)} keys after {why} ({attempt + 1}/{attempts})"
+                )
                 sleep_before_retry(attempt, base_s=0.1, cap_s=5.0)
+            if stop is not None and stop():
+                break
             out.requests += 1
             try:
-                response: dict[str, Any] = self.client.delete_objects(
-                    Bucket=self.root.bucket,
-                    Delete={"Objects": [{"Key": prefix + r} for r in todo], "Quiet": True},
-                )
+                response: dict[str, Any] = self._delete_objects(todo, stop)
+            except _StopBeforeSend as stopped:
+                sent_before = stopped.args[0] if stopped.args else 0
+                if not sent_before:
+                    out.requests -= 1  # never sent
+                else:  # botocore's retry of a request that failed: may have applied
+                    standing = (
+                        "unknown",
+                        "stopped before the S3 client's retry of a failed request",
+                    )
+                break
             except (ClientError, BotoCoreError) as exc:
+                standing = ("unknown" if _may_have_applied(exc) else "failed", describe(exc))
                 if _retryable(exc) and attempt + 1 < attempts:
+                    why = error_code(exc) or type(exc).__name__
                     continue
-                settled = out.unknown if _may_have_applied(exc) else out.failed
-                settled += [(r, describe(exc)) for r in todo]
-                return out
+                break
             errors = {e["Key"][len(prefix) :]: e for e in response.get("Errors", ())}
             out.deleted += [r for r in todo if r not in errors]
             retry = []
             for rel, err in errors.items():
                 code = str(err.get("Code", ""))
+                what = f"{code}: {err.get('Message', '')}".strip(": ")
                 if code == "NoSuchKey":
                     out.missing.append(rel)
                 elif code in _RETRYABLE_KEY_ERRORS and attempt + 1 < attempts:
                     retry.append(rel)
+                    why = code
+                    standing = ("failed", what)
                 else:
-                    out.failed.append((rel, f"{code}: {err.get('Message', '')}".strip(": ")))
+                    out.failed.append((rel, what))
             todo = retry
+        if todo:  # stopped, or the last attempt failed as a whole
+            if standing is None:
+                out.not_sent += todo
+            elif standing[0] == "unknown":
+                out.unknown += [(r, standing[1]) for r in todo]
+            else:
+                out.failed += [(r, standing[1]) for r in todo]
         return out
+
+    def _delete_objects(self, keys: list[str], stop: StopCheck | None) -> dict[str, Any]:
+        """One DeleteObjects call (botocore's retries included) that sends nothing once
+        ``stop`` returns True: :meth:`_before_delete_send` raises :class:`_StopBeforeSend`
+        (its argument: how many times this call had sent the request before) instead."""
+        with self._delete_hook:  # once, before this store's first DeleteObjects
+            if not self._delete_hooked:
+                self.client.meta.events.register(
+                    "before-send.s3.DeleteObjects",
+                    self._before_delete_send,
+                    unique_id=f"deltaguard-delete-stop-{id(self)}",
+                )
+                self._delete_hooked = True
+        state = self._delete_call
+        state.stop, state.sent = stop, 0
+        try:
+            return self.client.delete_objects(  # type: ignore[no-any-return]
+                Bucket=self.root.bucket,
+                Delete={"Objects": [{"Key": self._prefix + r} for r in keys], "Quiet": True},
+            )
+        finally:
+            state.stop = None
+
+    def _before_delete_send(self, **_kwargs: Any) -> None:
+        """botocore's ``before-send`` hook for DeleteObjects (each send, retries included, in
+        the calling thread): the stop check of this thread's :meth:`_delete_objects`."""
+        state = self._delete_call
+        stop = getattr(state, "stop", None)
+        if stop is None:
+            return
+        if stop():
+            raise _StopBeforeSend(state.sent)
+        state.sent += 1
 
 
 def read_each(
-    store: TableStore, rel_paths: list[str], threads: int = 10
+    store: TableStore,
+    rel_paths: list[str],
+    threads: int = 10,
+    on_read: Callable[[], None] | None = None,
 ) -> list[bytes | StorageError]:
     """The contents of several files, in order, each either its bytes or the
     :class:`StorageError` reading it raised. S3 reads run concurrently (boto3 clients are
     thread-safe; 10 threads is botocore's default connection pool); local reads are
-    sequential (each store's ``read_threads``)."""
+    sequential (each store's ``read_threads``). ``on_read`` is called after each file (from
+    the reading thread): a progress counter."""
 
     def one(rel: str) -> bytes | StorageError:
         try:
             return store.read(rel)
         except StorageError as exc:
             return exc
+        finally:
+            if on_read is not None:
+                on_read()
 
     workers = min(threads, store.read_threads, len(rel_paths))
     if workers < 2:
@@ -578,6 +692,14 @@ def local_path(location: str) -> Path | None:
             f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
         )
     return Path(location)
+
+
+def table_not_found(store: TableStore, why: str) -> TableNotFoundError:
+    """The error for a location without a Delta log: ``<uri> does not exist`` when nothing at
+    all is there (a typo in the path), else ``<uri> is not a Delta table: <why>``."""
+    if not store.exists():
+        return TableNotFoundError(f"{store.uri} does not exist", store.uri)
+    return TableNotFoundError(f"{store.uri} is not a Delta table: {why}", store.uri)
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:

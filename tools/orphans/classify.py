@@ -60,6 +60,7 @@ from deltaguard.tools.deltalog.temp_commits import (
     judge_temp,
     read_entries,
 )
+from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.orphans.inventory import (
     InventoryReport,
     InventorySource,
@@ -184,8 +185,8 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
 RECENT_REASON = "modified after the cut-off: may belong to a writer still in flight"
 ORPHAN_CHANGE_DATA_REASON = "change data no retained commit names"
 ORPHAN_REASON = "no retained log entry references it (failed or aborted write)"
-#: ``.format(deletion timestamp in ms)``
-TOMBSTONE_REASON = "removed at {} ms, before the cut-off"
+#: ``.format(the deletion time as :func:`~deltaguard.tools.deltalog.times.iso_utc` shows it)``
+TOMBSTONE_REASON = "removed at {}, before the cut-off"
 EXPIRED_CHANGE_DATA_REASON = "change data older than the retention"
 EXPIRED_REASON = "named only by removed entries or older versions of the log"
 
@@ -215,7 +216,7 @@ def data_candidate(
         )
         return Candidate(info.path, info.size, info.mtime_ms, FileClass.ORPHAN, reason)
     if tombstone[0]:
-        reason = TOMBSTONE_REASON.format(tombstone[1])
+        reason = TOMBSTONE_REASON.format(iso_utc(tombstone[1]))
     elif change_data:
         reason = EXPIRED_CHANGE_DATA_REASON
     else:

@@ -28,6 +28,10 @@ Safety argument (why a file that any retained version references is never delete
 5. Deletes stay inside the table root (:func:`.deleter.check_contained`).
 6. A scan that read an inventory instead of listing (``--inventory``) keeps all of the above;
    why an inventory older than the scan adds no risk is argued in :mod:`.inventory`.
+7. An interrupted cleanup (SIGINT, SIGTERM) sends no delete after the signal and leaves a
+   true record: settled outcomes, ``unknown`` for a request whose answer was not read,
+   ``not_sent`` for the rest (:mod:`.interrupt`); the re-run that finishes it is a new scan,
+   so all of the above applies to it again.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
 from deltaguard.tools.orphans.deleter import delete_in_batches, settled
+from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
 from deltaguard.tools.orphans.manifest import (
     MANIFEST_SCHEMA,
     OUTCOME_DIR,
@@ -55,6 +60,7 @@ from deltaguard.tools.orphans.manifest import (
 )
 from deltaguard.tools.orphans.references import collect_references
 from deltaguard.tools.orphans.rules import check_retention
+from deltaguard.tools.progress import Phase, phase
 
 DEFAULT_CLASSES = (FileClass.ORPHAN, FileClass.LOG_TEMP)
 
@@ -84,7 +90,7 @@ class CleanupResult:
     @property
     def counts(self) -> dict[str, int]:
         """Files per outcome (``planned``, ``spared``, ``deleted``, ``missing``, ``failed``,
-        ``unknown``)."""
+        ``unknown``, ``not_sent``)."""
         counts: dict[str, int] = self.manifest["counts"]
         return counts
 
@@ -100,24 +106,59 @@ class CleanupInterruptedError(Exception):
 
 def unfinished(manifest: dict[str, Any]) -> bool:
     """True if a cleanup's manifest summary records deletions that failed or whose outcome is
-    unknown, or a failure after the deletes began (``error``): exit code 3, both engines."""
+    unknown, or a failure after the deletes began (``error``): exit code 3, both engines
+    (unless a signal stopped it: :func:`stopped_by`)."""
     counts = manifest["counts"]
     return bool(counts["failed"] or counts["unknown"] or manifest.get("error"))
 
 
+def stopped_by(manifest: dict[str, Any]) -> str | None:
+    """The signal (``SIGINT``, ``SIGTERM``) that stopped a cleanup, from its manifest
+    summary, or None: exit code 4, both engines."""
+    signal: str | None = manifest.get("signal")
+    return signal
+
+
 def summary(manifest: dict[str, Any], manifest_path: str) -> str:
     """The one-line outcome of a cleanup (both engines' terminal message) from its manifest
-    summary: what was deleted, what failed and what is unknown, and any failure after the
-    deletes began. Never says "nothing deleted" once deleting started."""
+    summary: what was deleted, what failed, what is unknown and what a stop kept from being
+    sent, and any failure after the deletes began. Never says "nothing deleted" once
+    deleting started."""
     counts = manifest["counts"]
+    not_sent = counts.get("not_sent", 0)
     line = (
         f"deleted {counts['deleted']} files ({counts['missing']} already gone, "
         f"{counts['spared']} spared by the re-read of the log, "
-        f"{counts['failed']} failed, {counts['unknown']} outcome unknown)"
+        f"{counts['failed']} failed, {counts['unknown']} outcome unknown"
+        + (f", {not_sent} not sent" if not_sent else "")
+        + ")"
     )
+    if signal := stopped_by(manifest):
+        line = f"stopped by {signal}: {line}"
     if manifest.get("error"):
         line += f"; then: {manifest['error']}"
-    return f"{line}; manifest: {manifest_path}"
+    return f"{line}; manifest: {manifest_path} (status {manifest.get('status')})"
+
+
+def how_to_finish(manifest: dict[str, Any], explicit_manifest: bool) -> str:
+    """The line after an interrupted cleanup (both engines): what happened to the requests
+    in flight, and how to finish."""
+    counts = manifest["counts"]
+    if manifest.get("version_rechecked") is None:
+        what = "stopped before deleting began: nothing was deleted"
+    else:
+        what = (
+            f"no delete was sent after the {manifest.get('signal') or 'signal'}; the requests "
+            f"in flight were settled ({counts['unknown']} files with an unknown outcome, "
+            f"{counts.get('not_sent', 0)} never sent)"
+        )
+    again = "run the same command again"
+    if explicit_manifest:
+        again += " with a new --manifest directory (a manifest is never replaced)"
+    return (
+        f"{what}. To finish, {again}: it scans the table again and plans what is left "
+        "from a fresh re-read of the log"
+    )
 
 
 def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
@@ -226,9 +267,11 @@ def manifest_start(
             "missing": 0,
             "failed": 0,
             "unknown": 0,
+            "not_sent": 0,
         },
         "records": dict(RECORDS),
         "error": None,
+        "signal": None,
         "requests": None,
     }
 
@@ -247,6 +290,7 @@ def execute(
     unsafe_retention: bool = False,
     given_retention: bool = False,
     dynamodb: DynamoDBCheck | None = None,
+    stop: StopSignal | None = None,
 ) -> CleanupResult:
     """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
     ``manifest_path`` as it goes (:mod:`.manifest`): the plan records and the ``deleting``
@@ -254,34 +298,57 @@ def execute(
     settled, the final summary last. Raises :class:`~.rules.RetentionTooShortError` for a
     retention under 24 hours without ``unsafe_retention`` (before anything is read or
     deleted), :class:`~.manifest.ManifestPathError` for a path that cannot be a manifest
-    directory, :class:`~.deleter.OutsideTableError` for a path outside the root,
-    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails, and
-    OSError if the plan or the first summary cannot be written: all before anything is
-    deleted. Once deleting has begun nothing is raised: the counts say what was deleted,
-    failed or is unknown, and a failed manifest write is in ``manifest_error`` (and the
-    summary's ``error``), the records it could not write in ``unwritten``."""
+    directory or that already holds one, :class:`~.deleter.OutsideTableError` for a path
+    outside the root, :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read
+    fails, and OSError if the plan or the first summary cannot be written: all before
+    anything is deleted. ``stop`` (:mod:`.interrupt`): a signal before deleting began raises
+    :class:`~.interrupt.CleanupStopped` once the summary says ``interrupted`` (nothing
+    deleted); once deleting has begun it stops the sending, and the summary ends
+    ``interrupted`` with the counts of what was settled, ``unknown`` and ``not_sent``. Once
+    deleting has begun nothing is raised: the counts say what was deleted, failed or is
+    unknown, and a failed manifest write is in ``manifest_error`` (and the summary's
+    ``error``), the records it could not write in ``unwritten``."""
     check_retention(result.retention_ms, unsafe_retention)
     prepare_manifest_dir(manifest_path)
     classes = cleanup_classes(include_tombstones)
     planned = targets(result, include_tombstones)
-    checked = recheck(store, result, planned, given_retention=given_retention, dynamodb=dynamodb)
-    plan = RecordWriter(manifest_path, PLAN_DIR)
-    for c in checked.targets:
-        plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
-    for c, why in checked.spared:
-        plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
-    plan.flush()
+    doc = manifest_start(result, classes, len(planned), 0, 0)
+    try:
+        with phase("orphans: re-reading the log before deleting"):
+            checked = recheck(
+                store, result, planned, given_retention=given_retention, dynamodb=dynamodb
+            )
+        plan = RecordWriter(manifest_path, PLAN_DIR)
+        for c in checked.targets:
+            plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
+        for c, why in checked.spared:
+            plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
+        plan.flush()
+        if stop is not None:
+            stop.arm()  # from here a signal stops the sending instead of raising
+    except CleanupStopped as stopped:
+        stopped_before_deleting(manifest_path, doc, stopped.signal_name)
+        raise
     doc = manifest_start(result, classes, len(planned), len(checked.targets), len(checked.spared))
     doc["version_rechecked"] = checked.version
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
-    sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR))
-    requests = delete_in_batches(store, [c.path for c in checked.targets], sink)
-    sink.finish()
+    to_delete = len(checked.targets)
+    with phase(f"orphans: deleting {to_delete:,} files", total=to_delete) as shown:
+        sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR), shown)
+        requests = delete_in_batches(
+            store,
+            [c.path for c in checked.targets],
+            sink,
+            stop=None if stop is None else stop.is_set,
+        )
+        sink.finish()
+    interrupted = stop is not None and stop.is_set()
     doc.update(
-        status="done",
+        status="interrupted" if interrupted else "done",
         finished_at=now_iso(),
         counts={**doc["counts"], **sink.counts},
         requests=requests,
+        signal=stop.signal_name if stop is not None and interrupted else None,
     )
     problems = [sink.error] if sink.error else []
     doc["error"] = "; ".join(problems) or None
@@ -299,25 +366,42 @@ def execute(
     return CleanupResult(checked, doc)
 
 
+def stopped_before_deleting(manifest_path: Path, doc: dict[str, Any], signal_name: str) -> None:
+    """Writes the summary of a cleanup a signal stopped before its first delete (both
+    engines): ``interrupted``, nothing deleted, ``signal`` named. A failed write is ignored:
+    nothing was deleted, and the command says so."""
+    doc.update(status="interrupted", finished_at=now_iso(), signal=signal_name)
+    try:
+        write_summary(manifest_path, doc)
+    except OSError:
+        pass
+
+
 class _OutcomeSink:
     """Receives each settled delete batch (:func:`.deleter.delete_in_batches`): counts its
     outcomes and streams one record per file to ``records``. If a write fails, the error is
     kept and the records from then on are kept in :attr:`unwritten` instead (deleting goes
     on: what is known is never lost)."""
 
-    def __init__(self, targets: list[Candidate], records: RecordWriter) -> None:
+    def __init__(
+        self, targets: list[Candidate], records: RecordWriter, progress: Phase | None = None
+    ) -> None:
         self._targets = targets
+        self._progress = progress or Phase()
         self._records: RecordWriter | None = records
-        self.counts = {k: 0 for k in ("deleted", "missing", "failed", "unknown")}
+        self.counts = {k: 0 for k in ("deleted", "missing", "failed", "unknown", "not_sent")}
         self.error: str | None = None
         self.unwritten: list[dict[str, Any]] = []
 
     def __call__(self, first: int, outcome: DeleteOutcome) -> None:
-        records = settled(outcome)
-        by_path = {c.path: c for c in self._targets[first : first + len(records)]}
+        records = settled(outcome)  # the paths not sent keep their plan record (planned)
+        self.counts["not_sent"] += len(outcome.not_sent)
+        size = len(records) + len(outcome.not_sent)
+        by_path = {c.path: c for c in self._targets[first : first + size]}
         for path, what, error in records:
             self.counts[what] += 1
             self._add(by_path[path], what, error)
+        self._progress.advance(len(records))
 
     def _add(self, c: Candidate, outcome: str, error: str | None) -> None:
         if self._records is None:

@@ -4,17 +4,23 @@ Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to clean,
 ``--delete --yes`` deleted everything it meant to; 1 files to clean were found (dry run), or
 damage (``stranded-commit``); 2 the table could not be read or a setting was refused (nothing
 deleted); 3 some deletions failed or their outcome is unknown, or a failure after deleting
-began (the message and the manifest say what was deleted). Errors are one line
+began (the message and the manifest say what was deleted); 4 SIGINT or SIGTERM stopped
+``--delete --yes`` (:mod:`.interrupt`: the manifest says ``interrupted`` and what was
+deleted, the terminal how to finish). Errors are one line
 on stderr, never a traceback. With ``--json`` stdout holds only the JSON report (its
-``cleanup``: the manifest's summary plus ``manifest_path``) and stderr stays empty unless
-there is an error (no progress display). The manifest of ``--delete --yes`` is a directory
+``cleanup``: the manifest's summary plus ``manifest_path``), with ``--format tsv`` only the
+candidates' rows (the summary line goes to stderr); stderr carries errors and, when
+:mod:`deltaguard.tools.progress` is on (``--progress``, or stderr a terminal), the progress
+display. The manifest of ``--delete --yes`` is a directory
 (:mod:`.manifest`, the same for both engines) at ``--manifest`` or, by default, under the
 state directory (:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working
-directory.
+directory. A ``--manifest`` directory that already holds a manifest is refused (exit 2) before
+the scan: a manifest is never replaced.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -24,7 +30,6 @@ from typing import Any
 
 import orjson
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
@@ -34,18 +39,23 @@ from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
 from deltaguard.tools.orphans.cleanup import (
     CleanupResult,
     execute,
+    how_to_finish,
+    stopped_by,
     summary,
     targets,
     unfinished,
 )
 from deltaguard.tools.orphans.deleter import OutsideTableError
+from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.listing import ListingProgress
-from deltaguard.tools.orphans.manifest import ManifestPathError
-from deltaguard.tools.orphans.report import print_report, to_json
+from deltaguard.tools.orphans.manifest import ManifestPathError, refuse_existing
+from deltaguard.tools.orphans.report import print_report, to_json, write_tsv_report
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
+from deltaguard.tools.output import stdout_console
+from deltaguard.tools.progress import phase
 from deltaguard.tools.state_dir import default_manifest_path
 
 
@@ -63,6 +73,8 @@ class OrphansRequest:
     include_tombstones: bool = False
     unsafe_retention: bool = False
     as_json: bool = False
+    #: ``--format tsv``: stdout holds only the candidates' rows.
+    tsv: bool = False
     manifest_path: Path | None = None
     workers: int | None = None
     #: ``--dynamodb-table`` and its options: the DynamoDB LogStore's table to ask.
@@ -92,7 +104,6 @@ def s3_options(req: OrphansRequest) -> S3Options:
 
 def scan_with_progress(
     store: TableStore,
-    console: Console,
     retention_ms: int | None,
     workers: int | None,
     dynamodb: DynamoDBCheck | None = None,
@@ -100,37 +111,25 @@ def scan_with_progress(
     inventory_s3: S3Options | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
 ) -> ScanResult:
-    """:func:`.classify.scan` with a live progress line on ``console`` (files, directories,
-    bytes, rate) refreshed from the listing counters."""
+    """:func:`.classify.scan` as a phase of :mod:`deltaguard.tools.progress` (shown only when
+    the display is on): the scan's step, and while listing the directories done of those
+    known, files, unreferenced bytes and rate, refreshed from the listing counters."""
     counters = ListingProgress()
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[files]} files, {task.fields[dirs]} dirs, {task.fields[size]}"),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(
-            "reading the log", total=None, files=0, dirs="0/0", size="0 MiB", rate=""
-        )
+    with phase("orphans: reading the log") as shown:
         stop = threading.Event()
         started = time.monotonic()
 
         def refresh() -> None:
             while not stop.wait(0.2):
+                if not counters.dirs_done:  # not listing yet: the step's name says enough
+                    continue
                 done, pending = counters.dirs_done, max(counters.dirs_pending, 0)
                 elapsed = max(time.monotonic() - started, 1e-6)
-                bar.update(
-                    task,
+                shown.update(
                     total=done + pending or None,
                     completed=done,
-                    files=counters.files,
-                    dirs=f"{done}/{done + pending}",
-                    size=f"{counters.bytes / 2**20:.1f} MiB unreferenced",
-                    rate=f"{counters.files / elapsed:,.0f} files/s",
+                    detail=f"{counters.files:,} files, {counters.bytes / 2**20:.1f} MiB "
+                    f"unreferenced, {counters.files / elapsed:,.0f} files/s",
                 )
 
         ticker = threading.Thread(target=refresh, daemon=True)
@@ -141,7 +140,7 @@ def scan_with_progress(
                 retention_ms=retention_ms,
                 workers=workers,
                 progress=counters,
-                on_phase=lambda name: bar.update(task, description=name),
+                on_phase=lambda name: shown.update(description=f"orphans: {name}"),
                 dynamodb=dynamodb,
                 inventory=inventory,
                 inventory_s3=inventory_s3,
@@ -153,11 +152,13 @@ def scan_with_progress(
 
 
 def outcome_code(planned: int, damaged: int, cleanup: dict[str, Any] | None) -> ExitCode:
-    """The exit code of a scan (and its cleanup), both engines: 3 if a cleanup left deletions
-    failed or unknown or failed after deleting began (:func:`.cleanup.unfinished`); else 1 if
-    files to clean remain planned (dry run) or the scan found damage (``stranded-commit``);
-    else 0."""
+    """The exit code of a scan (and its cleanup), both engines: 4 if a signal stopped the
+    cleanup (:func:`.cleanup.stopped_by`); 3 if a cleanup left deletions failed or unknown or
+    failed after deleting began (:func:`.cleanup.unfinished`); else 1 if files to clean
+    remain planned (dry run) or the scan found damage (``stranded-commit``); else 0."""
     if cleanup is not None:
+        if stopped_by(cleanup):
+            return ExitCode.INTERRUPTED
         if unfinished(cleanup):
             return ExitCode.DELETE_FAILED
         return ExitCode.FOUND if damaged else ExitCode.CLEAN
@@ -175,31 +176,49 @@ def damage_line(damaged: int) -> str | None:
     )
 
 
+def stopping_line(signal_name: str) -> None:
+    """Says on stderr, from the signal handler, that the cleanup is stopping (both engines).
+    Written straight to the file: the handler may run while the console holds its lock."""
+    sys.stderr.write(
+        f"deltaguard orphans: {signal_name}: stopping: no new deletes are sent; waiting for "
+        "the answers to the requests in flight\n"
+    )
+    sys.stderr.flush()
+
+
+def check_manifest_free(req: OrphansRequest) -> None:
+    """``--delete --yes`` with a ``--manifest`` directory that already holds a manifest:
+    :class:`~.manifest.ManifestPathError` (exit 2) before the scan (both engines)."""
+    if req.delete and req.yes and req.manifest_path is not None:
+        refuse_existing(req.manifest_path)
+
+
+def interrupted_lines(cleanup: dict[str, Any], req: OrphansRequest) -> list[str]:
+    """What stderr says after a signal stopped the cleanup (both engines): how to finish,
+    after what was deleted with ``--json`` (stdout has it otherwise); nothing if no signal
+    did."""
+    if not stopped_by(cleanup):
+        return []
+    lines = [f"deltaguard orphans: {summary(cleanup, cleanup['manifest_path'])}"]
+    finish = [f"deltaguard orphans: {how_to_finish(cleanup, req.manifest_path is not None)}"]
+    return lines + finish if req.as_json else finish
+
+
 def run_orphans(req: OrphansRequest) -> int:
     """Runs the command; returns the exit code."""
-    out = Console()
+    out = stdout_console()
     err = Console(stderr=True, soft_wrap=True)
     retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
     try:
+        check_manifest_free(req)
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
         s3 = s3_options(req)
         store = open_table(req.table, s3)
         inventory = inventory_of(req)
-        if req.as_json:  # nothing but the report: no progress display on stderr
-            result = scan(
-                store,
-                retention_ms=retention_ms,
-                workers=req.workers,
-                dynamodb=req.dynamodb,
-                inventory=inventory,
-                inventory_s3=s3,
-                range_files=req.range_files,
-            )
-        else:
-            result = scan_with_progress(
-                store, err, retention_ms, req.workers, req.dynamodb, inventory, s3, req.range_files
-            )
+        result = scan_with_progress(
+            store, retention_ms, req.workers, req.dynamodb, inventory, s3, req.range_files
+        )
         if req.delete:
             check_retention(result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, ValueError) as exc:
@@ -215,15 +234,26 @@ def run_orphans(req: OrphansRequest) -> int:
     if req.delete and req.yes and planned:
         manifest = req.manifest_path or default_manifest_path(store.uri, datetime.now(UTC))
         try:
-            done = execute(
-                store,
-                result,
-                manifest_path=manifest,
-                include_tombstones=req.include_tombstones,
-                unsafe_retention=req.unsafe_retention,
-                given_retention=retention_ms is not None,
-                dynamodb=req.dynamodb,
+            with stop_on_signals(stopping_line) as stop:
+                done = execute(
+                    store,
+                    result,
+                    manifest_path=manifest,
+                    include_tombstones=req.include_tombstones,
+                    unsafe_retention=req.unsafe_retention,
+                    given_retention=retention_ms is not None,
+                    dynamodb=req.dynamodb,
+                    stop=stop,
+                )
+        except CleanupStopped as stopped:
+            err.print(
+                f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: "
+                f"nothing deleted; manifest: {manifest} (status interrupted); to finish, run "
+                "the same command again"
+                + (" with a new --manifest directory" if req.manifest_path else ""),
+                highlight=False,
             )
+            return ExitCode.INTERRUPTED
         except (DeltaLogError, OutsideTableError, ManifestPathError, OSError) as exc:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
             return ExitCode.UNREADABLE
@@ -233,13 +263,25 @@ def run_orphans(req: OrphansRequest) -> int:
         if done.manifest_error:
             err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
     code = outcome_code(len(planned), damaged, cleanup)
+    for text in interrupted_lines(cleanup, req) if cleanup and req.as_json else []:
+        err.print(text, highlight=False)
     if req.as_json:
         out.file.write(
             orjson.dumps(to_json(result, store, cleanup), option=orjson.OPT_INDENT_2).decode()
             + "\n"
         )
         return code
-    print_report(result, out)
+    if code is ExitCode.INTERRUPTED:  # the report would scroll the outcome away
+        assert cleanup is not None
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
+        for text in interrupted_lines(cleanup, req):
+            err.print(text, highlight=False)
+        return code
+    if req.tsv:  # stdout: the rows only; the outcome lines go to stderr
+        write_tsv_report(result, store)
+        out = err
+    else:
+        print_report(result, out)
     if line := damage_line(damaged):
         out.print(line, highlight=False, soft_wrap=True)
     if not planned:

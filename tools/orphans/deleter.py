@@ -24,6 +24,11 @@ Contract of :func:`delete_files`:
   that could not be deleted, and a batch that fails does not stop the others.
   :func:`delete_in_batches` hands each batch's outcome to a callback instead of keeping it
   (the local cleanup streams them to the manifest's records).
+* **Stop.** Given a ``stop`` check (:mod:`.interrupt`), no delete is sent once it returns
+  True: a batch not begun is ``not_sent`` whole, a batch in flight finishes the request it
+  sent (its per-key answers are read) and sends no retry; its paths no request named are
+  ``not_sent``, those of a request that failed as a whole ``unknown`` or ``failed``
+  (:meth:`~deltaguard.tools.deltalog.storage.TableStore.delete_batch`).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
+from deltaguard.tools.deltalog.storage import DeleteOutcome, StopCheck, TableStore
 
 #: S3's DeleteObjects limit.
 S3_BATCH_KEYS = 1000
@@ -86,9 +91,10 @@ def delete_files(
     *,
     attempts: int = 5,
     batch_keys: int = S3_BATCH_KEYS,
+    stop: StopCheck | None = None,
 ) -> DeleteOutcome:
     """Deletes ``rel_paths`` (relative to the store's root) and returns every path's outcome.
-    See the module docstring for what is checked, batched, retried and raised."""
+    See the module docstring for what is checked, batched, retried, stopped and raised."""
     total = DeleteOutcome()
     delete_in_batches(
         store,
@@ -96,6 +102,7 @@ def delete_files(
         lambda _first, batch: total.merge(batch),
         attempts=attempts,
         batch_keys=batch_keys,
+        stop=stop,
     )
     return total
 
@@ -107,12 +114,14 @@ def delete_in_batches(
     *,
     attempts: int = 5,
     batch_keys: int = S3_BATCH_KEYS,
+    stop: StopCheck | None = None,
 ) -> int:
     """:func:`delete_files` that keeps nothing: each batch's outcome is handed to
     ``on_batch(first, outcome)`` as soon as the batch is settled (``first``: the index in
     ``rel_paths`` of the batch's first path; the batch is ``rel_paths[first:first + n]``), one
-    call at a time. Returns the number of delete requests sent. An exception ``on_batch``
-    raises is not caught: the callback owns its failures."""
+    call at a time; a batch ``stop`` kept from starting is handed over too, all ``not_sent``.
+    Returns the number of delete requests sent. An exception ``on_batch`` raises is not
+    caught: the callback owns its failures."""
     if not 1 <= batch_keys <= S3_BATCH_KEYS:
         raise ValueError(f"batch_keys must be 1..{S3_BATCH_KEYS}")
     check_contained(store, rel_paths)
@@ -123,7 +132,10 @@ def delete_in_batches(
         nonlocal requests
         batch = rel_paths[first : first + batch_keys]
         try:
-            outcome = store.delete_batch(batch, attempts)
+            if stop is not None and stop():
+                outcome = DeleteOutcome(not_sent=list(batch))
+            else:
+                outcome = store.delete_batch(batch, attempts, stop)
         except Exception as exc:  # part of the batch may be gone: its outcome is unknown
             why = f"the batch failed part way: {type(exc).__name__}: {exc}"
             outcome = DeleteOutcome(unknown=[(p, why) for p in batch])

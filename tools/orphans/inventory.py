@@ -13,8 +13,13 @@ definition of which rows count.
   Parquet or ORC; ``fileSchema`` the CSV's column names or the schema). The report lists the
   whole source bucket: only rows of the table's bucket whose key starts with the table's
   prefix count. CSV keys are URL-encoded (form encoding, ``+`` for a space) and are decoded;
-  Parquet and ORC keys are not encoded. With versioned inventories only current versions that
-  are not delete markers count (``IsLatest``, ``IsDeleteMarker``).
+  Parquet and ORC keys are not encoded. A versioned ("all versions") report has a row per
+  version: only the latest version of a key counts (``IsLatest``), and a key whose latest
+  version is a delete marker (``IsDeleteMarker``) is gone. Empty fields (a CSV's ``""``, such
+  as a delete marker's ``Size``) read as null. Every data file is checked against the
+  manifest's ``MD5checksum``, and ``manifest.json`` against ``manifest.checksum`` (the MD5
+  of its bytes) when that file is there, before any row is used
+  (:func:`check_md5`): a report that does not match what S3 wrote is refused.
 * a Parquet dataset or a Delta table with the columns of Delta's ``VACUUM ... USING
   INVENTORY`` (:data:`INVENTORY_COLUMNS`): ``path`` a fully qualified URI (as Delta requires:
   ``s3``, ``s3a`` and ``s3n`` name the same bucket; ``file:`` or an absolute path on local
@@ -57,6 +62,7 @@ delete a file the table needs; it adds to :mod:`deltaguard.tools.orphans.cleanup
 
 from __future__ import annotations
 
+import hashlib
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
@@ -83,6 +89,7 @@ REPORT_FIELDS = ("bucket", "key", "size", "lastmodifieddate")
 #: Columns of the batches :func:`table_rows` returns.
 FILES_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("mtime_ms", pa.int64())])
 _MAY_BE_HIDDEN = re.compile(r"(^|/)([._]|metadata(/|$))")
+_MD5 = re.compile(r"[0-9a-fA-F]{32}")
 
 
 class InventoryError(ValueError):
@@ -106,8 +113,9 @@ class Form(StrEnum):
 class InventorySource:
     """An inventory, resolved: ``location`` as given, its form, ``data_files`` (absolute
     locations: S3 URIs or local paths; for a Delta table its live files), ``columns`` (a CSV
-    report's column names), the report's ``source_bucket``, and ``date_ms`` with where it
-    came from (None: derive it from the rows, :func:`inventory_date`)."""
+    report's column names), the report's ``source_bucket``, ``md5`` (a report's
+    ``MD5checksum`` of each data file, in the order of ``data_files``), and ``date_ms`` with
+    where it came from (None: derive it from the rows, :func:`inventory_date`)."""
 
     location: str
     form: Form
@@ -116,6 +124,7 @@ class InventorySource:
     date_source: str
     columns: tuple[str, ...] = ()
     source_bucket: str | None = None
+    md5: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -217,11 +226,29 @@ def field_name(name: str) -> str:
     return name.strip().lower().replace("_", "").replace(" ", "")
 
 
+def check_md5(data: bytes | Path, expected: str, where: str, what: str) -> None:
+    """Raises :class:`InventoryError` naming ``where`` unless the MD5 of ``data`` (bytes, or
+    a local file read in chunks) is ``expected`` (hex, any case; ``what`` says where the
+    expected value is from). Both engines, for the report's data files and ``manifest.json``."""
+    if isinstance(data, Path):
+        with data.open("rb") as f:
+            digest = hashlib.file_digest(f, lambda: hashlib.md5(usedforsecurity=False)).hexdigest()
+    else:
+        digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
+    if digest != expected.strip().lower():
+        raise InventoryError(
+            f"{where}: MD5 {digest} does not match {expected.strip()!r} in {what}: the file is "
+            "not the one S3 Inventory wrote (changed, truncated or from another run); "
+            "nothing was deleted"
+        )
+
+
 def parse_manifest(data: bytes, where: str) -> dict[str, Any]:
     """The fields of an S3 Inventory ``manifest.json`` this tool uses: ``form``,
     ``source_bucket``, ``destination_bucket``, ``keys`` (the data files' keys in the
-    destination bucket), ``columns`` (CSV) and ``date_ms`` (``creationTimestamp``). Raises
-    :class:`InventoryError` naming ``where`` and the field for anything missing or wrong."""
+    destination bucket), ``md5`` (each one's ``MD5checksum``), ``columns`` (CSV) and
+    ``date_ms`` (``creationTimestamp``). Raises :class:`InventoryError` naming ``where`` and
+    the field for anything missing or wrong."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -241,6 +268,12 @@ def parse_manifest(data: bytes, where: str) -> dict[str, Any]:
     files = need("files")
     if not isinstance(files, list) or not all(isinstance(f, dict) and f.get("key") for f in files):
         raise InventoryError(f"{where}: 'files' must be a list of objects with a 'key'")
+    bad_md5 = [f["key"] for f in files if not _MD5.fullmatch(str(f.get("MD5checksum", "")))]
+    if bad_md5:
+        raise InventoryError(
+            f"{where}: the entry of {bad_md5[0]} in 'files' has no MD5checksum (32 hex digits): "
+            "its data file cannot be verified"
+        )
     try:
         date_ms = int(need("creationTimestamp"))
     except (TypeError, ValueError):
@@ -260,6 +293,7 @@ def parse_manifest(data: bytes, where: str) -> dict[str, Any]:
         "source_bucket": str(need("sourceBucket")),
         "destination_bucket": str(need("destinationBucket")).removeprefix("arn:aws:s3:::"),
         "keys": [str(f["key"]) for f in files],
+        "md5": [str(f["MD5checksum"]).lower() for f in files],
         "columns": columns,
         "date_ms": date_ms,
     }
@@ -312,10 +346,14 @@ def _column(batch: pa.Table, name: str, where: str, available: Mapping[str, str]
 
 
 def _int64(values: Any, what: str, where: str) -> pa.ChunkedArray:
+    """``values`` as int64 (a timestamp or, for ``lastmodifieddate``, ISO text: epoch ms);
+    an empty or blank text field is null (a delete marker's ``Size`` in a CSV report)."""
     try:
         if pa.types.is_timestamp(values.type):
             return values.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
         if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            blank = pc.equal(pc.utf8_trim_whitespace(values), "")
+            values = pc.if_else(blank, pa.scalar(None, values.type), values)
             if what == "lastmodifieddate":
                 return values.cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
         return values.cast(pa.int64())

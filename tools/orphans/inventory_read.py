@@ -6,7 +6,10 @@ memory holds one batch of the inventory plus the rows kept for the table. A loca
 read from disk as a stream; a file on S3 is fetched whole first (one data file of a report at a
 time). A report's data files are ``s3://<destinationBucket>/<key>`` for a manifest on S3; for
 a report copied to local disk (S3 Inventory's layout kept: ``<config>/<date>/manifest.json``
-and ``<config>/data/<file>``), ``<manifest dir>/../data/<file>``.
+and ``<config>/data/<file>``), ``<manifest dir>/../data/<file>``. ``manifest.json`` is checked
+against ``manifest.checksum`` next to it (when there) as it is opened, and each data file
+against its ``MD5checksum`` before its first row is read (:func:`.inventory.check_md5`; the
+Spark engine checks them all on the driver first, :func:`verify_data_files`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import gzip
 import posixpath
 from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +30,7 @@ from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.snapshot import load_snapshot
 from deltaguard.tools.deltalog.storage import (
     FileInfo,
+    FileMissingError,
     S3Options,
     TableStore,
     in_skip,
@@ -37,6 +42,7 @@ from deltaguard.tools.orphans.inventory import (
     InventoryError,
     InventorySource,
     TableRoot,
+    check_md5,
     local_path,
     parse_manifest,
     table_rows,
@@ -45,6 +51,8 @@ from deltaguard.tools.orphans.listing import TableListing
 from deltaguard.tools.orphans.pathset import CHUNK
 
 MANIFEST = "manifest.json"
+#: The MD5 of ``manifest.json``'s bytes, written next to it by S3 Inventory.
+MANIFEST_CHECKSUM = "manifest.checksum"
 
 
 def _parent_and_name(location: str) -> tuple[str, str]:
@@ -61,6 +69,20 @@ def read_bytes(location: str, s3: S3Options) -> bytes:
             return path.read_bytes()
         parent, name = _parent_and_name(location)
         return open_table(parent, s3).read(name)
+    except (OSError, DeltaLogError) as exc:
+        raise InventoryError(f"cannot read inventory file {location}: {exc}") from None
+
+
+def optional_bytes(location: str, s3: S3Options) -> bytes | None:
+    """:func:`read_bytes`, or None if there is no file at ``location``."""
+    try:
+        path = local_path(location)
+        if path is not None:
+            return path.read_bytes() if path.is_file() else None
+        parent, name = _parent_and_name(location)
+        return open_table(parent, s3).read(name)
+    except FileMissingError:
+        return None
     except (OSError, DeltaLogError) as exc:
         raise InventoryError(f"cannot read inventory file {location}: {exc}") from None
 
@@ -129,7 +151,12 @@ def _delta_files(store: TableStore, location: str) -> list[str]:
 
 
 def _report(location: str, s3: S3Options) -> InventorySource:
-    fields = parse_manifest(read_bytes(location, s3), location)
+    data = read_bytes(location, s3)
+    checksum_at = f"{_parent_and_name(location)[0]}/{MANIFEST_CHECKSUM}"
+    checksum = optional_bytes(checksum_at, s3)
+    if checksum is not None:
+        check_md5(data, checksum.decode(errors="replace"), location, checksum_at)
+    fields = parse_manifest(data, location)
     local = local_path(location)
     if local is not None:
         data_dir = local.parent.parent / "data"
@@ -144,21 +171,39 @@ def _report(location: str, s3: S3Options) -> InventorySource:
         f"creationTimestamp of {MANIFEST}",
         fields["columns"],
         fields["source_bucket"],
+        tuple(fields["md5"]),
     )
 
 
-def _input(location: str, s3: S3Options) -> Any:
+def _verified_input(source: InventorySource, location: str, s3: S3Options) -> Any:
+    """What pyarrow reads ``location`` from (a local path, or the fetched bytes), its MD5
+    checked first when ``source`` is a report (:func:`.inventory.check_md5`)."""
     path = local_path(location)
-    if path is not None:
-        return str(path)
-    return pa.BufferReader(read_bytes(location, s3))
+    data: Path | bytes = path if path is not None else read_bytes(location, s3)
+    if source.form.is_report:
+        expected = source.md5[source.data_files.index(location)]
+        try:
+            check_md5(data, expected, location, f"the MD5checksum of {source.location}")
+        except OSError as exc:
+            raise InventoryError(f"cannot read inventory file {location}: {exc}") from None
+    return str(data) if isinstance(data, Path) else pa.BufferReader(data)
+
+
+def verify_data_files(source: InventorySource, s3: S3Options) -> None:
+    """Checks every data file of a report against its ``MD5checksum`` (nothing for an
+    inventory table): the Spark engine's check on the driver, before its executors read them.
+    Raises :class:`~.inventory.InventoryError` naming the first file that does not match or
+    cannot be read."""
+    if source.form.is_report:
+        for location in source.data_files:
+            _verified_input(source, location, s3)
 
 
 def raw_batches(source: InventorySource, location: str, s3: S3Options) -> Iterator[Any]:
     """The record batches of one data file of ``source``, as the file holds them. Raises
     :class:`InventoryError` naming the file if it cannot be read or parsed."""
     try:
-        stream = _input(location, s3)
+        stream = _verified_input(source, location, s3)
         if source.form is Form.S3_CSV:
             compressed = location.endswith(".gz")
             raw = pa.input_stream(stream, compression="gzip" if compressed else None)

@@ -20,16 +20,18 @@ The summary (``schema`` = :data:`MANIFEST_SCHEMA`) holds no per-file lists::
 
     {
       "schema": "deltaguard.orphans.manifest/2",
-      "status": "deleting" | "done" | "interrupted",   # interrupted: see "error"
+      "status": "deleting" | "done" | "interrupted",   # interrupted: see "signal", "error"
       "table": str, "version_scanned": int, "version_rechecked": int | null,
       "retention_ms": int, "cutoff_ms": int, "classes": [CLASS],
       "started_at": ISO-8601, "finished_at": ISO-8601 | null,
       "planned": int,                 # files the scan planned to delete
       "counts": {"planned": int,      # still to delete after the re-read of the log
                  "spared": int, "deleted": int, "missing": int,
-                 "failed": int, "unknown": int},
+                 "failed": int, "unknown": int,
+                 "not_sent": int},    # planned, never sent: a signal stopped the run
       "records": {"plan": "plan", "outcome": "outcome"},   # relative to DIR
       "error": str | null,            # a failure after deleting began
+      "signal": "SIGINT" | "SIGTERM" | null,   # what stopped the run (status interrupted)
       "requests": int | null          # delete requests sent (local engine)
     }
 
@@ -39,7 +41,14 @@ outcome. A crash after deleting began leaves a ``deleting`` summary and the plan
 file that may be gone. A failure after deleting began never loses what is known: ``done``
 with ``error`` (a final write failed: the summary on disk may still say ``deleting``; the
 command's output has the counts, and the files whose records could not be written), or
-``interrupted`` (the Spark engine's delete job failed: every planned file is ``unknown``).
+``interrupted``: with ``signal``, SIGINT or SIGTERM stopped it (:mod:`.interrupt`: no delete
+sent after the signal; ``deleted`` <= files gone <= ``deleted`` + ``unknown``, the planned
+files never sent counted in ``not_sent`` and still ``planned`` in the records), without it
+the Spark engine's delete job failed (every file without an outcome record is ``unknown``).
+
+A manifest is never replaced: a run whose ``--manifest`` directory already holds one is
+refused before anything is scanned (:func:`refuse_existing`), so the record of an earlier
+(perhaps interrupted) run survives; the default directory is new for every run.
 
 Read it with :func:`read_manifest`, or directly: ``pyarrow.parquet.read_table("DIR/outcome")``,
 ``duckdb -c "select outcome, count(*) from 'DIR/outcome/*.parquet' group by all"``.
@@ -48,7 +57,6 @@ Read it with :func:`read_manifest`, or directly: ``pyarrow.parquet.read_table("D
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,14 +117,29 @@ def check_manifest_path(path: Path) -> None:
         raise ManifestPathError(f"{path}: a non-empty directory that is not a manifest")
 
 
+def refuse_existing(path: Path) -> None:
+    """Raises :class:`ManifestPathError` (one line: the path, what it holds, what to do) if
+    ``path`` already holds a manifest: a manifest is never replaced."""
+    summary = path / SUMMARY_FILE
+    if not summary.is_file():
+        return
+    try:
+        doc = orjson.loads(summary.read_bytes())
+        held = f" (status {doc.get('status')}, started {doc.get('started_at')})"
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        held = ""
+    raise ManifestPathError(
+        f"{path} already holds a manifest{held}: a manifest is never replaced; choose "
+        "another directory with --manifest (or move this one away)"
+    )
+
+
 def prepare_manifest_dir(path: Path) -> None:
-    """Checks ``path`` (:func:`check_manifest_path`), creates it, and removes an earlier
-    manifest's summary and records from it (a manifest directory is reused whole)."""
+    """Checks ``path`` (:func:`check_manifest_path`, :func:`refuse_existing`) and creates
+    it."""
     check_manifest_path(path)
+    refuse_existing(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / SUMMARY_FILE).unlink(missing_ok=True)
-    for sub in RECORDS.values():
-        shutil.rmtree(path / sub, ignore_errors=True)
 
 
 def write_summary(directory: Path, summary: dict[str, Any]) -> None:
@@ -148,6 +171,22 @@ def _write_atomically(path: Path, data: bytes | pa.Table) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def write_record_file(path: Path, rows: list[tuple[Any, ...]]) -> None:
+    """Writes ``rows`` (tuples in :data:`RECORD_SCHEMA`'s column order) as the one Parquet
+    file ``path``, whole or not at all (:func:`_write_atomically`), replacing the file there:
+    the Spark engine's executors write their delete batches' records this way."""
+    columns: list[list[Any]] = [[] for _ in RECORD_SCHEMA]
+    for row in rows:
+        for column, value in zip(columns, row, strict=True):
+            column.append(value)
+    table = pa.table(
+        {f.name: pa.array(c, f.type) for f, c in zip(RECORD_SCHEMA, columns, strict=True)},
+        schema=RECORD_SCHEMA,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, table)
 
 
 class RecordWriter:

@@ -44,7 +44,9 @@ from rich.console import Console
 from rich.table import Table
 
 from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult
+from deltaguard.tools.output import write_tsv
 
 REPORT_SCHEMA = "deltaguard.orphans.report/1"
 _STYLE = {
@@ -75,15 +77,46 @@ def totals(candidates: list[Candidate]) -> dict[str, dict[str, int]]:
 
 
 def by_partition(candidates: list[Candidate]) -> list[dict[str, Any]]:
+    """Files and bytes per (partition, class), largest first (:func:`largest_first`)."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for c in candidates:
         g = groups[(c.partition, c.file_class.value)]
         g[0] += 1
         g[1] += c.size
-    return [
-        {"partition": p, "class": k, "files": n, "bytes": b}
-        for (p, k), (n, b) in sorted(groups.items())
-    ]
+    return largest_first(
+        [{"partition": p, "class": k, "files": n, "bytes": b} for (p, k), (n, b) in groups.items()]
+    )
+
+
+def largest_first(partitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``partitions`` rows of the report in its one order (both engines, JSON and text):
+    bytes descending, then files descending, then partition and class as text."""
+    return sorted(partitions, key=lambda r: (-r["bytes"], -r["files"], r["partition"], r["class"]))
+
+
+#: Partition rows the text report shows (the JSON and TSV have them all).
+SHOWN_PARTITIONS = 20
+#: ``orphans --format tsv``'s columns (docs/orphans.md): one row per candidate, all of them.
+TSV_COLUMNS = ("path", "class", "bytes", "modified", "reason", "location")
+
+
+def write_tsv_report(result: ScanResult, store: TableStore) -> None:
+    """Every candidate as a TSV row on stdout (:data:`TSV_COLUMNS`; ``modified`` is ISO 8601
+    UTC)."""
+    write_tsv(
+        TSV_COLUMNS,
+        (
+            (
+                c.path,
+                c.file_class.value,
+                c.size,
+                iso_utc(c.mtime_ms),
+                c.reason,
+                store.location(c.path),
+            )
+            for c in result.candidates
+        ),
+    )
 
 
 def to_json(
@@ -130,8 +163,15 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -> None:
-    """Totals by class, the partitions with the most candidates, and the first files."""
+def print_report(
+    result: ScanResult,
+    console: Console,
+    *,
+    max_files: int = 50,
+    partitions: list[dict[str, Any]] | None = None,
+) -> None:
+    """Totals by class, the :data:`SHOWN_PARTITIONS` partitions with the most bytes (of
+    ``partitions``, default: :func:`by_partition` of the candidates), and the first files."""
     hours = result.retention_ms / 3_600_000
     console.print(
         f"[bold]{result.table}[/] version {result.version}: {result.listed_files} files listed, "
@@ -148,12 +188,18 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
         cells = (str(tot["files"]), _size(tot["bytes"]), CLEANUP_ACTION[fc])
         t.add_row(f"[{_STYLE[fc]}]{cls}[/]", *cells)
     console.print(t)
-    parts = by_partition(result.candidates)
+    parts = largest_first(by_partition(result.candidates) if partitions is None else partitions)
     if parts:
-        pt = Table(title="By partition")
+        shown_parts = parts[:SHOWN_PARTITIONS]
+        title = f"By partition ({len(shown_parts)} of {len(parts)}, largest first)"
+        pt = Table(title=title, min_width=len(title))  # the title on one line
         for col in ("partition", "class", "files", "size"):
-            pt.add_column(col, justify="right" if col in ("files", "size") else "left")
-        for row in sorted(parts, key=lambda r: -r["bytes"])[:20]:
+            pt.add_column(
+                col,
+                justify="right" if col in ("files", "size") else "left",
+                overflow="fold" if col == "partition" else "ellipsis",
+            )
+        for row in shown_parts:
             pt.add_row(
                 row["partition"] or "(root)", row["class"], str(row["files"]), _size(row["bytes"])
             )
@@ -162,7 +208,7 @@ def print_report(result: ScanResult, console: Console, *, max_files: int = 50) -
     if shown:
         ft = Table(title=f"Files ({len(shown)} of {len(result.candidates)})")
         for col in ("path", "class", "size", "reason"):
-            ft.add_column(col)
+            ft.add_column(col, overflow="fold")  # whole paths, also at a narrow terminal
         for c in shown:
             ft.add_row(
                 c.path, f"[{_STYLE[c.file_class]}]{c.file_class.value}[/]", _size(c.size), c.reason

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.orphans.classify import (
     EXPIRED_CHANGE_DATA_REASON,
     EXPIRED_REASON,
@@ -40,8 +41,7 @@ def data_class_columns(cutoff_ms: int) -> tuple[Column, Column]:
         return F.coalesce(F.col(name), F.lit(False))
 
     before, after = TOMBSTONE_REASON.split("{}")
-    # Python formats a missing timestamp as "None"
-    tombstone_ms = F.coalesce(F.col("tombstone_ms").cast("string"), F.lit("None"))
+    tombstone_ms = F.coalesce(iso_utc_column(F.col("tombstone_ms")), F.lit(iso_utc(None)))
     protected = flag("protected")
     recent = F.col("mtime_ms") >= F.lit(cutoff_ms)
     orphan = ~flag("named_in_log")
@@ -65,6 +65,34 @@ def data_class_columns(cutoff_ms: int) -> tuple[Column, Column]:
         .otherwise(F.lit(EXPIRED_REASON))
     )
     return file_class, reason
+
+
+def iso_utc_column(ms: Column) -> Column:
+    """:func:`~deltaguard.tools.deltalog.times.iso_utc` of a column of epoch milliseconds
+    (null for null), the same string for every session time zone: the date comes from DATE
+    arithmetic and the time of day from integer arithmetic, never from a timestamp rendered
+    in the session's zone."""
+    from pyspark.sql import functions as F
+
+    day_ms = 86_400_000
+    days = F.floor(ms / day_ms)
+    rest = ms - days * day_ms
+
+    def two(n: Column, width: int = 2) -> Column:
+        return F.lpad(n.cast("long").cast("string"), width, "0")
+
+    return F.concat(
+        F.date_add(F.lit("1970-01-01").cast("date"), days.cast("int")).cast("string"),
+        F.lit("T"),
+        two(F.floor(rest / 3_600_000)),
+        F.lit(":"),
+        two(F.floor(rest % 3_600_000 / 60_000)),
+        F.lit(":"),
+        two(F.floor(rest % 60_000 / 1_000)),
+        F.lit("."),
+        two(rest % 1_000, 3),
+        F.lit("+00:00"),
+    )
 
 
 def partition_column() -> Column:

@@ -17,13 +17,27 @@ calls the same rule:
    directory layout, summary and record columns): the plan records ``<manifest>/plan``
    (outcome ``planned``/``spared``, why) are written by Spark before the first delete, the
    summary ``<manifest>/manifest.json`` (status ``deleting``) next to them; executors then
-   delete their slice with :func:`~deltaguard.tools.orphans.deleter.delete_files` (batched
-   DeleteObjects, retried) and each file's outcome record (``deleted``, ``missing``,
-   ``failed`` or ``unknown``, with the error) is written to ``<manifest>/outcome``; the
-   summary ends ``done``. If the delete job itself fails, the summary ends ``interrupted``
-   (every planned file ``unknown``) and
-   :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised: deleting had
-   begun, so it is never reported as "nothing deleted".
+   delete their slice in batches of up to 1,000 (:meth:`TableStore.delete_batch
+   <deltaguard.tools.deltalog.storage.TableStore.delete_batch>`: DeleteObjects, retried), and
+   each task writes each batch's records itself, into ``<manifest>/outcome``
+   (``part-<task>-<batch>.parquet``, :func:`~deltaguard.tools.orphans.manifest.write_record_file`):
+   first every file of the batch as ``unknown`` ("sent, answer not recorded"), then, once
+   the answer is read, each file's outcome (``deleted``, ``missing``, ``failed`` or
+   ``unknown``, with the error). So whatever happens to a task, a file some request named
+   has a record, and a file without a record was never sent. The summary ends ``done``.
+
+**Stopping** (SIGINT or SIGTERM, :mod:`deltaguard.tools.orphans.interrupt`): the driver
+writes the stop marker ``<manifest>/.stop``, which every task checks before each batch and
+each retry (no new delete is sent after it), and cancels the delete job's group (no new task
+starts; a task still running is killed by Spark after ``spark.python.task.killTimeout``,
+its batch in flight then stays ``unknown``). Once no task of the job runs, the outcome
+records are counted (files without one: ``not_sent``) and the summary ends ``interrupted``
+with the ``signal``. The marker is on the manifest's filesystem: the manifest directory must
+be one every executor can reach (any local path with a local master; a shared mount on a
+cluster). If the delete job fails by itself, the same count is made, the summary ends
+``interrupted`` with the ``error`` and
+:class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised: deleting had
+begun, so it is never reported as "nothing deleted".
 
 A crash part way leaves the ``deleting`` manifest and its plan. Running the cleanup again
 scans again: files already deleted are not listed, and the re-read spares every file a commit
@@ -32,12 +46,19 @@ made since names, so the re-run finishes the job and deletes nothing that became
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import pyarrow.parquet as pq
+
 from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.storage import DeleteOutcome
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
     CleanupInterruptedError,
     cleanup_classes,
@@ -45,19 +66,22 @@ from deltaguard.tools.orphans.cleanup import (
     manifest_start,
     now_iso,
     spared_because,
+    stopped_before_deleting,
 )
 from deltaguard.tools.orphans.deleter import (
+    S3_BATCH_KEYS,
     OutsideTableError,
     check_contained,
-    delete_files,
     settled,
 )
+from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
 from deltaguard.tools.orphans.manifest import (
     OUTCOME_DIR,
     PLAN_DIR,
     SUMMARY_FILE,
     prepare_manifest_dir,
     record_ddl,
+    write_record_file,
     write_summary,
 )
 from deltaguard.tools.orphans.rules import check_retention
@@ -66,7 +90,7 @@ from deltaguard.tools.orphans.spark.scan import SparkScan, candidate_of, report_
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def _judge(cutoff_ms: int, version: int, log_temp_now: frozenset[str]) -> Any:
@@ -98,18 +122,80 @@ def _contained(spec: StoreSpec) -> Any:
     return run
 
 
-def _deleter(spec: StoreSpec) -> Any:
-    def run(rows: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+#: The stop marker in the manifest directory (see the module docstring).
+STOP_MARKER = ".stop"
+_IN_FLIGHT = "sent; the task stopped before it recorded the answer"
+
+
+def _deleter(spec: StoreSpec, outcome_dir: str, marker: str) -> Any:
+    """Each task: its slice in batches, each batch's records written before and after its
+    request (module docstring); yields ``(outcome, files)`` counts."""
+
+    def run(task: int, rows: Iterable[Any]) -> Iterator[tuple[str, int]]:
         planned = {r.path: r for r in rows}
         if not planned:
             return
-        outcome = delete_files(spec.open(), list(planned))
-        records = settled(outcome)
-        for p, what, error in records:
+        store = spec.open()
+        paths = list(planned)
+        counts = {"deleted": 0, "missing": 0, "failed": 0, "unknown": 0, "not_sent": 0}
+
+        def stop() -> bool:
+            return os.path.exists(marker)
+
+        def record(p: str, what: str, error: str | None) -> tuple[Any, ...]:
             r = planned[p]
-            yield p, r["class"], r.size, r.mtime_ms, what, None, error
+            return p, r["class"], r.size, r.mtime_ms, what, None, error
+
+        for k, first in enumerate(range(0, len(paths), S3_BATCH_KEYS)):
+            batch = paths[first : first + S3_BATCH_KEYS]
+            if stop():
+                counts["not_sent"] += len(paths) - first
+                break
+            where = Path(outcome_dir) / f"part-{task:05d}-{k:05d}.parquet"
+            write_record_file(where, [record(p, "unknown", _IN_FLIGHT) for p in batch])
+            try:
+                outcome = store.delete_batch(batch, 5, stop)
+            except Exception as exc:  # part of the batch may be gone: its outcome is unknown
+                why = f"the batch failed part way: {type(exc).__name__}: {exc}"
+                outcome = DeleteOutcome(unknown=[(p, why) for p in batch])
+            records = settled(outcome)
+            write_record_file(where, [record(p, what, error) for p, what, error in records])
+            for _p, what, _error in records:
+                counts[what] += 1
+            counts["not_sent"] += len(outcome.not_sent)
+        yield from counts.items()
 
     return run
+
+
+def _wait_for_tasks(spark: SparkSession, group: str, timeout_s: float = 60.0) -> None:
+    """Returns once no task of the job group ``group`` runs any more (a cancelled job's
+    tasks end after Spark kills them), or after ``timeout_s``."""
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        stages = [
+            s
+            for job in tracker.getJobIdsForGroup(group)
+            if (info := tracker.getJobInfo(job)) is not None
+            for s in info.stageIds
+        ]
+        infos = [tracker.getStageInfo(s) for s in stages]
+        if not any(i is not None and i.numActiveTasks > 0 for i in infos):
+            return
+        time.sleep(0.1)
+
+
+def _record_counts(outcome_dir: Path) -> dict[str, int]:
+    """Files per outcome in the records the tasks wrote (every file at most once: a retried
+    task rewrites its batches' files)."""
+    counts = {"deleted": 0, "missing": 0, "failed": 0, "unknown": 0}
+    if not outcome_dir.is_dir():
+        return counts
+    table = pq.read_table(outcome_dir, columns=["outcome"])
+    for row in table.group_by("outcome").aggregate([("outcome", "count")]).to_pylist():
+        counts[row["outcome"]] = row["outcome_count"]
+    return counts
 
 
 def execute_spark(
@@ -123,6 +209,7 @@ def execute_spark(
     given_retention: bool = False,
     files_per_task: int = 10_000,
     dynamodb: DynamoDBCheck | None = None,
+    stop: StopSignal | None = None,
 ) -> dict[str, Any]:
     """:func:`_execute_spark` with no file read skipping a damaged file
     (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
@@ -138,6 +225,7 @@ def execute_spark(
             given_retention=given_retention,
             files_per_task=files_per_task,
             dynamodb=dynamodb,
+            stop=stop,
         )
 
 
@@ -152,20 +240,99 @@ def _execute_spark(
     given_retention: bool = False,
     files_per_task: int = 10_000,
     dynamodb: DynamoDBCheck | None = None,
+    stop: StopSignal | None = None,
 ) -> dict[str, Any]:
     """Deletes the scan's targets (see the module docstring) and returns the manifest's
     summary (:mod:`deltaguard.tools.orphans.manifest`). Raises what
-    :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted, and
-    :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` if the delete job
-    fails. A failed final summary write is in the returned summary's ``error``."""
+    :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted
+    (:class:`~deltaguard.tools.orphans.interrupt.CleanupStopped` included, the summary then
+    ``interrupted``), and :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError`
+    if the delete job fails. A signal once deleting began ends the summary ``interrupted``
+    (module docstring). A failed final summary write is in the returned summary's
+    ``error``."""
     from pyspark.sql import functions as F
 
     result = scan.result
     check_retention(result.retention_ms, unsafe_retention)
     prepare_manifest_dir(manifest_dir)
     classes = cleanup_classes(include_tombstones)
-    store = spec.open()
     planned = report_frame(spark, scan).where(F.col("class").isin(*[c.value for c in classes]))
+    context = spark.sparkContext
+    group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
+    marker = manifest_dir / STOP_MARKER
+    outcome_dir = manifest_dir / OUTCOME_DIR
+
+    def halt() -> None:  # the first signal once armed: no new delete, no new task
+        marker.touch()
+        context.cancelJobGroup(group)
+
+    try:
+        targets, doc = _plan(
+            spark, spec, scan, planned, classes, manifest_dir, given_retention, dynamodb
+        )
+        if stop is not None:
+            stop.on_stop(halt)
+            stop.arm()  # from here a signal stops the deletes instead of raising
+    except CleanupStopped as stopped:  # nothing deleted yet: stop the jobs, say so
+        context.cancelAllJobs()
+        marker.unlink(missing_ok=True)
+        stopped_before_deleting(
+            manifest_dir, manifest_start(result, classes, 0, 0, 0), stopped.signal_name
+        )
+        raise
+    count = doc["counts"]["planned"]
+    tasks = max(1, -(-count // files_per_task))
+    outcome_rdd = targets.repartition(tasks).rdd.mapPartitionsWithIndex(
+        _deleter(spec, str(outcome_dir.resolve()), str(marker.resolve()))
+    )
+    write_summary(manifest_dir, doc)  # the plan is on disk: deleting may begin
+    failure: Exception | None = None
+    context.setJobGroup(group, "deltaguard orphans: deletes", interruptOnCancel=False)
+    try:
+        if stop is None or not stop.is_set():
+            outcome_rdd.collect()
+    except Exception as exc:  # a cancelled or failed job: the records say what happened
+        failure = exc
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+    _wait_for_tasks(spark, group)
+    counts = _record_counts(outcome_dir)
+    counts["not_sent"] = count - sum(counts.values())
+    marker.unlink(missing_ok=True)
+    doc["counts"] = {**doc["counts"], **counts}
+    if stop is not None and stop.is_set():
+        doc.update(status="interrupted", finished_at=now_iso(), signal=stop.signal_name)
+    elif failure is not None:
+        _interrupted(doc, manifest_dir, failure)
+    else:
+        doc.update(status="done", finished_at=now_iso())
+    try:
+        write_summary(manifest_dir, doc)
+    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
+        doc["error"] = (
+            f"the manifest's summary could not be written ({exc}); "
+            f"{manifest_dir / SUMMARY_FILE} may still say status deleting; its outcome records "
+            "have every file"
+        )
+    return doc
+
+
+def _plan(
+    spark: SparkSession,
+    spec: StoreSpec,
+    scan: SparkScan,
+    planned: DataFrame,
+    classes: tuple[FileClass, ...],
+    manifest_dir: Path,
+    given_retention: bool,
+    dynamodb: DynamoDBCheck | None,
+) -> tuple[DataFrame, dict[str, Any]]:
+    """Steps 3 and 4 of the module docstring: the re-read of the log, the plan records, the
+    containment check. Returns the files to delete and the summary to write (not yet
+    written)."""
+    result = scan.result
+    store = spec.open()
     n_planned = planned.count()
     listing = list_log(store)
     log = read_log(spark, spec, listing)
@@ -194,51 +361,24 @@ def _execute_spark(
         result, classes, n_planned, count, plan.where("outcome = 'spared'").count()
     )
     doc["version_rechecked"] = log.version
-    write_summary(manifest_dir, doc)  # the plan is on disk: deleting may begin
-    tasks = max(1, -(-count // files_per_task))
-    outcome_rdd = targets.repartition(tasks).rdd.mapPartitions(_deleter(spec))
-    try:
-        spark.createDataFrame(outcome_rdd, record_ddl()).write.mode("overwrite").parquet(
-            str(manifest_dir / OUTCOME_DIR)
-        )
-        outcome = spark.read.parquet(str(manifest_dir / OUTCOME_DIR))
-        counts = {r.outcome: r["count"] for r in outcome.groupBy("outcome").count().collect()}
-    except Exception as exc:  # the job may have deleted part of its slice: say so
-        _interrupted(doc, manifest_dir, count, exc)
-    doc.update(
-        status="done",
-        finished_at=now_iso(),
-        counts={
-            **doc["counts"],
-            **{k: counts.get(k, 0) for k in ("deleted", "missing", "failed", "unknown")},
-        },
-    )
-    try:
-        write_summary(manifest_dir, doc)
-    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
-        doc["error"] = (
-            f"the manifest's summary could not be written ({exc}); "
-            f"{manifest_dir / SUMMARY_FILE} may still say status deleting; its outcome records "
-            "have every file"
-        )
-    return doc
+    return targets, doc
 
 
-def _interrupted(doc: dict[str, Any], manifest_dir: Path, planned: int, exc: Exception) -> NoReturn:
-    """The delete job failed: its tasks may have deleted part of their slices, and no outcome
-    was recorded. Every planned file's outcome is unknown (the plan records list them); the
-    summary says so (``status: interrupted``) and
+def _interrupted(doc: dict[str, Any], manifest_dir: Path, exc: Exception) -> NoReturn:
+    """The delete job failed: the summary (its counts from the records the tasks wrote) says
+    ``interrupted`` and why, and
     :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised."""
     what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    counts = doc["counts"]
     doc.update(
         status="interrupted",
         finished_at=now_iso(),
         error=(
-            f"the delete job failed ({what}): the outcome of the {planned} planned files is "
-            f"unknown (listed in {manifest_dir / PLAN_DIR}; {manifest_dir / OUTCOME_DIR}, if "
-            "written, has each one's); run the same command again to finish"
+            f"the delete job failed ({what}): {counts['unknown']} files have an unknown "
+            f"outcome and {counts['not_sent']} were never sent (each file's record is in "
+            f"{manifest_dir / OUTCOME_DIR}, the plan in {manifest_dir / PLAN_DIR}); run the "
+            "same command again to finish"
         ),
-        counts={**doc["counts"], "unknown": planned},
     )
     try:
         write_summary(manifest_dir, doc)

@@ -5,7 +5,9 @@ The inventory's data files are read with ``spark.read`` (CSV with the report's c
 gzip by extension; Parquet; ORC; a Delta inventory table's live files, as the driver resolved
 them, :func:`~deltaguard.tools.orphans.inventory_read.open_inventory`), and every Arrow batch
 goes through :func:`~deltaguard.tools.orphans.inventory.table_rows` in the executors
-(in batches of :data:`BATCH_ROWS` rows of a partition). Each batch emits its files and a few rows of counts; the driver collects
+(in batches of :data:`BATCH_ROWS` rows of a partition). A report's data files are first checked
+against its ``MD5checksum`` on the driver
+(:func:`~deltaguard.tools.orphans.inventory_read.verify_data_files`). Each batch emits its files and a few rows of counts; the driver collects
 only the counts and the hidden directories, never a file path.
 """
 
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans.inventory import (
     Form,
     InventoryError,
@@ -28,6 +31,7 @@ from deltaguard.tools.orphans.inventory import (
     normalized,
     table_rows,
 )
+from deltaguard.tools.orphans.inventory_read import verify_data_files
 from deltaguard.tools.orphans.spark.listing import FILES_SCHEMA, DistributedListing
 
 if TYPE_CHECKING:
@@ -113,13 +117,15 @@ def _rows_of(root: TableRoot, where: str, names: list[str]) -> Any:
 
 
 def inventory_listing_spark(
-    spark: SparkSession, source: InventorySource, root: TableRoot
+    spark: SparkSession, source: InventorySource, root: TableRoot, s3: S3Options | None = None
 ) -> SparkInventory:
     """The table's files in ``source`` as a :class:`DistributedListing` (persisted until its
     ``release``) and the report's account (the date by
     :func:`~deltaguard.tools.orphans.inventory.inventory_date`). Raises
-    :class:`~deltaguard.tools.orphans.inventory.InventoryError` for missing columns (on the
+    :class:`~deltaguard.tools.orphans.inventory.InventoryError` for a report's data file that
+    does not match its ``MD5checksum`` (read with ``s3``'s options) or missing columns (on the
     driver, before any job); unreadable files fail the job."""
+    verify_data_files(source, s3 or S3Options())
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType

@@ -73,6 +73,7 @@ from deltaguard.tools.deltalog.snapshot import (
     parse_interval_ms,
     unreconstructable,
 )
+from deltaguard.tools.deltalog.storage import TableStore, table_not_found
 from deltaguard.tools.orphans.references import checkpoints_besides
 from deltaguard.tools.orphans.spark.jvm_listing import observed
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -184,15 +185,15 @@ def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
     return next((v for v in range(start, latest + 1) if v not in listing.commits), None)
 
 
-def require_reconstructable(listing: LogListing, uri: str) -> None:
-    """Raises :class:`~deltaguard.tools.deltalog.errors.TableNotFoundError` if ``listing`` has
-    no commit, and :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit
+def require_reconstructable(listing: LogListing, uri: str, store: TableStore) -> None:
+    """Raises :class:`~deltaguard.tools.deltalog.errors.TableNotFoundError` if ``listing`` (of
+    ``store``) has no commit (naming a location where nothing exists as such), and :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit
     after the newest checkpoint is missing (as the local engine's
     :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot` does): the check the CLI runs
     before it starts a JVM. :func:`read_log` then falls back past a damaged checkpoint."""
     latest = listing.latest_version
     if latest is None:
-        raise TableNotFoundError(f"{uri} is not a Delta table: no commits in {LOG_DIR}/")
+        raise table_not_found(store, f"no commits in {LOG_DIR}/")
     own = listing.checkpoints[-1] if listing.checkpoints else None
     start = own.version + 1 if own is not None else 0
     missing = _first_missing(listing, start, latest)

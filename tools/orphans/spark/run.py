@@ -26,18 +26,29 @@ from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupInterruptedError, summary
 from deltaguard.tools.orphans.cli_run import (
     OrphansRequest,
+    check_manifest_free,
     damage_line,
+    interrupted_lines,
     inventory_of,
     outcome_code,
+    stopping_line,
 )
 from deltaguard.tools.orphans.deleter import OutsideTableError
-from deltaguard.tools.orphans.report import print_report, to_json
+from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
+from deltaguard.tools.orphans.report import (
+    largest_first,
+    print_report,
+    to_json,
+    write_tsv_report,
+)
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.log_refs import require_reconstructable
 from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
 from deltaguard.tools.orphans.spark.session import engine_session, session_running
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.output import stdout_console
+from deltaguard.tools.progress import phase
 from deltaguard.tools.state_dir import default_manifest_path
 
 _ERROR = re.compile(r"deltaguard\.tools\.[\w.]+\.(\w+Error): (.+)")
@@ -80,7 +91,7 @@ def json_report(
     """The local engine's JSON report with the Spark-computed totals and partitions and the
     ``report_table`` pointer."""
     doc = to_json(scan.result, store, cleanup)
-    doc["totals"], doc["partitions"] = scan.totals, scan.partitions
+    doc["totals"], doc["partitions"] = scan.totals, largest_first(scan.partitions)
     doc["report_table"] = scan.report_path
     return doc
 
@@ -90,7 +101,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
-    out = Console()
+    out = stdout_console()
     err = Console(stderr=True, soft_wrap=True)
     retention_ms = None if req.retention_hours is None else round(req.retention_hours * 3_600_000)
     s3 = S3Options(req.endpoint, req.region, req.path_style)
@@ -101,44 +112,62 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
     cleanup: dict[str, Any] | None = None
     manifest = req.manifest_path or default
     try:
+        check_manifest_free(req)
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
         inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
         if not session_running():  # the session will be built from the command's options
-            require_reconstructable(list_log(spec.open()), req.table)  # before a JVM starts
-        spark = engine_session(
-            req.table, s3, master=options.master, driver_memory=options.driver_memory
-        )
+            store = spec.open()
+            require_reconstructable(list_log(store), req.table, store)  # before a JVM starts
+        with phase("orphans: starting Spark"):
+            spark = engine_session(
+                req.table, s3, master=options.master, driver_memory=options.driver_memory
+            )
         spec = StoreSpec.of_session(spark, req.table, s3)  # one I/O stack: .hadoop_s3
         if not req.as_json:
             err.print(f"scanning {req.table} with Spark ({spark.sparkContext.master})")
-        scan = scan_spark(
-            spark,
-            spec,
-            report,
-            retention_ms=retention_ms,
-            max_report_files=options.max_report_files,
-            dynamodb=req.dynamodb,
-            inventory=inventory,
-            range_files=req.range_files,
-        )
+        with phase("orphans: scanning with Spark (listing and classifying jobs)"):
+            scan = scan_spark(
+                spark,
+                spec,
+                report,
+                retention_ms=retention_ms,
+                max_report_files=options.max_report_files,
+                dynamodb=req.dynamodb,
+                inventory=inventory,
+                range_files=req.range_files,
+            )
         if spec.note:
             scan.result.notes.append(spec.note)
         if req.delete:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
         planned = sum(scan.totals[c]["files"] for c in _classes(req))
         if req.delete and req.yes and planned:
-            cleanup = execute_spark(
-                spark,
-                spec,
-                scan,
-                manifest_dir=manifest,
-                include_tombstones=req.include_tombstones,
-                unsafe_retention=req.unsafe_retention,
-                given_retention=retention_ms is not None,
-                dynamodb=req.dynamodb,
-            )
+            with (
+                stop_on_signals(stopping_line) as stop,
+                phase(f"orphans: re-reading the log, deleting {planned:,} files with Spark"),
+            ):
+                cleanup = execute_spark(
+                    spark,
+                    spec,
+                    scan,
+                    manifest_dir=manifest,
+                    include_tombstones=req.include_tombstones,
+                    unsafe_retention=req.unsafe_retention,
+                    given_retention=retention_ms is not None,
+                    dynamodb=req.dynamodb,
+                    stop=stop,
+                )
             cleanup["manifest_path"] = str(manifest)
+    except CleanupStopped as stopped:
+        err.print(
+            f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: "
+            f"nothing deleted; manifest: {manifest} (status interrupted); to finish, run the "
+            "same command again"
+            + (" with a new --manifest directory" if req.manifest_path else ""),
+            highlight=False,
+        )
+        return ExitCode.INTERRUPTED
     except (RetentionTooShortError, ValueError) as exc:
         err.print(f"deltaguard orphans: {exc}", highlight=False)
         return ExitCode.UNREADABLE
@@ -163,12 +192,23 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
         err.print(
             f"deltaguard orphans: {summary(cleanup, cleanup['manifest_path'])}", highlight=False
         )
+    for text in interrupted_lines(cleanup, req) if cleanup and req.as_json else []:
+        err.print(text, highlight=False)
     if req.as_json:
         doc = json_report(scan, spec.open(), cleanup)
         out.file.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         return code
-    if scan.complete:
-        print_report(scan.result, out)
+    if code is ExitCode.INTERRUPTED:  # the report would scroll the outcome away
+        assert cleanup is not None
+        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
+        for text in interrupted_lines(cleanup, req):
+            err.print(text, highlight=False)
+        return code
+    if req.tsv:  # stdout: the rows only; the outcome lines go to stderr
+        write_tsv_report(scan.result, spec.open())
+        out = err  # with more than --max-report-files candidates: in the report table only
+    elif scan.complete:
+        print_report(scan.result, out, partitions=scan.partitions)
     else:
         out.print(
             f"{scan.result.table} version {scan.result.version}: {scan.result.listed_files} files listed"

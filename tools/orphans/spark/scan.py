@@ -203,7 +203,7 @@ def _scan_spark(
     from_inventory: InventoryReport | None = None
     if inventory is not None:  # instead of the listing (deltaguard.tools.orphans.inventory)
         root = table_root(store, inventory, partition_columns, configuration)
-        read = inventory_listing_spark(spark, inventory, root)
+        read = inventory_listing_spark(spark, inventory, root, spec.s3)
         from_inventory = read.report
         cutoff = min(cutoff, from_inventory.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None

@@ -37,15 +37,24 @@ public final class LogStoreSettings {
      */
     public static final String COMMIT_CHECKSUMS = "commitChecksums";
 
+    /**
+     * Whether deltaguard's checkpoint file managers answer {@code exists} on S3 with one LIST
+     * (default true) instead of S3A's HEAD plus LIST. See {@link CheckpointExists}.
+     */
+    public static final String CHECKPOINT_LIST_EXISTS = "checkpoint.listExists";
+
     private final boolean verifyConditionalWrites;
     private final boolean commitChecksums;
     private final int maxAttempts;
     private final long baseDelayMs;
     private final long maxDelayMs;
     private final long checkpointPutMaxBytes;
+    private final boolean checkpointListExists;
 
     private LogStoreSettings(boolean verify, int maxAttempts, long baseDelayMs, long maxDelayMs,
-                             long checkpointPutMaxBytes, boolean commitChecksums) {
+                             long checkpointPutMaxBytes, boolean commitChecksums,
+                             boolean checkpointListExists) {
+        this.checkpointListExists = checkpointListExists;
         this.verifyConditionalWrites = verify;
         this.commitChecksums = commitChecksums;
         this.maxAttempts = maxAttempts;
@@ -76,7 +85,7 @@ public final class LogStoreSettings {
         }
         boolean checksums = bool(conf, COMMIT_CHECKSUMS, true);
         return new LogStoreSettings(bool(conf, VERIFY_CONDITIONAL_WRITES, true), maxAttempts, base,
-            max, putMax, checksums);
+            max, putMax, checksums, bool(conf, CHECKPOINT_LIST_EXISTS, true));
     }
 
     /** The full key a user sets, for error messages. */
@@ -127,6 +136,10 @@ public final class LogStoreSettings {
 
     public boolean commitChecksums() {
         return commitChecksums;
+    }
+
+    public boolean checkpointListExists() {
+        return checkpointListExists;
     }
 
     public int maxAttempts() {

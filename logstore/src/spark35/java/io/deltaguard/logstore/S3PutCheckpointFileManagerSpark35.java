@@ -75,9 +75,16 @@ public class S3PutCheckpointFileManagerSpark35 implements CheckpointFileManager 
         spark.mkdirs(path);
     }
 
+    /** On an S3A path one LIST instead of S3A's HEAD plus LIST ({@link CheckpointExists}). */
     @Override
     public boolean exists(Path path) {
-        return spark.exists(path);
+        Boolean found;
+        try {
+            found = CheckpointExists.exists(path, conf);
+        } catch (IOException e) {
+            throw CheckpointPut.<RuntimeException>sneaky(e);
+        }
+        return found != null ? found : spark.exists(path);
     }
 
     @Override

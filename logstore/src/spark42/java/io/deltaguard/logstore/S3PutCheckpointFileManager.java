@@ -21,8 +21,9 @@ import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileMana
  * Streaming writes its checkpoint (offsets, commits, metadata, sources, state-store files)
  * through it. {@link #createAtomic} on an S3A path returns a {@link CheckpointPut}: the contract,
  * and why one PUT is as atomic as the rename it replaces, is that class's javadoc. Every other
- * path (local disk, HDFS) and every other operation (open, list, exists, mkdirs, delete) is
- * Spark's own default manager unchanged.
+ * path (local disk, HDFS) and every other operation (open, list, mkdirs, delete) is Spark's
+ * own default manager unchanged; {@link #exists} on an S3A path is one request where S3A sends
+ * two ({@link CheckpointExists}).
  */
 public class S3PutCheckpointFileManager implements CheckpointFileManager {
     /** The Spark SQL / Hadoop setting that selects the manager (Spark reads it from Hadoop). */
@@ -84,9 +85,16 @@ public class S3PutCheckpointFileManager implements CheckpointFileManager {
         spark.mkdirs(path);
     }
 
+    /** On an S3A path one LIST instead of S3A's HEAD plus LIST ({@link CheckpointExists}). */
     @Override
     public boolean exists(Path path) {
-        return spark.exists(path);
+        Boolean found;
+        try {
+            found = CheckpointExists.exists(path, conf);
+        } catch (IOException e) {
+            throw CheckpointPut.<RuntimeException>sneaky(e);
+        }
+        return found != null ? found : spark.exists(path);
     }
 
     @Override

@@ -1,0 +1,272 @@
+"""SIGINT and SIGTERM during ``deltaguard orphans --delete --yes``, local engine: real CLI
+processes, real signals, mid-delete, on local disk and on S3 (moto behind the fault proxy,
+whose delay holds the DeleteObjects requests in flight while the signal lands). What is
+checked against the files really gone: the manifest says ``interrupted`` with counts such
+that deleted + missing <= gone <= deleted + missing + unknown, no delete was sent after the
+signal, the exit code is 4, the terminal says what was deleted and how to finish, and a
+re-run of the same command finishes the job. A later run never replaces a manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DELTAGUARD
+
+from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
+from deltaguard.localstack.synthetic_table import SyntheticTable
+from deltaguard.localstack.table_copies import upload_table
+from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.orphans import read_manifest
+
+DAY = 86_400_000
+NOW = int(time.time() * 1000)
+OLD = NOW - 30 * DAY
+
+
+def stray_table(root: Path, strays: int) -> list[str]:
+    """A table with one live file and ``strays`` old orphans; returns the orphans' paths."""
+    t = SyntheticTable(root)
+    t.create(OLD)
+    t.write_file("p=a/live.parquet", OLD)
+    t.commit([{"add": t.add_action("p=a/live.parquet", OLD)}], OLD)
+    paths = [f"p={k % 50}/part-{k:06d}-stray.parquet" for k in range(strays)]
+    for p in paths:
+        t.write_file(p, OLD)
+    return paths
+
+
+def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [DELTAGUARD, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def wait_for_status(
+    manifest: Path, status: str, proc: subprocess.Popen[str], timeout_s: float = 120
+) -> None:
+    summary = manifest / "manifest.json"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(summary.read_bytes())["status"] == status:
+                return
+        except (OSError, ValueError):
+            pass
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.002)
+    raise AssertionError(f"{summary} never said {status}")
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """Waits for the run to end, draining its output (a --json report outgrows the pipe);
+    returns its exit code, stdout and stderr."""
+    out, err = proc.communicate(timeout=180)
+    return proc.returncode, out, err
+
+
+def check_interrupted(
+    ended: tuple[int, str, str],
+    manifest: Path,
+    planned: list[str],
+    gone: set[str],
+    sig: str,
+    as_json: bool = False,
+) -> dict[str, Any]:
+    """The checks every interrupted run must pass, ``ended`` as :func:`finish` returns it
+    (``as_json``: the run had ``--json``); returns the summary."""
+    code, out, err = ended
+    assert code == ExitCode.INTERRUPTED == 4, out + err
+    assert "Traceback" not in err and "Aborted" not in err, err
+    doc = read_manifest(manifest).summary
+    if as_json:  # stdout is the report, its cleanup the summary; the lines go to stderr
+        assert json.loads(out)["cleanup"] == {**doc, "manifest_path": str(manifest)}
+        out = err
+    counts = doc["counts"]
+    assert doc["status"] == "interrupted" and doc["signal"] == sig, doc
+    done = counts["deleted"] + counts["missing"]
+    assert done <= len(gone) <= done + counts["unknown"], (counts, len(gone))
+    assert counts["not_sent"] > 0, counts  # the signal landed mid-run: some never sent
+    assert done + counts["failed"] + counts["unknown"] + counts["not_sent"] == len(planned)
+    records = read_manifest(manifest)
+    assert set(records.paths("deleted")) <= gone
+    assert not gone & set(records.paths("planned")), "a file gone although never sent"
+    assert len(records.paths("planned")) == counts["not_sent"]
+    assert f"stopped by {sig}: deleted {counts['deleted']} files" in out, out
+    assert f"{sig}: stopping: no new deletes are sent" in err, err
+    assert "To finish, run the same command again" in err, err
+    return doc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, run_cli) -> None:
+    planned = stray_table(tmp_path / "t", 8_000)
+    manifest = tmp_path / "m"
+    args = ["orphans", str(tmp_path / "t"), "--delete", "--yes", "--manifest", str(manifest)]
+    as_json = sig is signal.SIGTERM  # a scheduler's stop of a scripted run
+    proc = start_cli(*args, *(["--json"] if as_json else []))
+    wait_for_status(manifest, "deleting", proc)
+    first = tmp_path / "t" / planned[0]
+    while first.exists():  # the first batch is being deleted: the signal lands mid-run
+        assert proc.poll() is None
+    proc.send_signal(sig)
+    ended = finish(proc)
+    gone = {p for p in planned if not (tmp_path / "t" / p).exists()}
+    check_interrupted(ended, manifest, planned, gone, sig.name, as_json)
+    if sig is signal.SIGTERM:
+        return  # the re-run below is the same for either signal
+    # the same command is refused (the manifest is kept); with a new directory it finishes
+    again = run_cli(*args)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert again.stderr.count("\n") == 1 and str(manifest) in again.stderr
+    assert "already holds a manifest (status interrupted" in again.stderr
+    assert "choose another directory with --manifest" in again.stderr
+    spark = run_cli(*args, "--engine", "spark")  # the same refusal, before a JVM starts
+    assert spark.returncode == 2 and spark.stderr == again.stderr, spark.stderr
+    assert read_manifest(manifest).summary["status"] == "interrupted"  # not replaced
+    args[-1] = str(tmp_path / "m2")
+    finished = run_cli(*args)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert not any((tmp_path / "t" / p).exists() for p in planned)
+    assert (tmp_path / "t" / "p=a/live.parquet").exists()
+
+
+def test_a_signal_before_deleting_began_deletes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal while the log is re-read (the handler raises then: nothing to settle, the
+    re-read of a large table is not waited for): CleanupStopped, nothing deleted, and the
+    manifest says interrupted, with the signal."""
+    from deltaguard.tools.deltalog import open_table
+    from deltaguard.tools.orphans import cleanup, execute, scan
+    from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
+
+    planned = stray_table(tmp_path / "t", 30)
+    store = open_table(str(tmp_path / "t"))
+    result = scan(store)
+    real_recheck = cleanup.recheck
+
+    def signalled_recheck(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGTERM)  # handled before the next bytecode
+        return real_recheck(*args, **kwargs)
+
+    monkeypatch.setattr(cleanup, "recheck", signalled_recheck)
+    before = signal.getsignal(signal.SIGTERM)
+    with stop_on_signals() as stop, pytest.raises(CleanupStopped) as stopped:
+        execute(store, result, manifest_path=tmp_path / "m", stop=stop)
+    assert stopped.value.signal_name == "SIGTERM"
+    assert all((tmp_path / "t" / p).exists() for p in planned)
+    doc = read_manifest(tmp_path / "m").summary
+    assert (doc["status"], doc["signal"], doc["counts"]["deleted"]) == ("interrupted", "SIGTERM", 0)
+    assert signal.getsignal(signal.SIGTERM) is before  # the handlers are restored
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize(
+    "sig",
+    [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.long)],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_signal_mid_delete_on_s3(
+    moto: Any, moto_bucket: str, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """4,500 strays: five DeleteObjects batches, four in flight at once, each held 3 s by
+    the proxy. The signal lands while the first four are in flight: their answers are read
+    and recorded (4,000 deleted), the fifth is never sent."""
+    planned = stray_table(tmp_path / "t", 4_500)
+    client = moto.endpoint.s3_client()
+    upload_table(tmp_path / "t", client, moto_bucket, "lake/t", workers=16)
+    manifest = tmp_path / "m"
+    with FaultProxy(moto.endpoint, tmp_path / "proxy", seed=1) as proxy:
+        proxy.set_rules([FaultRule(action="delay", method="POST", delay_s=3.0)])  # deletes
+        env = {"AWS_ACCESS_KEY_ID": moto.endpoint.access_key,
+               "AWS_SECRET_ACCESS_KEY": moto.endpoint.secret_key}  # fmt: skip
+        args = ["orphans", f"s3://{moto_bucket}/lake/t", "--endpoint", proxy.endpoint.url,
+                "--region", moto.endpoint.region, "--path-style", "--retention", "0",
+                "--unsafe-retention", "--delete", "--yes", "--manifest", str(manifest)]  # fmt: skip
+        proc = start_cli(*args, env=env)
+        wait_for_status(manifest, "deleting", proc)
+        while proxy.fired() != [4]:  # the first four requests are in the proxy's hands
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        proc.send_signal(sig)
+        ended = finish(proc)
+        deletes = [r for r in proxy.requests() if r["kind"] == "s3 DeleteObjects"]
+    keys: set[str] = set()
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=moto_bucket, Prefix="lake/t/"
+    ):
+        keys |= {o["Key"].removeprefix("lake/t/") for o in page.get("Contents", [])}
+    gone = {p for p in planned if p not in keys}
+    doc = check_interrupted(ended, manifest, planned, gone, sig.name)
+    assert len(deletes) == 4 == doc["requests"], deletes  # none sent after the signal
+    assert doc["counts"]["deleted"] == 4_000 == len(gone)
+    assert doc["counts"]["not_sent"] == 500
+
+
+def test_python_api_run_is_refused_over_an_existing_manifest(tmp_path: Path) -> None:
+    from deltaguard.tools.deltalog import open_table
+    from deltaguard.tools.orphans import execute, scan
+    from deltaguard.tools.orphans.manifest import ManifestPathError
+
+    stray_table(tmp_path / "t", 3)
+    store = open_table(str(tmp_path / "t"))
+    execute(store, scan(store), manifest_path=tmp_path / "m")
+    stray_table(tmp_path / "t2", 3)
+    store = open_table(str(tmp_path / "t2"))
+    with pytest.raises(ManifestPathError, match="already holds a manifest"):
+        execute(store, scan(store), manifest_path=tmp_path / "m")
+    assert read_manifest(tmp_path / "m").summary["table"].endswith("/t")
+
+
+@pytest.mark.servers
+def test_no_retry_of_a_delete_request_is_sent_after_the_stop(
+    moto: Any, moto_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DeleteObjects request answered 500 (botocore would retry it, up to 8 attempts): the
+    stop asked for after its first send lets no retry out (neither botocore's nor ours), and
+    its keys are ``unknown`` (a 500 may have applied), not ``not_sent``."""
+    from deltaguard.tools.deltalog import open_table
+    from deltaguard.tools.deltalog.storage import S3Options
+
+    client = moto.endpoint.s3_client()
+    keys = [f"t/k{i}" for i in range(3)]
+    for key in keys:
+        client.put_object(Bucket=moto_bucket, Key=key, Body=b"x")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.endpoint.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.endpoint.secret_key)
+    with FaultProxy(moto.endpoint, tmp_path, seed=1) as proxy:
+        proxy.set_rules(
+            [FaultRule(action="error", method="POST", status=500, code="InternalError")]
+        )
+        s3 = S3Options(proxy.endpoint.url, moto.endpoint.region, path_style=True)
+        store = open_table(f"s3://{moto_bucket}/t", s3)
+        checks = 0
+
+        def stop() -> bool:  # 1: before the batch, 2: before its first send, 3: before a retry
+            nonlocal checks
+            checks += 1
+            return checks >= 3
+
+        outcome = store.delete_batch([k.removeprefix("t/") for k in keys], 5, stop)
+        assert proxy.fired() == [1]  # the one request: no retry reached the proxy
+    assert sorted(p for p, _ in outcome.unknown) == ["k0", "k1", "k2"]
+    assert not outcome.not_sent and not outcome.deleted and outcome.requests == 1
+    # without a stop the same request is retried (the retries are botocore's and ours)
+    with FaultProxy(moto.endpoint, tmp_path / "again", seed=1) as proxy:
+        proxy.set_rules(
+            [FaultRule(action="error", method="POST", status=500, code="InternalError", times=2)]
+        )
+        s3 = S3Options(proxy.endpoint.url, moto.endpoint.region, path_style=True)
+        outcome = open_table(f"s3://{moto_bucket}/t", s3).delete_batch(["k0"], 5)
+        assert proxy.fired() == [2] and outcome.deleted == ["k0"]

@@ -1,0 +1,141 @@
+"""Option types and options the ``deltaguard`` commands share, spelled as users already type
+them (aws-cli's ``--profile`` and ``--endpoint-url``, durations such as ``7d``). A value that
+does not fit is a usage error naming the option (exit 2, :mod:`deltaguard.tools.cli_errors`),
+before anything is read.
+
+The region rule, one for every command (:func:`deltaguard.logstore.clients.region_or_default`):
+``--region``, else the AWS configuration's (``AWS_REGION``, ``AWS_DEFAULT_REGION``, the
+profile's ``region``), else ``us-east-1``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Duration units: seconds per unit (a plain number is hours).
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+
+
+class Duration(click.ParamType):  # type: ignore[type-arg]
+    """A duration as hours (float): ``7d``, ``36h``, ``90m``, ``45s``, ``2w``; a plain number is
+    hours. Negative values are refused; ``positive`` also refuses 0."""
+
+    name = "duration"
+
+    def __init__(self, positive: bool = False) -> None:
+        self.positive = positive
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int | float):
+            hours = float(value)
+        else:
+            match = _DURATION.match(str(value))
+            if match is None:
+                self.fail(
+                    f"{value!r} is not a duration: a number of hours, or a number with a "
+                    "unit s, m, h, d or w (7d, 36h, 90m)",
+                    param,
+                    ctx,
+                )
+            number, unit = float(match.group(1)), match.group(2).lower() or "h"
+            hours = number * _UNITS[unit] / 3600
+        if hours < 0 or (self.positive and hours == 0):
+            self.fail(
+                f"{value!r} is {'negative' if hours < 0 else 'zero'}: give a duration "
+                f"{'above' if self.positive else 'of at least'} 0",
+                param,
+                ctx,
+            )
+        return hours
+
+
+class EndpointURL(click.ParamType):  # type: ignore[type-arg]
+    """An endpoint URL with its scheme: ``http://127.0.0.1:9000``, ``https://s3.example.com``."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        parts = urllib.parse.urlsplit(text)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            hint = f": http://{text} or https://{text}" if "://" not in text else ""
+            self.fail(f"{text!r} is not an http:// or https:// URL{hint}", param, ctx)
+        return text
+
+
+class TableLocation(click.ParamType):  # type: ignore[type-arg]
+    """A table: a local path, a ``file:`` URI, or ``s3://bucket/prefix`` (``s3a://``,
+    ``s3n://``). A URI with an S3 scheme must name a bucket (``s3:/x/t`` and ``s3://`` are
+    refused); another scheme is refused. Whether the table exists is the reader's question."""
+
+    name = "table"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from deltaguard.logstore.s3_location import S3_SCHEMES
+
+        text = str(value)
+        parts = urllib.parse.urlsplit(text)
+        if parts.scheme in S3_SCHEMES:
+            if not parts.netloc or not text.startswith(f"{parts.scheme}://"):
+                self.fail(f"{text!r} is not an S3 URI: s3://bucket/prefix", param, ctx)
+        elif parts.scheme not in ("", "file") and len(parts.scheme) > 1:
+            self.fail(
+                f"{text!r}: unsupported scheme {parts.scheme!r} (a local path, file:, s3:// "
+                "or s3a://)",
+                param,
+                ctx,
+            )
+        elif not text.strip():
+            self.fail("an empty location", param, ctx)
+        return text
+
+
+def _use_profile(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--profile NAME``: checked against the AWS configuration files, then used by every AWS
+    client of the command as ``AWS_PROFILE`` would be (and by the Spark engine's executors,
+    which inherit the environment)."""
+    if value is None:
+        return None
+    import botocore.session
+
+    available = botocore.session.Session().available_profiles
+    if value not in available:
+        known = ", ".join(sorted(available)[:10]) or "none"
+        raise click.BadParameter(
+            f"AWS profile {value!r} is not in the AWS configuration files (profiles: {known})",
+            ctx=ctx,
+            param=param,
+        )
+    os.environ["AWS_PROFILE"] = value
+    return value
+
+
+#: ``--profile NAME``: the AWS named profile (as aws-cli's): every S3 and DynamoDB command.
+profile_option = click.option(
+    "--profile",
+    metavar="NAME",
+    expose_value=False,
+    is_eager=True,
+    callback=_use_profile,
+    help="AWS named profile for credentials and region (default: AWS_PROFILE, else the "
+    "default chain)",
+)
+
+
+def endpoint_option(*names: str, help: str) -> Callable[[F], F]:
+    """An endpoint URL option under ``names`` (the first is the parameter's name), checked by
+    :class:`EndpointURL`."""
+    return click.option(*names, type=EndpointURL(), help=help)
+
+
+#: ``--region``: see the region rule in the module docstring.
+REGION_HELP = "region (default: AWS_REGION / AWS_DEFAULT_REGION / the profile's, else us-east-1)"

@@ -1,0 +1,274 @@
+"""What ``deltaguard repair`` does, behind the thin click command in :mod:`deltaguard.tools.cli`.
+
+1. List the log; plan the DynamoDB temp commits (:mod:`.stranded`). A refusal (a version only
+   the DynamoDB entry could prove, an entry naming a temp file that is not there) stops here:
+   exit 2, nothing written.
+2. With ``--yes``: restore each provable temp commit (create-exclusive), complete the entries.
+3. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
+   dangling references (:mod:`.damage`).
+4. Dry run (no ``--yes``): print the plan; exit 1 if there is something to repair, else 0.
+5. ``--yes``: right before committing, re-read the log and re-check the planned files (a file
+   that reappeared, or a version another writer committed, changes the plan); commit one
+   version through the table's protocol (:mod:`.committer`); when another writer takes the
+   version, read the commits that won (:mod:`.catch_up`), drop the entries they decided
+   about, and try again at the next version (up to ``attempts`` times; a protocol or metadata
+   change re-plans on a full snapshot). Never an overwrite.
+
+Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to repair, or all
+repaired; 1 dry run with something to repair, or damage no repair can fix (a gap with no
+source) left after the run; 2 the table could not be read or was refused, a setting was
+refused, or a commit's outcome is unknown. Each line of output is printed when its step is
+done, so an interrupted run leaves a true record of what it did.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from botocore.exceptions import BotoCoreError, ClientError
+
+from deltaguard.logstore.commit_names import commit_file_name
+from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR
+from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
+from deltaguard.tools.deltalog.errors import DeltaLogError
+from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
+from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, table_not_found
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.repair.catch_up import catch_up
+from deltaguard.tools.repair.committer import CommitSettingError, open_committer
+from deltaguard.tools.repair.damage import Dangling, find_dangling
+from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
+from deltaguard.tools.repair.raw_adds import raw_adds
+from deltaguard.tools.repair.remove_commit import (
+    check_writable,
+    in_commit_timestamps,
+    repair_actions,
+)
+from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
+
+
+@dataclass(frozen=True)
+class RepairRequest:
+    """The command line, as plain values."""
+
+    table: str
+    s3: S3Options = field(default_factory=S3Options)
+    dynamodb: DynamoDBCheck | None = None
+    protocol: CommitProtocol | None = None
+    check: CheckMode = CheckMode.EXISTS
+    yes: bool = False
+    as_json: bool = False
+    attempts: int = 20
+
+
+@dataclass
+class _Record:
+    """What the run found and did (the JSON report)."""
+
+    table: str
+    dry_run: bool
+    check: str
+    restored: list[int] = field(default_factory=list)
+    to_restore: list[int] = field(default_factory=list)
+    completed_entries: list[str] = field(default_factory=list)
+    gaps: list[int] = field(default_factory=list)
+    dangling: list[dict[str, str]] = field(default_factory=list)
+    committed_version: int | None = None
+    commit_protocol: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    #: the version a commit is being attempted at (an interrupt then leaves it undecided)
+    in_flight: int | None = None
+
+    def to_json(self, exit_code: int) -> dict[str, Any]:
+        return {"schema": "deltaguard.repair/1", **self.__dict__, "exit_code": exit_code}
+
+
+class _Out:
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def line(self, text: str) -> None:
+        if not self.as_json:
+            print(text, flush=True)
+
+
+class _Refused(Exception):
+    """A one-line refusal: exit 2."""
+
+
+def _snapshot(store: TableStore) -> Snapshot:
+    snap = load_snapshot(store)
+    check_writable(snap)
+    return snap
+
+
+def _recheck(
+    store: TableStore, snap: Snapshot, planned: list[Dangling], mode: CheckMode
+) -> list[Dangling]:
+    """The planned entries that are still live in ``snap`` and still broken, checked again
+    (a file that reappeared, or an entry another writer removed, leaves the plan; damage found
+    only now waits for the next run, which the user can review first)."""
+    if not planned:
+        return []
+    again = {d.key: d for d in find_dangling(store, snap, mode)}
+    return [again[d.key] for d in planned if d.key in again]
+
+
+def _commit_removes(
+    req: RepairRequest,
+    store: TableStore,
+    planned: list[Dangling],
+    rec: _Record,
+    out: _Out,
+) -> int:
+    committer = open_committer(store, req.protocol, req.s3, req.dynamodb)
+    rec.commit_protocol = committer.protocol
+    snap: Snapshot | None = None
+    by_key: dict[str, dict[str, Any]] = {}
+    read_version, ict_after = -1, None
+    for attempt in range(1, req.attempts + 1):
+        rec.attempts = attempt
+        if snap is None:  # the re-read right before committing (and a full re-plan)
+            snap = _snapshot(store)
+            planned = _recheck(store, snap, planned, req.check)
+            keys, paths = {d.key for d in planned}, {d.path for d in planned}
+            by_key = raw_adds(snap, keys, paths) if planned else {}
+            read_version = snap.version
+            ict_after = (snap.timestamp_ms or 0) if in_commit_timestamps(snap) else None
+        if not planned:
+            out.line(f"nothing left to remove at version {read_version}: no commit")
+            return ExitCode.CLEAN
+        adds = [by_key[d.key] for d in planned]
+        reasons = {str(by_key[d.key]["path"]): d.reason for d in planned}
+        actions = repair_actions(read_version, adds, reasons, req.check.value, ict_after)
+        rec.in_flight = read_version + 1
+        try:
+            version = commit_next(committer.store, committer.table_uri, read_version, actions)
+        except VersionTakenError:
+            rec.in_flight = None
+            news = catch_up(store, read_version, {d.key for d in planned})
+            out.line(
+                f"version {read_version + 1} was taken by another writer: re-planning on "
+                + ("a full snapshot" if news.replan else f"version {news.version}")
+            )
+            if news.replan:
+                snap = None
+                continue
+            planned = [d for d in planned if d.key not in news.touched]
+            read_version = news.version
+            if ict_after is not None:
+                ict_after = max(ict_after, news.timestamp_ms or 0)
+            continue
+        rec.committed_version, rec.in_flight = version, None
+        rec.dangling = [{"path": str(a["path"]), "reason": reasons[str(a["path"])]} for a in adds]
+        out.line(
+            f"committed version {version} ({committer.protocol}): removed {len(adds)} "
+            "dangling reference(s)"
+        )
+        return ExitCode.CLEAN
+    raise _Refused(f"no free version after {req.attempts} attempts: nothing committed")
+
+
+def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
+    store = open_table(req.table, req.s3)
+    listing = list_log(store)
+    if listing.latest_version is None and not listing.files:
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
+    if req.yes:  # refuse bad settings before writing anything
+        open_committer(store, req.protocol, req.s3, req.dynamodb)
+    plan = plan_stranded(listing, req.dynamodb)
+    if plan.refused:
+        raise _Refused(plan.refused[0])
+    rec.gaps = plan.gaps
+    for restore in plan.restore:
+        target = f"{LOG_DIR}/{commit_file_name(restore.version)}"
+        if not req.yes:
+            rec.to_restore.append(restore.version)
+            out.line(
+                f"stranded commit: version {restore.version} would be restored from "
+                f"{LOG_DIR}/{restore.temp} (its DynamoDB entry names it)"
+            )
+            continue
+        body = store.read(f"{LOG_DIR}/{restore.temp}")
+        try:
+            created = create_exclusive(store, req.s3, target, body)
+        except LogFileExistsError:
+            raise _Refused(
+                f"{store.location(target)} appeared meanwhile with other bytes than "
+                f"{restore.temp}: not overwritten"
+            ) from None
+        assert req.dynamodb is not None
+        complete_entry(req.dynamodb, restore.entry)
+        rec.restored.append(restore.version)
+        how = "restored" if created else "was already restored (same bytes)"
+        out.line(f"stranded commit: version {restore.version} {how} from {restore.temp}")
+    for entry in plan.complete:
+        if req.yes:
+            assert req.dynamodb is not None
+            complete_entry(req.dynamodb, entry)
+            out.line(f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: completed")
+        else:
+            out.line(
+                f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: would be completed"
+            )
+        rec.completed_entries.append(str(entry["fileName"]))
+    for gap in plan.gaps:
+        out.line(f"gap: version {gap} has no commit file and no temp commit: not repairable")
+    if rec.to_restore:
+        out.line("dangling references are checked once the stranded commits are restored")
+        return ExitCode.FOUND
+    snap = _snapshot(store)
+    planned = find_dangling(store, snap, req.check)
+    for d in planned:
+        out.line(f"dangling: {d.reason}")
+    found = bool(planned or plan.complete)
+    if not req.yes:
+        rec.dangling = [{"path": d.path, "reason": d.reason} for d in planned]
+        if planned:
+            out.line(
+                f"dry run: would commit version {snap.version + 1} removing {len(planned)} "
+                "file(s); run again with --yes"
+            )
+        elif not found:
+            out.line(f"{store.uri}: nothing to repair at version {snap.version}")
+        return ExitCode.FOUND if found or plan.gaps else ExitCode.CLEAN
+    code = _commit_removes(req, store, planned, rec, out) if planned else ExitCode.CLEAN
+    if not planned and not rec.restored and not plan.complete:
+        out.line(f"{store.uri}: nothing to repair at version {snap.version}")
+    return ExitCode.FOUND if plan.gaps else code
+
+
+def run_repair(req: RepairRequest) -> int:
+    """Runs the command (see the module docstring) and returns its exit code. Errors are one
+    line on stderr, never a traceback."""
+    out = _Out(req.as_json)
+    rec = _Record(req.table, not req.yes, req.check.value)
+    try:
+        code = _repair(req, rec, out)
+    except (DeltaLogError, _Refused, CommitSettingError, OSError) as exc:
+        rec.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
+        code = ExitCode.UNREADABLE
+    except (ClientError, BotoCoreError) as exc:
+        rec.error = f"AWS request failed: {exc}"
+        print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
+        code = ExitCode.UNREADABLE
+    except KeyboardInterrupt:
+        rec.error = "interrupted: the lines above are what was done" + (
+            f"; the commit of version {rec.in_flight} was in flight and may have landed: "
+            "check `deltaguard history`"
+            if rec.in_flight is not None
+            else ""
+        )
+        print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
+        code = ExitCode.UNREADABLE
+    if req.as_json:
+        print(orjson.dumps(rec.to_json(int(code)), option=orjson.OPT_INDENT_2).decode())
+    return int(code)
