@@ -94,7 +94,8 @@ UNSUPPORTED = (
 )
 def test_a_line_no_delta_supports_is_refused_in_one_line(run_cli, command):
     out = run_cli(*command, "--spark-version", "4.3")
-    assert (out.returncode, out.stdout, out.stderr) == (2, "", f"Error: {UNSUPPORTED}\n")
+    name = " ".join(["deltaguard", *command[:2]])  # deltaguard packages / conf render
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", f"{name}: {UNSUPPORTED}\n")
 
 
 def test_an_installed_pyspark_no_delta_supports_is_refused(run_cli, tmp_path):
@@ -106,7 +107,9 @@ def test_an_installed_pyspark_no_delta_supports_is_refused(run_cli, tmp_path):
     env = {"PYTHONPATH": str(tmp_path)}
     for command in (["packages"], ["jar"], ["conf", "render", "s3-conditional"]):
         out = run_cli(*command, env=env)
-        want = f"Error: the installed pyspark: {UNSUPPORTED.replace('Spark 4.3', 'Spark 4.3.0')}\n"
+        name = " ".join(["deltaguard", *command[:2]])
+        refused = UNSUPPORTED.replace("Spark 4.3", "Spark 4.3.0")
+        want = f"{name}: the installed pyspark: {refused}\n"
         assert (out.returncode, out.stdout, out.stderr) == (2, "", want), command
     # an explicit supported line still works next to it
     assert run_cli("packages", "--spark-version", "4.1", env=env).returncode == 0
