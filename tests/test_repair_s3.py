@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import BlindAppender, create_table
@@ -153,14 +154,24 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     python = BlindAppender(S3ConditionalLogStore(endpoint.s3_client()), _put(endpoint), uri)
 
     def deltars(tag: str) -> None:
-        # two writers that never pause exhaust delta-rs's default budget of 15 attempts
-        write_deltalake(
-            uri,
-            _rows(tag),
-            mode="append",
-            storage_options=endpoint.delta_rs_options(),
-            commit_properties=CommitProperties(max_commit_retries=1000),
-        )
+        # two writers that never pause exhaust delta-rs's default budget of 15 attempts; an
+        # append whose read snapshot held the file the repair removes is refused by delta-rs's
+        # own conflict check ("a concurrent transaction deleted data this operation read"):
+        # nothing committed, so the job retries it, as a user's job would
+        for _ in range(20):
+            try:
+                write_deltalake(
+                    uri,
+                    _rows(tag),
+                    mode="append",
+                    storage_options=endpoint.delta_rs_options(),
+                    commit_properties=CommitProperties(max_commit_retries=1000),
+                )
+                return
+            except CommitFailedError as exc:
+                if "concurrent transaction deleted data" not in str(exc):
+                    raise
+        raise AssertionError(f"delta-rs append {tag} refused 20 times")
 
     outcome: list[Any] = []
 
