@@ -112,4 +112,6 @@ def test_replay_and_audit_on_localstack(spark_tables, localstack, ls_bucket, mon
         assert out.returncode == 0, out.stdout + out.stderr
     history = run_cli("history", uri, *s3_args)
     assert history.returncode == 0, history.stderr
-    assert [e["version"] for e in json.loads(history.stdout)] == spark_tables.versions(name)[::-1]
+    assert [e["version"] for e in json.loads(history.stdout)["entries"]] == spark_tables.versions(
+        name
+    )[::-1]
