@@ -193,6 +193,17 @@ def check_manifest_free(req: OrphansRequest) -> None:
         refuse_existing(req.manifest_path)
 
 
+def stopped_before_deleting_line(stopped: Any, manifest: Any, req: OrphansRequest) -> str:
+    """What stderr says when a signal stopped the cleanup before deleting began (both
+    engines): nothing deleted, the manifest, and how to finish."""
+    again = " with a new --manifest directory" if req.manifest_path else ""
+    return (
+        f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: nothing "
+        f"deleted; manifest: {manifest} (status interrupted); to finish, run the same command "
+        f"again{again}"
+    )
+
+
 def interrupted_lines(cleanup: dict[str, Any], req: OrphansRequest) -> list[str]:
     """What stderr says after a signal stopped the cleanup (both engines): how to finish,
     after what was deleted with ``--json`` (stdout has it otherwise); nothing if no signal
@@ -246,13 +257,7 @@ def run_orphans(req: OrphansRequest) -> int:
                     stop=stop,
                 )
         except CleanupStopped as stopped:
-            err.print(
-                f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: "
-                f"nothing deleted; manifest: {manifest} (status interrupted); to finish, run "
-                "the same command again"
-                + (" with a new --manifest directory" if req.manifest_path else ""),
-                highlight=False,
-            )
+            err.print(stopped_before_deleting_line(stopped, manifest, req), highlight=False)
             return ExitCode.INTERRUPTED
         except (DeltaLogError, OutsideTableError, ManifestPathError, OSError) as exc:
             err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)

@@ -31,6 +31,7 @@ from deltaguard.tools.orphans.cli_run import (
     interrupted_lines,
     inventory_of,
     outcome_code,
+    stopped_before_deleting_line,
     stopping_line,
 )
 from deltaguard.tools.orphans.deleter import OutsideTableError
@@ -160,13 +161,7 @@ def run_orphans_spark(req: OrphansRequest, options: SparkEngineOptions) -> int:
                 )
             cleanup["manifest_path"] = str(manifest)
     except CleanupStopped as stopped:
-        err.print(
-            f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: "
-            f"nothing deleted; manifest: {manifest} (status interrupted); to finish, run the "
-            "same command again"
-            + (" with a new --manifest directory" if req.manifest_path else ""),
-            highlight=False,
-        )
+        err.print(stopped_before_deleting_line(stopped, manifest, req), highlight=False)
         return ExitCode.INTERRUPTED
     except (RetentionTooShortError, ValueError) as exc:
         err.print(f"deltaguard orphans: {exc}", highlight=False)
