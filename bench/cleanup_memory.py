@@ -77,7 +77,7 @@ def _run(argv: list[str], out: Path) -> _Run:
 _HEAP_CHILD = """
 import sys, tracemalloc
 from pathlib import Path
-from deltaguard.tools.deltalog import open_table
+from deltaguard.tools.storage import open_table
 from deltaguard.tools.orphans import execute, scan
 from deltaguard.tools.orphans.memory import use_jemalloc
 

@@ -202,7 +202,7 @@ def _children(ppid: int, name: str) -> list[int]:
 def _session() -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from deltaguard.localstack.spark_driver import build_test_session
-    from deltaguard.spark_conf.preset_name import PresetName
+    from deltaguard.logstore.preset_name import PresetName
     from deltaguard.spark_conf.storage import LocalStorage
 
     return build_test_session(
@@ -225,10 +225,9 @@ def engine_run(engine: str, table: str) -> dict[str, Any]:
     executors: int | None = None
     spark = None
     if engine in ("local", "inventory"):
-        from deltaguard.tools.deltalog import open_table
-        from deltaguard.tools.deltalog.storage import S3Options
         from deltaguard.tools.orphans import scan
         from deltaguard.tools.orphans.inventory_read import open_inventory
+        from deltaguard.tools.storage import S3Options, open_table
 
         started = time.monotonic()
         source = None

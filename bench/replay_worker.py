@@ -13,7 +13,8 @@ from bench.peak_rss import peak_rss_mib
 
 
 def _deltaguard(table: str, endpoint: str | None) -> int:
-    from deltaguard.tools.deltalog import S3Options, load_snapshot
+    from deltaguard.tools.deltalog import load_snapshot
+    from deltaguard.tools.storage import S3Options
 
     opts = S3Options(endpoint, "us-east-1", path_style=True) if endpoint else None
     return len(load_snapshot(table, s3=opts).live_locations())

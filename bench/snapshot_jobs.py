@@ -37,7 +37,7 @@ from typing import IO, Any
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import TableStore, open_table
+from deltaguard.tools.storage import TableStore, open_table
 
 from .worker import run_worker
 
@@ -61,7 +61,7 @@ ROWS = {
 
 def _session(endpoint: Endpoint, preset: str, local_dir: Path) -> Any:
     from deltaguard.localstack.spark_driver import build_test_session
-    from deltaguard.spark_conf.preset_name import PresetName
+    from deltaguard.logstore.preset_name import PresetName
     from deltaguard.spark_conf.request_tuning import checksums_off_conf
     from deltaguard.spark_conf.spark_lines import installed_line
 

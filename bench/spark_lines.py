@@ -26,7 +26,7 @@ from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.multi_driver import run_multi_driver
 from deltaguard.localstack.race import count_log_reads, hold_one_commit_put, requests_per_commit
 from deltaguard.localstack.spark_line_venvs import ensure
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
 
 from .commit_latency import _jvm_run

@@ -54,11 +54,11 @@ def worker(endpoint: str, sample_file: str, order: str, server_pid: int) -> dict
     """In a fresh process: a session on versitygw, a warm-up, then both modes in ``order``
     (``one,split`` or ``split,one``); returns each mode's files and seconds, the CPU seconds
     versitygw (``server_pid``) spent, and the machine's busy share of its cores."""
-    from deltaguard.tools.deltalog.storage import S3Options
     from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES, cuts_of
     from deltaguard.tools.orphans.spark.jvm_listing import list_table_jvm, max_tasks
     from deltaguard.tools.orphans.spark.session import engine_session
     from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+    from deltaguard.tools.storage import S3Options
 
     from .cpu_share import machine_busy_s, tree_cpu_s
 

@@ -40,7 +40,7 @@ from typing import Any
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import MultiDriverResult, run_multi_driver_rounds
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.request_tuning import checksums_off_conf, untuned_conf
 from deltaguard.spark_conf.session import delta_conf
 from deltaguard.spark_conf.spark_lines import installed_line

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session, driver_cpu_seconds
 from deltaguard.logstore.commit_names import commit_file_name
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 

@@ -35,9 +35,9 @@ def run(table: str, endpoint_url: str, appends: int, local_dir: Path) -> dict[st
     from deltaguard.localstack.delta_append import BlindAppender, checksum_uri
     from deltaguard.localstack.endpoints import Endpoint
     from deltaguard.localstack.spark_driver import build_test_session, job_descriptions
+    from deltaguard.logstore.preset_name import PresetName
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_location import S3Location
-    from deltaguard.spark_conf.preset_name import PresetName
 
     endpoint = Endpoint(url=endpoint_url)
     spark = build_test_session(

@@ -166,7 +166,7 @@ def _train(dump: str, extra_class_path: str, scratch: str) -> None:
     writes the archive to ``dump`` as it exits. Writes the JVM's pid and class path to
     ``scratch/jvm.json``."""
     from deltaguard.localstack.spark_driver import local_driver_conf
-    from deltaguard.spark_conf.preset_name import PresetName
+    from deltaguard.logstore.preset_name import PresetName
     from deltaguard.spark_conf.session import (
         LOGSTORE_CLASSES,
         build_spark_session,

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
 
 TABLES = ("partitioned", "dv_cdc", "multipart", "v2", "column_mapping")

@@ -30,9 +30,9 @@ from deltaguard.spark_conf.session import LOGSTORE_CLASSES
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
-from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.orphans import execute, scan
 from deltaguard.tools.orphans.report import print_report as print_orphans
+from deltaguard.tools.storage import open_table
 
 BUCKET = "deltaguard-demo"
 

@@ -36,7 +36,7 @@ from typing import Any
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import driver_env, kill_when, start_job
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 #: VACUUM below the table's retention needs this check off (Spark refuses otherwise).

@@ -28,7 +28,7 @@ from typing import Any
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.localstack.spark_driver import build_test_session, small_tables_conf
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.tools.fanout.writer import write_fanout
 
 

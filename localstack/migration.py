@@ -42,17 +42,17 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import DriverFailedError, job_result, kill_when, start_job
 from deltaguard.localstack.race import hold_one_commit_put
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
-from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.findings import Severity
 from deltaguard.tools.deltalog.history import read_history
-from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.migrate_status import migrate_status
+from deltaguard.tools.storage import open_table
 
 COMMIT_KEY = r"/_delta_log/\d{20}\.json$"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.endpoints import Endpoint
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 RESULT_PREFIX = "DELTAGUARD-RESULT "
 

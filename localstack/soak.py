@@ -253,8 +253,8 @@ def _missing_files(endpoint: Endpoint, table: str) -> list[str]:
     """Files any retained log entry of ``table`` names that are not in the bucket."""
     from deltaguard.logstore.clients import ClientPolicy, s3_client
     from deltaguard.tools.deltalog.snapshot import load_snapshot
-    from deltaguard.tools.deltalog.storage import open_table
     from deltaguard.tools.orphans.references import collect_references
+    from deltaguard.tools.storage import open_table
 
     client = s3_client(
         endpoint.url,

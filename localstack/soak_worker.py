@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.localstack.soak_ledger import ROWS_PER_APPEND, Ledger, Outcome
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deltaguard.localstack.class_archive import archive_options
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.session import (
     DynamoDBCommitTableSpec,
     build_spark_session,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.localstack.spark_driver import build_test_session, small_tables_conf
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
 
 

@@ -43,7 +43,7 @@ from deltaguard.localstack.spark_driver import (
     job_descriptions,
     small_tables_conf,
 )
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
 
 SOURCE_SCHEMA = "value BIGINT"

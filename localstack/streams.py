@@ -28,8 +28,8 @@ from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import job_result, kill_when, start_job
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX
 from deltaguard.localstack.stream_job import write_source
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.spark_conf.preset_name import PresetName
 
 STREAM_RESULT_TIMEOUT_S = 900
 

@@ -40,7 +40,7 @@ from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.snapshot import load_snapshot
-from deltaguard.tools.deltalog.storage import open_table
+from deltaguard.tools.storage import open_table
 
 FATAL = "spark.databricks.delta.checksum.mismatch.fatal"
 ROWS = 3
@@ -56,7 +56,7 @@ class Driver:
     def __init__(self, table: str, endpoint_url: str, local_dir: Path) -> None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from deltaguard.localstack.spark_driver import build_test_session, small_tables_conf
-        from deltaguard.spark_conf.preset_name import PresetName
+        from deltaguard.logstore.preset_name import PresetName
 
         endpoint = Endpoint(url=endpoint_url)
         self.spark = build_test_session(

@@ -54,9 +54,9 @@ from pathlib import Path
 from typing import Any
 
 from deltaguard.logstore.jars import plugin_jar
+from deltaguard.logstore.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.spark_conf.jvm_deps import JarsNotResolvedError, submit_jars
-from deltaguard.spark_conf.preset_name import PresetName as PresetName  # presets' public API
 from deltaguard.spark_conf.request_tuning import setting_notes
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec, delta_conf
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, installed_line, line_for

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deltaguard.logstore.jars import plugin_jar
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.jvm_deps import runtime_jars
-from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.request_tuning import fewer_requests_conf
 from deltaguard.spark_conf.spark_lines import SparkLine, installed_line
 from deltaguard.spark_conf.storage import Storage

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deltaguard.tools.deltalog.storage import DeleteOutcome, StopCheck, TableStore, open_table
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import DeleteOutcome, StopCheck, TableStore, open_table
 
 
 class PartWayFailure(BaseException):

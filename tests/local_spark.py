@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
 
 

@@ -15,12 +15,11 @@ import pyarrow.parquet as pq
 
 from bench import orphans_synthetic
 from bench.orphans_engines import DAY_MS, PARTITIONS, inventory_of
-from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import scan
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.inventory import INVENTORY_COLUMNS
 from deltaguard.tools.orphans.inventory_read import open_inventory
+from deltaguard.tools.storage import S3Options, open_table
 
 FILES = 2_000
 

@@ -28,7 +28,7 @@ _DRIVER = """
 import sys
 from pathlib import Path
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.storage import LocalStorage
 spark = build_test_session(LocalStorage(), PresetName.LOCAL, local_dir=Path(sys.argv[1]))
 spark.stop()

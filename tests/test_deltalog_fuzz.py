@@ -20,17 +20,13 @@ from hypothesis import strategies as st
 from deltaguard.localstack.delta_tables import TABLES
 from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import (
-    DeltaLogError,
-    UnsupportedTableError,
-    VersionNotFoundError,
-    load_snapshot,
-)
+from deltaguard.tools.deltalog import UnsupportedTableError, VersionNotFoundError, load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.orphans.references import collect_references
+from deltaguard.tools.storage import open_table
+from deltaguard.tools.storage.errors import DeltaLogError
 
 pytestmark = pytest.mark.spark
 

@@ -9,11 +9,11 @@ from deltalake import DeltaTable
 
 from deltaguard.localstack.delta_tables import TABLES
 from deltaguard.localstack.table_copies import copy_table, upload_table
-from deltaguard.tools.deltalog import S3Options, load_snapshot
+from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.names import LogFileKind
-from deltaguard.tools.deltalog.storage import open_table
 from deltaguard.tools.orphans.references import collect_references
+from deltaguard.tools.storage import S3Options, open_table
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.protocol_mix import Phase, WriterKind, gather_evidence
-from deltaguard.tools.deltalog.storage import FileInfo
+from deltaguard.tools.storage import FileInfo
 
 NOW_MS = 1_800_000_000_000
 

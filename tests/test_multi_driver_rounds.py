@@ -11,7 +11,7 @@ import pytest
 
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.multi_driver import run_multi_driver_rounds
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 pytestmark = pytest.mark.servers
 

@@ -20,7 +20,7 @@ from deltaguard.localstack.synthetic_table import (
 )
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.actions import AddFile, parse_action
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.orphans import (
@@ -33,6 +33,7 @@ from deltaguard.tools.orphans import (
 )
 from deltaguard.tools.orphans.deleter import check_contained
 from deltaguard.tools.orphans.rules import hidden_name_rule
+from deltaguard.tools.storage import open_table
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)

@@ -16,9 +16,8 @@ from test_orphans import _table as orphans_table
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import LocalTableStore
 from deltaguard.tools.orphans import execute, read_manifest, scan, targets
+from deltaguard.tools.storage import LocalTableStore, open_table
 
 #: What test_orphans.py's table has to clean by default.
 PLANNED = [

@@ -147,9 +147,9 @@ def test_a_signal_before_deleting_began_deletes_nothing(
     """A signal while the log is re-read (the handler raises then: nothing to settle, the
     re-read of a large table is not waited for): CleanupStopped, nothing deleted, and the
     manifest says interrupted, with the signal."""
-    from deltaguard.tools.deltalog import open_table
     from deltaguard.tools.orphans import cleanup, execute, scan
     from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
+    from deltaguard.tools.storage import open_table
 
     planned = stray_table(tmp_path / "t", 30)
     store = open_table(str(tmp_path / "t"))
@@ -215,9 +215,9 @@ def test_signal_mid_delete_on_s3(
 
 
 def test_python_api_run_is_refused_over_an_existing_manifest(tmp_path: Path) -> None:
-    from deltaguard.tools.deltalog import open_table
     from deltaguard.tools.orphans import execute, scan
     from deltaguard.tools.orphans.manifest import ManifestPathError
+    from deltaguard.tools.storage import open_table
 
     stray_table(tmp_path / "t", 3)
     store = open_table(str(tmp_path / "t"))
@@ -236,8 +236,7 @@ def test_no_retry_of_a_delete_request_is_sent_after_the_stop(
     """A DeleteObjects request answered 500 (botocore would retry it, up to 8 attempts): the
     stop asked for after its first send lets no retry out (neither botocore's nor ours), and
     its keys are ``unknown`` (a 500 may have applied), not ``not_sent``."""
-    from deltaguard.tools.deltalog import open_table
-    from deltaguard.tools.deltalog.storage import S3Options
+    from deltaguard.tools.storage import S3Options, open_table
 
     client = moto.endpoint.s3_client()
     keys = [f"t/k{i}" for i in range(3)]

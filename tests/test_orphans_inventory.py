@@ -22,8 +22,6 @@ from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import S3Options, S3TableStore
 from deltaguard.tools.orphans import scan
 from deltaguard.tools.orphans.inventory import (
     Form,
@@ -34,6 +32,7 @@ from deltaguard.tools.orphans.inventory import (
     table_rows,
 )
 from deltaguard.tools.orphans.inventory_read import open_inventory, read_table_rows
+from deltaguard.tools.storage import S3Options, S3TableStore, open_table
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)

@@ -4,7 +4,7 @@ one directory's ranges hold about ``range_files`` files each, and small director
 cut. That the ranges list every key exactly once is the JVM lister's contract
 (``S3KeyRangeListingTest``) and the Spark engine's LocalStack test
 (``test_spark_engine_lists_a_large_s3_directory_in_key_ranges``); the Python rule of a range
-(:func:`~deltaguard.tools.deltalog.storage.in_key_range`, the local engine's) is tested here
+(:func:`~deltaguard.tools.storage.in_key_range`, the local engine's) is tested here
 the same way."""
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import in_key_range
 from deltaguard.tools.orphans import scan
 from deltaguard.tools.orphans.key_ranges import cuts_of
+from deltaguard.tools.storage import in_key_range, open_table
 
 
 def _utf8(name: str) -> bytes:
@@ -152,7 +151,7 @@ def test_local_engine_lists_a_large_s3_directory_in_key_ranges(
     from deltaguard.localstack.fault_proxy import FaultProxy, requests_under
     from deltaguard.localstack.synthetic_table import SyntheticTable
     from deltaguard.localstack.table_copies import upload_table
-    from deltaguard.tools.deltalog.storage import S3Options
+    from deltaguard.tools.storage import S3Options
 
     root = tmp_path / "flat"
     clock = int(time.time() * 1000) - 100 * 3_600_000

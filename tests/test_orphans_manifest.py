@@ -12,8 +12,6 @@ from test_orphans import DAY, NOW
 from test_orphans import _table as orphans_table
 from test_orphans_cleanup_failures import PLANNED
 
-from deltaguard.tools.deltalog import open_table
-from deltaguard.tools.deltalog.storage import LocalTableStore
 from deltaguard.tools.orphans import execute, read_manifest, scan
 from deltaguard.tools.orphans import manifest as manifest_module
 from deltaguard.tools.orphans.manifest import (
@@ -22,6 +20,7 @@ from deltaguard.tools.orphans.manifest import (
     ManifestPathError,
     check_manifest_path,
 )
+from deltaguard.tools.storage import LocalTableStore, open_table
 
 
 def test_records_are_streamed_to_parquet_and_the_summary_stays_small(

@@ -43,11 +43,12 @@ from deltaguard.localstack.synthetic_table import (
     dv_descriptor,
     dv_file_name,
 )
-from deltaguard.tools.deltalog import VersionNotFoundError, list_log, load_snapshot, open_table
+from deltaguard.tools.deltalog import VersionNotFoundError, list_log, load_snapshot
 from deltaguard.tools.orphans import FileClass, execute, scan
 from deltaguard.tools.orphans.references import table_paths
 from deltaguard.tools.orphans.spark.scan import scan_spark
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import open_table
 
 HOUR = 3_600_000
 OPS = st.sampled_from(

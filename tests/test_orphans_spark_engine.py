@@ -38,16 +38,16 @@ from test_orphans_temp_commits import temp_commit_table
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.table_copies import copy_table, upload_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
-from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
 from deltaguard.tools.orphans.spark.audit_files import spark_file_check
 from deltaguard.tools.orphans.spark.cleanup import execute_spark
 from deltaguard.tools.orphans.spark.scan import scan_spark
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import S3Options, open_table
 
 pytestmark = pytest.mark.spark
 
@@ -809,9 +809,9 @@ def test_sql_classification_matches_data_candidate_row_for_row(spark) -> None:
     both sides of the cut-off, inside and outside ``_change_data``: same class, same reason."""
     from itertools import product
 
-    from deltaguard.tools.deltalog.storage import FileInfo
     from deltaguard.tools.orphans.classify import data_candidate
     from deltaguard.tools.orphans.spark.classify_sql import data_class_columns
+    from deltaguard.tools.storage import FileInfo
 
     cutoff = 1_000
     flag_values = [None, False, True]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans.spark.hadoop_s3 import (
     Credentials,
     SessionSettingsConflict,
     check_agrees,
     s3a_settings,
 )
+from deltaguard.tools.storage import S3Options
 
 
 def test_per_bucket_settings_override_the_global_ones() -> None:

@@ -16,7 +16,6 @@ from test_orphans_spark_engine import spark  # noqa: F401  (the module's local S
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.orphans import FileClass, scan
 from deltaguard.tools.orphans.spark.scan import scan_spark
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
@@ -26,6 +25,7 @@ from deltaguard.tools.orphans.streaming import (
     checkpoint_dirs,
     in_checkpoint,
 )
+from deltaguard.tools.storage import open_table
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.orphans import read_manifest, scan
+from deltaguard.tools.storage import open_table
 
 DAY = 86_400_000
 

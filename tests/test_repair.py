@@ -21,6 +21,7 @@ from deltaguard.logstore.local_log_store import LocalLogStore
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
+from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.repair.committer import Committer
 
 #: partition values that need URL encoding in paths (space, +, %, non-ASCII)
@@ -50,7 +51,7 @@ def _agree(root: Path) -> set[str]:
     rs = {Path(u.removeprefix("file://")).as_posix() for u in dt.file_uris()}
     assert rs == replay
     dt.to_pyarrow_table()  # reads every live file: fails on a missing or broken one
-    assert audit_table(str(root)).exit_code == 0, audit_table(str(root)).findings
+    assert audit_exit_code(audit_table(str(root))) == 0, audit_table(str(root)).findings
     return replay
 
 

@@ -22,9 +22,10 @@ from deltaguard.localstack.multi_driver import kill_when, start_job
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.tools.deltalog import S3Options, load_snapshot
+from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+from deltaguard.tools.storage import S3Options
 
 COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
 

@@ -21,6 +21,7 @@ from deltaguard.localstack.delta_tables import ENCODED_PARTITION_VALUES
 from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.exit_codes import audit_exit_code
 
 pytestmark = pytest.mark.spark
 
@@ -48,7 +49,7 @@ def _agree(spark: Any, root: Path) -> set[str]:
     rs = {Path(u.removeprefix("file://")).as_posix() for u in DeltaTable(str(root)).file_uris()}
     assert rs == replay
     report = audit_table(str(root))
-    assert report.exit_code == 0, report.findings
+    assert audit_exit_code(report) == 0, report.findings
     return replay
 
 
@@ -138,10 +139,10 @@ def test_repair_races_a_spark_appender_on_the_conditional_store(
     from deltaguard.localstack.append_job import arrow_schema
     from deltaguard.localstack.delta_append import BlindAppender, create_table
     from deltaguard.localstack.spark_driver import build_test_session
+    from deltaguard.logstore.preset_name import PresetName
     from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
     from deltaguard.logstore.s3_location import S3Location
-    from deltaguard.spark_conf.preset_name import PresetName
-    from deltaguard.tools.deltalog import S3Options
+    from deltaguard.tools.storage import S3Options
 
     endpoint = localstack.endpoint
     for name, value in endpoint.credentials_env().items():
@@ -215,7 +216,7 @@ def test_repair_races_a_spark_appender_on_the_conditional_store(
     assert spark_files == replay
     rs = DeltaTable(uri.replace("s3a://", "s3://", 1), storage_options=endpoint.delta_rs_options())
     assert set(rs.file_uris()) == replay
-    assert audit_table(uri, s3=opts).exit_code == 0
+    assert audit_exit_code(audit_table(uri, s3=opts)) == 0
 
 
 def test_what_a_streaming_reader_sees(spark, run_cli, tmp_path):

@@ -18,8 +18,8 @@ from deltaguard.logstore.commit_names import (
     commit_version,
 )
 from deltaguard.logstore.jars import JAR_NAME, VERSION
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.probe import Check, ProbeReport
-from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.presets import PRESET_DIR
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES
 from deltaguard.tools.deltalog.names import LogFileKind, parse_log_name

@@ -26,7 +26,7 @@ from deltaguard.localstack.race import (
     requests_per_commit,
 )
 from deltaguard.localstack.spark_driver import build_test_session
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10

@@ -10,8 +10,8 @@ from pathlib import Path
 import pyspark
 
 from deltaguard.logstore.jars import plugin_jar
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf import jvm_deps
-from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import LOGSTORE_CLASSES, delta_spark_conf
 from deltaguard.spark_conf.spark_lines import LINES, installed_line
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage

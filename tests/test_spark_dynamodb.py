@@ -7,7 +7,7 @@ import pytest
 
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.multi_driver import kill_when, run_multi_driver, start_job, verify_table
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10

@@ -35,7 +35,7 @@ from deltaguard.localstack.multi_driver import (
 )
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
 from deltaguard.localstack.spark_line_venvs import LineVenvError, ensure
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import by_name
 
 pytestmark = pytest.mark.spark

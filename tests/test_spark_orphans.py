@@ -12,8 +12,9 @@ import pytest
 
 from deltaguard.localstack.failed_job import run_vacuum_dry_run
 from deltaguard.localstack.table_copies import upload_table
-from deltaguard.tools.deltalog import load_snapshot, open_table
+from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
+from deltaguard.tools.storage import open_table
 
 pytestmark = pytest.mark.spark
 

@@ -35,7 +35,7 @@ from test_spark_commits import ROWS, _assert_nothing_lost, _run
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.race import hold_one_commit_put
 from deltaguard.localstack.versitygw_server import VersityGWServer
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 
 @pytest.fixture

@@ -623,8 +623,8 @@ def audit_command(
     import json
 
     from deltaguard.tools.deltalog.audit import audit_table
-    from deltaguard.tools.deltalog.errors import DeltaLogError
-    from deltaguard.tools.deltalog.storage import S3Options
+    from deltaguard.tools.storage import S3Options
+    from deltaguard.tools.storage.errors import DeltaLogError
 
     if version is not None and timestamp is not None:
         raise click.UsageError("give --version or --timestamp, not both")
@@ -675,7 +675,9 @@ def audit_command(
     unreadable = report.unreadable_line()
     if unreadable is not None:
         click.echo(f"deltaguard audit: {unreadable}", err=True)
-    sys.exit(report.exit_code)
+    from deltaguard.tools.exit_codes import audit_exit_code
+
+    sys.exit(audit_exit_code(report))
 
 
 @main.command("repair", help=REPAIR_HELP)
@@ -751,9 +753,9 @@ def migrate_status_command(
 
     from botocore.exceptions import BotoCoreError
 
-    from deltaguard.tools.deltalog.errors import DeltaLogError
-    from deltaguard.tools.deltalog.storage import S3Options, open_table
     from deltaguard.tools.migrate_status import MigrateStatusError, migrate_status, render_text
+    from deltaguard.tools.storage import S3Options, open_table
+    from deltaguard.tools.storage.errors import DeltaLogError
 
     try:
         status = migrate_status(
@@ -793,9 +795,10 @@ def history_command(
     printed)."""
     import json
 
-    from deltaguard.tools.deltalog.errors import DeltaLogError
-    from deltaguard.tools.deltalog.history import history_exit_code, read_history
-    from deltaguard.tools.deltalog.storage import S3Options
+    from deltaguard.tools.deltalog.history import read_history
+    from deltaguard.tools.exit_codes import history_exit_code
+    from deltaguard.tools.storage import S3Options
+    from deltaguard.tools.storage.errors import DeltaLogError
 
     try:
         entries = read_history(table, s3=S3Options(endpoint, region, path_style), limit=limit)

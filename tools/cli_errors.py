@@ -74,7 +74,7 @@ def known_failure(exc: BaseException) -> tuple[ExitCode, str] | None:
 
     from deltaguard.logstore.aws_errors import describe
     from deltaguard.logstore.s3_location import InvalidS3URIError
-    from deltaguard.tools.deltalog.errors import DeltaLogError
+    from deltaguard.tools.storage.errors import DeltaLogError
 
     if isinstance(exc, KeyboardInterrupt | click.Abort):
         return ExitCode.SIGINT, "interrupted (Ctrl-C)"

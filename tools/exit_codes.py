@@ -36,11 +36,20 @@ README's table is this one). Every failure also prints one line on stderr,
 
 Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
 profile) are code 2 too, as click gives them.
+
+The libraries below the commands (the Delta log reader) know no exit code: they report what they
+found, and :func:`audit_exit_code` and :func:`history_exit_code` map that to a code here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.audit import AuditReport
+    from deltaguard.tools.deltalog.history import HistoryEntry
 
 
 class ExitCode(IntEnum):
@@ -52,3 +61,18 @@ class ExitCode(IntEnum):
     UNEXPECTED = 70
     SIGINT = 130
     SIGTERM = 143
+
+
+def audit_exit_code(report: AuditReport) -> ExitCode:
+    """``deltaguard audit``'s code: UNREADABLE if the audit could not read what it needed
+    (:attr:`~deltaguard.tools.deltalog.audit.AuditReport.unreadable`), else CLEAN for a healthy
+    table, FOUND for findings (warnings or errors)."""
+    if report.unreadable:
+        return ExitCode.UNREADABLE
+    return ExitCode.CLEAN if report.healthy else ExitCode.FOUND
+
+
+def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
+    """``deltaguard history``'s code: UNREADABLE if some commit could not be read or parsed
+    (its entry has a ``problem``), else CLEAN."""
+    return ExitCode.UNREADABLE if any(e.problem for e in entries) else ExitCode.CLEAN

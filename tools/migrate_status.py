@@ -24,9 +24,9 @@ from deltaguard.tools.deltalog.protocol_mix import (
     gather_evidence,
     label_by_content,
 )
-from deltaguard.tools.deltalog.storage import TableStore, table_not_found
 from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.storage import TableStore, table_not_found
 
 #: Commits shown with their engineInfo in the text report (JSON has them all).
 SHOWN_COMMITS = 20

@@ -45,9 +45,9 @@ from deltaguard.logstore.aws_errors import (
 )
 from deltaguard.logstore.dynamodb_table import TTL_ATTRIBUTE, schema_problem
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore, check_if_none_match
 from deltaguard.logstore.s3_location import S3Location
-from deltaguard.spark_conf.preset_name import PresetName
 
 PASS, FAIL, WARN, SKIP, UNDECIDED = "pass", "fail", "warn", "skip", "undecided"
 _CREATE_CHECKS = ("if-none-match", "atomicity")

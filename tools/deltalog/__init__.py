@@ -3,8 +3,9 @@
 Public API (everything else is internal and may change):
 
 Opening a table
-    :func:`~deltaguard.tools.deltalog.storage.open_table` ``(location, s3=S3Options(...))``
-    -> :class:`~deltaguard.tools.deltalog.storage.TableStore` (``list_dir``, ``walk``, ``read``,
+    Below this package, in :mod:`deltaguard.tools.storage` (import it from there):
+    :func:`~deltaguard.tools.storage.open_table` ``(location, s3=S3Options(...))``
+    -> :class:`~deltaguard.tools.storage.TableStore` (``list_dir``, ``walk``, ``read``,
     ``stat``, ``location``), for a local path, ``file:``, ``s3://`` or ``s3a://`` location.
 
 Replay
@@ -29,41 +30,33 @@ Audit and history
     severity, file, line, hint); :func:`~deltaguard.tools.deltalog.history.read_history`.
 
 Errors
-    Everything raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` subclasses
-    (``TableNotFoundError``, ``VersionNotFoundError``, ``CorruptLogError``,
-    ``UnsupportedTableError``, ``StorageError``), each naming the file at fault.
+    Everything raises :class:`~deltaguard.tools.storage.errors.DeltaLogError` subclasses, each
+    naming the file at fault: ``VersionNotFoundError``, ``CorruptLogError`` and
+    ``UnsupportedTableError`` (this package's :mod:`~deltaguard.tools.deltalog.errors`);
+    ``TableNotFoundError`` and ``StorageError`` (:mod:`deltaguard.tools.storage.errors`, where
+    ``DeltaLogError`` is defined too: import them from there).
 """
 
 from deltaguard.tools.deltalog.actions import AddFile, DeletionVector, RemoveFile
 from deltaguard.tools.deltalog.errors import (
     CorruptLogError,
-    DeltaLogError,
-    StorageError,
-    TableNotFoundError,
     UnsupportedTableError,
     VersionNotFoundError,
 )
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 
 __all__ = [
     "AddFile",
     "CorruptLogError",
     "DeletionVector",
-    "DeltaLogError",
     "FileActions",
     "LogListing",
     "RemoveFile",
-    "S3Options",
     "Snapshot",
-    "StorageError",
-    "TableNotFoundError",
-    "TableStore",
     "UnsupportedTableError",
     "VersionNotFoundError",
     "list_log",
     "load_snapshot",
-    "open_table",
 ]

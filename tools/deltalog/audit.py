@@ -22,12 +22,7 @@ from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
 from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
-from deltaguard.tools.deltalog.errors import (
-    DeltaLogError,
-    StorageError,
-    UnsupportedTableError,
-    VersionNotFoundError,
-)
+from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.external import Presence, check_external
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
@@ -40,13 +35,6 @@ from deltaguard.tools.deltalog.listing import (
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
-from deltaguard.tools.deltalog.storage import (
-    S3Options,
-    TableStore,
-    open_table,
-    read_each,
-    table_not_found,
-)
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -54,21 +42,29 @@ from deltaguard.tools.deltalog.temp_commits import (
     read_entries,
 )
 from deltaguard.tools.progress import phase
+from deltaguard.tools.storage import (
+    S3Options,
+    TableStore,
+    open_table,
+    read_each,
+    table_not_found,
+)
+from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
 #: At most this many findings per code are listed; the rest are counted in one more finding.
 MAX_FINDINGS_PER_CODE = 50
 
 
-#: Findings that mean the audit could not read what it needed (exit code 2, not 1).
+#: Findings that mean the audit could not read what it needed (not merely findings).
 UNREADABLE_CODES = frozenset({"snapshot-unreadable", "commit-unreadable"})
 
 
 @dataclass
 class AuditReport:
-    """The result of an audit. ``exit_code``
-    (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 healthy (no error or warning), 1
-    findings, 2 the snapshot could not be rebuilt or a commit could not be read
-    (:data:`UNREADABLE_CODES`; the other findings say why)."""
+    """The result of an audit: :attr:`healthy` (no error or warning) and :attr:`unreadable`
+    (the snapshot could not be rebuilt or a commit could not be read, :data:`UNREADABLE_CODES`;
+    the other findings say why). The command layer maps these to an exit code
+    (:func:`deltaguard.tools.exit_codes.audit_exit_code`); this library knows none."""
 
     table: str
     version: int | None
@@ -81,15 +77,13 @@ class AuditReport:
         return not any(f.severity is not Severity.INFO for f in self.findings)
 
     @property
-    def exit_code(self) -> int:
-        from deltaguard.tools.exit_codes import ExitCode
-
-        if any(f.code in UNREADABLE_CODES for f in self.findings):
-            return int(ExitCode.UNREADABLE)
-        return int(ExitCode.CLEAN if self.healthy else ExitCode.FOUND)
+    def unreadable(self) -> bool:
+        """Whether the audit could not read what it needed (a finding in
+        :data:`UNREADABLE_CODES`)."""
+        return any(f.code in UNREADABLE_CODES for f in self.findings)
 
     def unreadable_line(self) -> str | None:
-        """With exit code 2: one line saying what could not be read and the first error
+        """When :attr:`unreadable`: one line saying what could not be read and the first error
         finding that names a file (the cause); else None."""
         unreadable = next((f for f in self.findings if f.code in UNREADABLE_CODES), None)
         if unreadable is None:

@@ -31,9 +31,10 @@ from deltaguard.tools.deltalog.actions import (
     parse_action,
     parse_json_actions,
 )
-from deltaguard.tools.deltalog.errors import CorruptLogError, StorageError
+from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, LogFileName
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.storage import TableStore
+from deltaguard.tools.storage.errors import StorageError
 
 LOG_DIR = "_delta_log"
 _SMALL_ACTIONS = ("metaData", "protocol", "txn", "domainMetadata", "checkpointMetadata", "sidecar")

@@ -1,24 +1,11 @@
-"""Errors of the Delta log reader. Every one is a :class:`DeltaLogError` whose message names
-the file (and line) or setting at fault, so callers need to catch one class only."""
+"""Errors of the Delta log reader about the log's content. Every one is a
+:class:`~deltaguard.tools.storage.errors.DeltaLogError` (defined with the storage errors in
+:mod:`deltaguard.tools.storage.errors`, below this package) whose message names the file (and
+line) or setting at fault, so callers need to catch one class only."""
 
 from __future__ import annotations
 
-
-class DeltaLogError(Exception):
-    """The table's log cannot be read as asked. ``path`` is the file at fault, if any."""
-
-    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-
-
-class TableNotFoundError(DeltaLogError):
-    """No ``_delta_log`` with a commit or checkpoint under the given location."""
-
-
-class StorageError(DeltaLogError):
-    """Listing or reading failed (permissions, endpoint, network): not a property of the log."""
+from deltaguard.tools.storage.errors import DeltaLogError
 
 
 class UnsupportedTableError(DeltaLogError):

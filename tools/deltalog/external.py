@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.storage import LocalTableStore, S3TableStore, TableStore
 
 
 class Presence(StrEnum):

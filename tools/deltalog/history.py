@@ -12,16 +12,16 @@ from typing import Any
 
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
-from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.storage import (
+from deltaguard.tools.progress import phase
+from deltaguard.tools.storage import (
     S3Options,
     TableStore,
     open_table,
     read_each,
     table_not_found,
 )
-from deltaguard.tools.progress import phase
+from deltaguard.tools.storage.errors import StorageError
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def history_exit_code(entries: list[HistoryEntry]) -> int:
-    """:class:`~deltaguard.tools.exit_codes.ExitCode`: UNREADABLE if some commit could not be
-    read or parsed (its entry has a ``problem``), else CLEAN."""
-    from deltaguard.tools.exit_codes import ExitCode
-
-    return int(ExitCode.UNREADABLE if any(e.problem for e in entries) else ExitCode.CLEAN)
 
 
 def read_history(

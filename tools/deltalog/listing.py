@@ -26,7 +26,8 @@ from deltaguard.tools.deltalog.names import (
     is_temp_name,
     parse_log_name,
 )
-from deltaguard.tools.deltalog.storage import FileInfo, FileMissingError, TableStore
+from deltaguard.tools.storage import FileInfo, TableStore
+from deltaguard.tools.storage.errors import FileMissingError
 
 
 @dataclass

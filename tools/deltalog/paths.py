@@ -18,7 +18,7 @@ decoded log path into the table:
   never with ``urlsplit`` (which would cut ``s3://b/t/a#b`` at the ``#``).
 * ``.``/``..`` segments and doubled slashes are normalized, as ``java.net.URI.normalize`` does
   in Hadoop's ``Path``; then the path is inside the root if the store says so
-  (:meth:`~deltaguard.tools.deltalog.storage.TableStore.relative_of`: same bucket and below
+  (:meth:`~deltaguard.tools.storage.TableStore.relative_of`: same bucket and below
   its prefix, or below the local root).
 * Anything else (another bucket, another filesystem such as ``abfss:``/``gs:``) is outside the
   table: ``None``.
@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.storage import TableStore
 
 #: An absolute log path: a URI scheme (two characters or more: ``C:`` is no scheme) or a ``/``.
 ABSOLUTE = r"^(/|[A-Za-z][A-Za-z0-9+.-]+:)"

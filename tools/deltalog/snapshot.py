@@ -44,9 +44,7 @@ from deltaguard.tools.deltalog.checkpoint import (
 )
 from deltaguard.tools.deltalog.errors import (
     CorruptLogError,
-    DeltaLogError,
     IncompleteActionError,
-    StorageError,
     VersionNotFoundError,
 )
 from deltaguard.tools.deltalog.features import check_readable
@@ -64,14 +62,15 @@ from deltaguard.tools.deltalog.paths import (
     relative_to_root,
     relativize,
 )
-from deltaguard.tools.deltalog.storage import (
+from deltaguard.tools.deltalog.times import iso_utc
+from deltaguard.tools.storage import (
     S3Options,
     TableStore,
     open_table,
     read_many,
     table_not_found,
 )
-from deltaguard.tools.deltalog.times import iso_utc
+from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
 #: Delta's default for ``delta.deletedFileRetentionDuration``.
 DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000

@@ -43,8 +43,8 @@ from enum import StrEnum
 from typing import Any
 
 from deltaguard.logstore.commit_names import commit_version
-from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.storage.errors import StorageError
 
 TEMP_DIR = ".tmp"
 

@@ -48,11 +48,9 @@ from enum import StrEnum
 import pyarrow as pa
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
-from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.storage import FileInfo, S3Options, S3TableStore, TableStore
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -87,6 +85,8 @@ from deltaguard.tools.orphans.rules import (
     partition_of,
 )
 from deltaguard.tools.orphans.streaming import KeptDir, checkpoint_dirs, in_checkpoint, kept_dirs
+from deltaguard.tools.storage import FileInfo, S3Options, S3TableStore, TableStore
+from deltaguard.tools.storage.errors import DeltaLogError
 
 
 class FileClass(StrEnum):

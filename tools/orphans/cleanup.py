@@ -43,7 +43,6 @@ from typing import Any
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.snapshot import load_snapshot
-from deltaguard.tools.deltalog.storage import DeleteOutcome, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
 from deltaguard.tools.orphans.deleter import delete_in_batches, settled
@@ -61,6 +60,7 @@ from deltaguard.tools.orphans.manifest import (
 from deltaguard.tools.orphans.references import collect_references
 from deltaguard.tools.orphans.rules import check_retention
 from deltaguard.tools.progress import Phase, phase
+from deltaguard.tools.storage import DeleteOutcome, TableStore
 
 DEFAULT_CLASSES = (FileClass.ORPHAN, FileClass.LOG_TEMP)
 

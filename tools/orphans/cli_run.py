@@ -31,8 +31,6 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from deltaguard.tools.deltalog.errors import DeltaLogError
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass, ScanResult, scan
@@ -57,6 +55,8 @@ from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retenti
 from deltaguard.tools.output import stdout_console
 from deltaguard.tools.progress import phase
 from deltaguard.tools.state_dir import default_manifest_path
+from deltaguard.tools.storage import S3Options, TableStore, open_table
+from deltaguard.tools.storage.errors import DeltaLogError
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ Contract of :func:`delete_files`:
   True: a batch not begun is ``not_sent`` whole, a batch in flight finishes the request it
   sent (its per-key answers are read) and sends no retry; its paths no request named are
   ``not_sent``, those of a request that failed as a whole ``unknown`` or ``failed``
-  (:meth:`~deltaguard.tools.deltalog.storage.TableStore.delete_batch`).
+  (:meth:`~deltaguard.tools.storage.TableStore.delete_batch`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from deltaguard.tools.deltalog.storage import DeleteOutcome, StopCheck, TableStore
+from deltaguard.tools.storage import DeleteOutcome, StopCheck, TableStore
 
 #: S3's DeleteObjects limit.
 S3_BATCH_KEYS = 1000

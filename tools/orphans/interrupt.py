@@ -8,7 +8,7 @@ Contract of :func:`stop_on_signals` (both engines install it around their cleanu
 * **Once armed** (:meth:`StopSignal.arm`, right before the ``deleting`` summary is written) a
   signal only sets the flag: no new delete request is sent after it (each batch and each
   retry asks :meth:`StopSignal.is_set` first, and the S3 client's own retries are refused,
-  :mod:`deltaguard.tools.deltalog.storage`), the requests already sent are waited for and
+  :mod:`deltaguard.tools.storage`), the requests already sent are waited for and
   their per-key answers recorded (or the batch recorded ``unknown``), and the summary ends
   ``interrupted``. A second signal changes nothing: the answers in flight are still read
   (a request is bounded by the client's timeouts). ``on_stop`` callbacks run once, on the

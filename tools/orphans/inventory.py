@@ -77,10 +77,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.tools.deltalog.errors import StorageError
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3TableStore, TableStore
-from deltaguard.tools.deltalog.storage import local_path as storage_local_path
 from deltaguard.tools.orphans.rules import hidden_name_rule
+from deltaguard.tools.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.storage import local_path as storage_local_path
+from deltaguard.tools.storage.errors import StorageError
 
 #: Delta's ``USING INVENTORY`` columns (``VacuumCommand.INVENTORY_SCHEMA``).
 INVENTORY_COLUMNS = ("path", "length", "isDir", "modificationTime")
@@ -469,7 +469,7 @@ def table_rows(batch: pa.RecordBatch | pa.Table, root: TableRoot, where: str) ->
 
 def local_path(location: str) -> Path | None:
     """An inventory location as a local path, or None for an S3 URI
-    (:func:`~deltaguard.tools.deltalog.storage.local_path`). Raises :class:`InventoryError`
+    (:func:`~deltaguard.tools.storage.local_path`). Raises :class:`InventoryError`
     for another scheme."""
     try:
         return storage_local_path(location)

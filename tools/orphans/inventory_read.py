@@ -26,16 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
-from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.snapshot import load_snapshot
-from deltaguard.tools.deltalog.storage import (
-    FileInfo,
-    FileMissingError,
-    S3Options,
-    TableStore,
-    in_skip,
-    open_table,
-)
 from deltaguard.tools.orphans.inventory import (
     FILES_SCHEMA,
     Form,
@@ -49,6 +40,8 @@ from deltaguard.tools.orphans.inventory import (
 )
 from deltaguard.tools.orphans.listing import TableListing
 from deltaguard.tools.orphans.pathset import CHUNK
+from deltaguard.tools.storage import FileInfo, S3Options, TableStore, in_skip, open_table
+from deltaguard.tools.storage.errors import DeltaLogError, FileMissingError
 
 MANIFEST = "manifest.json"
 #: The MD5 of ``manifest.json``'s bytes, written next to it by S3 Inventory.

@@ -10,7 +10,7 @@ does not name (the orphans this command looks for) fall into whichever range the
 into: the cuts decide only how evenly the work is spread, never what is listed. Why every key
 and every sub-directory is listed exactly once, whatever the cuts (names without a ``/``): the
 javadoc of ``io.deltaguard.logstore.S3KeyRangeListing``; which entries a range holds:
-:func:`~deltaguard.tools.deltalog.storage.in_key_range`.
+:func:`~deltaguard.tools.storage.in_key_range`.
 
 A table whose files are not on S3 gets no cuts (a directory read is one request there).
 """

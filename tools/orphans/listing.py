@@ -24,7 +24,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from deltaguard.tools.deltalog.storage import Children, FileInfo, TableStore
+from deltaguard.tools.storage import Children, FileInfo, TableStore
 
 
 def default_workers(store: TableStore) -> int:

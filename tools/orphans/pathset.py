@@ -9,7 +9,7 @@ with the same strings another 40 MB).
 
 :meth:`PathSet.contains_all` answers for a whole batch at once (a hash and a binary search per path,
 then one Arrow comparison of the hits): the listing asks it once per directory
-(:meth:`~deltaguard.tools.deltalog.storage.TableStore.children`), the reference collection
+(:meth:`~deltaguard.tools.storage.TableStore.children`), the reference collection
 once per chunk of a commit. ``in`` answers for one path.
 
 Hashes are Python's own ``hash(str)``: fast and cached on the string, salted per process,

@@ -38,8 +38,8 @@ from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.paths import relative_paths, relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.orphans.pathset import PathSet, PathUnion, chunked
+from deltaguard.tools.storage import TableStore
 
 _READ_WORKERS = 8
 #: Actions of a commit parsed before their paths go to Arrow (bounds the Python objects held).

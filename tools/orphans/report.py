@@ -43,10 +43,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult
 from deltaguard.tools.output import write_tsv
+from deltaguard.tools.storage import TableStore
 
 REPORT_SCHEMA = "deltaguard.orphans.report/1"
 _STYLE = {

@@ -28,7 +28,7 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.paths import relative_to_root
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.storage import TableStore
 
 
 @dataclass

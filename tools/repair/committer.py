@@ -27,9 +27,9 @@ from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 from deltaguard.tools.deltalog.commit import LogStore
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3Options, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.repair.modes import CommitProtocol
+from deltaguard.tools.storage import LocalTableStore, S3Options, TableStore
 
 
 class CommitSettingError(ValueError):

@@ -32,17 +32,12 @@ import pyarrow.parquet as pq
 from deltaguard.tools.deltalog import filetable
 from deltaguard.tools.deltalog.actions import DeletionVector
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
-from deltaguard.tools.deltalog.errors import StorageError
 from deltaguard.tools.deltalog.external import Presence, check_external
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.deltalog.storage import (
-    FileMissingError,
-    LocalTableStore,
-    S3TableStore,
-    TableStore,
-)
 from deltaguard.tools.repair.modes import CheckMode
+from deltaguard.tools.storage import LocalTableStore, S3TableStore, TableStore
+from deltaguard.tools.storage.errors import FileMissingError, StorageError
 
 
 @dataclass(frozen=True)

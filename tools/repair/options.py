@@ -53,8 +53,8 @@ def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
     """The :class:`~deltaguard.tools.repair.run.RepairRequest` of the command line: TABLE, the
     DynamoDB check the shared options built, and the remaining options by name (``endpoint``,
     ``region``, ``path_style``, ``check``, ``commit_protocol``, ``yes``, ``as_json``)."""
-    from deltaguard.tools.deltalog.storage import S3Options
     from deltaguard.tools.repair.run import RepairRequest
+    from deltaguard.tools.storage import S3Options
 
     protocol = options["commit_protocol"]
     return RepairRequest(

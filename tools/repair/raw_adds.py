@@ -24,7 +24,7 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, sidecar_rel_path
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.deltalog.storage import TableStore
+from deltaguard.tools.storage import TableStore
 
 
 def _key(store: TableStore, add: Mapping[str, Any]) -> str:

@@ -34,10 +34,8 @@ from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
-from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table, table_not_found
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.repair.catch_up import catch_up
@@ -51,6 +49,8 @@ from deltaguard.tools.repair.remove_commit import (
     repair_actions,
 )
 from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
+from deltaguard.tools.storage import S3Options, TableStore, open_table, table_not_found
+from deltaguard.tools.storage.errors import DeltaLogError
 
 
 @dataclass(frozen=True)

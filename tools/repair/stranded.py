@@ -35,8 +35,8 @@ from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.listing import LogListing
-from deltaguard.tools.deltalog.storage import LocalTableStore, S3Options, S3TableStore, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, temp_target
+from deltaguard.tools.storage import LocalTableStore, S3Options, S3TableStore, TableStore
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.audit import MAX_FINDINGS_PER_CODE, FileCheck, FileFindings
-from deltaguard.tools.deltalog.errors import DeltaLogError, StorageError
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.orphans.spark.listing import list_table_distributed
 from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files, strict_file_reads
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import TableStore
+from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

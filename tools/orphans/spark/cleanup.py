@@ -18,7 +18,7 @@ calls the same rule:
    (outcome ``planned``/``spared``, why) are written by Spark before the first delete, the
    summary ``<manifest>/manifest.json`` (status ``deleting``) next to them; executors then
    delete their slice in batches of up to 1,000 (:meth:`TableStore.delete_batch
-   <deltaguard.tools.deltalog.storage.TableStore.delete_batch>`: DeleteObjects, retried), and
+   <deltaguard.tools.storage.TableStore.delete_batch>`: DeleteObjects, retried), and
    each task writes each batch's records itself, into ``<manifest>/outcome``
    (``part-<task>-<batch>.parquet``, :func:`~deltaguard.tools.orphans.manifest.write_record_file`):
    first every file of the batch as ``unknown`` ("sent, answer not recorded"), then, once
@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pyarrow.parquet as pq
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import DeleteOutcome
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
@@ -88,6 +87,7 @@ from deltaguard.tools.orphans.rules import check_retention
 from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
 from deltaguard.tools.orphans.spark.scan import SparkScan, candidate_of, report_frame
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import DeleteOutcome
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
 from deltaguard.spark_conf.storage import s3a_keys
-from deltaguard.tools.deltalog.storage import S3Options
+from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans.inventory import (
     Form,
     InventoryError,
@@ -33,6 +32,7 @@ from deltaguard.tools.orphans.inventory import (
 )
 from deltaguard.tools.orphans.inventory_read import verify_data_files
 from deltaguard.tools.orphans.spark.listing import FILES_SCHEMA, DistributedListing
+from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

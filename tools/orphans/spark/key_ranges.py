@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.actions import decode_path
 from deltaguard.tools.deltalog.paths import relative_to_root
-from deltaguard.tools.deltalog.storage import TableStore
 from deltaguard.tools.orphans.key_ranges import SEED, cuts_of, sample_fraction
+from deltaguard.tools.storage import TableStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

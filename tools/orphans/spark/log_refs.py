@@ -58,11 +58,7 @@ from deltaguard.tools.deltalog.actions import (
     parse_action,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
-from deltaguard.tools.deltalog.errors import (
-    CorruptLogError,
-    TableNotFoundError,
-    VersionNotFoundError,
-)
+from deltaguard.tools.deltalog.errors import CorruptLogError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
@@ -73,10 +69,11 @@ from deltaguard.tools.deltalog.snapshot import (
     parse_interval_ms,
     unreconstructable,
 )
-from deltaguard.tools.deltalog.storage import TableStore, table_not_found
 from deltaguard.tools.orphans.references import checkpoints_besides
 from deltaguard.tools.orphans.spark.jvm_listing import observed
 from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.storage import TableStore, table_not_found
+from deltaguard.tools.storage.errors import TableNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession

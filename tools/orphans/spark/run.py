@@ -18,9 +18,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
-from deltaguard.tools.deltalog.errors import DeltaLogError
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupInterruptedError, summary
@@ -51,6 +49,8 @@ from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.output import stdout_console
 from deltaguard.tools.progress import phase
 from deltaguard.tools.state_dir import default_manifest_path
+from deltaguard.tools.storage import S3Options, TableStore
+from deltaguard.tools.storage.errors import DeltaLogError
 
 _ERROR = re.compile(r"deltaguard\.tools\.[\w.]+\.(\w+Error): (.+)")
 #: Spark's error for a file a job could not read (a log line that is not JSON, a truncated

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.storage import S3TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
     Candidate,
@@ -58,6 +57,7 @@ from deltaguard.tools.orphans.streaming import (
     checkpoint_dirs,
     kept_dirs,
 )
+from deltaguard.tools.storage import S3TableStore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation, SparkSession

@@ -16,11 +16,11 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_location import S3_SCHEMES
-from deltaguard.spark_conf.preset_name import PresetName
 from deltaguard.spark_conf.session import build_spark_session
 from deltaguard.spark_conf.storage import LocalStorage, S3Storage
-from deltaguard.tools.deltalog.storage import S3Options
+from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

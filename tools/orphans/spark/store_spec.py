@@ -6,8 +6,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from deltaguard.tools.deltalog.storage import S3Options, TableStore, open_table
 from deltaguard.tools.orphans.spark.hadoop_s3 import Credentials, session_s3
+from deltaguard.tools.storage import S3Options, TableStore, open_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class StoreSpec:
     """The table root, the S3 options and the credentials: what an executor needs to open
-    the same :class:`~deltaguard.tools.deltalog.storage.TableStore` as the driver. Built from
+    the same :class:`~deltaguard.tools.storage.TableStore` as the driver. Built from
     the session with :meth:`of_session`; ``credentials`` None means boto3's default chain in
     the executor's environment. ``note``: what the report should say about the credentials."""
 

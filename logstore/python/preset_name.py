@@ -1,8 +1,14 @@
 """The names of deltaguard's presets: one named choice of commit path per bucket.
 
-The one definition of these names: presets render them (:mod:`.presets`), the probe recommends
-one (:mod:`deltaguard.logstore.probe`), the test bed and the CLI choose by them. A leaf module
-(no deltaguard imports), so anything may name a preset without pulling in Spark settings.
+The one definition of these names: presets render them (:mod:`deltaguard.spark_conf.presets`),
+the probe recommends one (:mod:`deltaguard.logstore.probe`), the test bed and the CLI choose by
+them. A leaf module (no deltaguard imports), so anything may name a preset without pulling in
+Spark settings.
+
+Why here, in the lowest layer: each name is a commit path, i.e. a choice of LogStore, and the
+probe (this layer) recommends one. It is a pure name table, so it moved down from
+``spark_conf`` (which depends on logstore) rather than being mirrored by a second enum that
+``spark_conf`` would map: one definition, and logstore never imports ``spark_conf``.
 """
 
 from __future__ import annotations
