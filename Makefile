@@ -112,7 +112,7 @@ test: setup test-java  ## set everything up, run every test but the long variant
 # Everything that needs no Spark JVM (the CLI, the Python LogStores, audit and orphans on
 # synthetic tables, the test-bed servers): a few minutes.
 test-fast: venv jar localstack  ## the tests that need no Spark JVM (a few minutes)
-	@bash .ci/timed-tests -m "not spark and not long" -n 2 --dist loadgroup
+	@bash .ci/timed-tests -m "not spark and not long and not slow" -n 2 --dist loadgroup
 
 lint: venv  ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .

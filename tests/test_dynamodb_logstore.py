@@ -67,7 +67,10 @@ def test_entry_schema_matches_delta(localstack, ls_bucket, ls_commit_table):
         create_table(store, uri, arrow_schema())
 
 
-@pytest.mark.parametrize("appends", [5, pytest.param(10, marks=pytest.mark.long)])
+@pytest.mark.parametrize(
+    "appends",
+    [pytest.param(5, marks=pytest.mark.slow), pytest.param(10, marks=pytest.mark.long)],
+)
 def test_concurrent_python_writers_lose_nothing(localstack, ls_bucket, ls_commit_table, appends):
     """6 threads race from a barrier; every append gets its own version, none is lost."""
     uri = f"s3a://{ls_bucket}/t"

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import append, create_table
@@ -127,6 +128,7 @@ def _audit(run_cli, endpoint, table: str, commit_table: str) -> tuple[int, list[
     return out.returncode, [f["code"] for f in json.loads(out.stdout)["findings"]]
 
 
+@pytest.mark.slow
 def test_status_follows_the_phases_and_audit_finds_the_unsafe_mix(
     localstack, ls_bucket, ls_commit_table, run_cli
 ):

@@ -16,6 +16,7 @@ from deltaguard.logstore.preset_name import PresetName
 pytestmark = pytest.mark.servers
 
 
+@pytest.mark.slow
 def test_python_and_deltars_writers_start_together_in_rounds(
     localstack, ls_proxy: FaultProxy, ls_bucket: str, tmp_path: Path
 ):

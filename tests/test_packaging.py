@@ -28,6 +28,8 @@ from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.logstore.jars import JAR_NAMES
 from deltaguard.tools.cli import main as cli_main
 
+pytestmark = pytest.mark.slow  # a wheel build in a fresh clone: `make test`, not test-fast
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -217,7 +217,10 @@ def _object_writer(s3):
     return put
 
 
-@pytest.mark.parametrize("appends", [8, pytest.param(15, marks=pytest.mark.long)])
+@pytest.mark.parametrize(
+    "appends",
+    [pytest.param(8, marks=pytest.mark.slow), pytest.param(15, marks=pytest.mark.long)],
+)
 def test_python_writers_never_lose_commits_on_localstack(localstack, ls_bucket, appends):
     """8 threads x ``appends`` blind appends: contiguous versions, each append exactly once."""
     s3 = localstack.endpoint.s3_client()

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
@@ -62,6 +64,7 @@ def test_policies_are_named_and_differ():
     assert 1 < read.meta.config.retries["total_max_attempts"] <= 10  # bounded, but retried
 
 
+@pytest.mark.slow
 def test_audit_under_10_percent_slowdown_is_healthy(
     run_cli, ls_proxy, localstack, ls_bucket, tmp_path
 ):
@@ -112,6 +115,7 @@ def test_probe_with_503_on_first_attempts_is_safe(run_cli, ls_proxy, ls_bucket):
     assert ls_proxy.fired()[0] >= 4 and ls_proxy.fired()[2] == 1
 
 
+@pytest.mark.slow
 def test_probe_that_cannot_settle_says_undecided_not_unsafe(run_cli, ls_proxy, ls_bucket):
     ls_proxy.set_rules([_slowdown("PUT", 1.0)])  # every create fails: nothing can be decided
     out = _probe(run_cli, ls_proxy, ls_bucket, writers=2, rounds=1)
