@@ -128,8 +128,7 @@ def exit_codes_md() -> str:
     outro: list[str] = []
     current: str | None = None
     for line in doc.splitlines():
-        head = re.match(r"^``(\d+)``", line)
-        if head:
+        if re.match(r"^``(\d+)``", line):
             current = line
             meaning[current] = ""
         elif current is not None and line.startswith("    "):
