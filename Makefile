@@ -22,14 +22,14 @@ PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-$(VERSION).jar
 JAVA_SOURCES := $(shell find logstore/src -name '*.java' 2>/dev/null) logstore/pom.xml
 
-.PHONY: help setup venv jar jars localstack spark-lines demo test test-fast test-java lint typecheck wheel bench bench-classes soak clean
+.PHONY: help setup venv jar jars localstack spark-lines demo test test-fast test-java lint typecheck wheel bench bench-classes docs soak clean
 
 help:  ## list every target
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # What a target needs from the machine: a missing tool stops make with one line naming it, only
 # when that target really has to run (the recipe's first line expands it).
-need = $(if $(shell command -v $(1) 2>/dev/null),,$(error $(1) not found on PATH: $(2) (docs/requirements.md)))
+need = $(if $(shell command -v $(1) 2>/dev/null),,$(error $(1) not found on PATH: $(2) (docs/reference/requirements.md)))
 
 $(UV):
 	$(call need,python3.11,the uv bootstrap needs Python 3.11)
@@ -76,7 +76,7 @@ localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, vers
 
 # One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0, 4.1) for the per-line
 # tests and benchmarks, and each line's class data sharing archive for the test-bed drivers
-# (docs/testbed.md; cached, so only the first run pays about 35 s a line).
+# (docs/reference/testbed.md; cached, so only the first run pays about 35 s a line).
 spark-lines: venv jar  ## install the cached virtualenvs of the older Spark lines (per-line tests) and the drivers' class archives
 	$(PY) -m deltaguard.localstack.class_archive ensure > /dev/null
 	for python in $$($(PY) -m deltaguard.localstack.spark_line_venvs 3.5 3.5-hadoop3.4 4.0 4.1); do \
@@ -129,7 +129,7 @@ typecheck: venv  ## mypy (strict) on the deltaguard package and the test bed, wi
 wheel: jar $(UV)  ## build the wheel (the product: plugin jars inside, no test bed) into dist/
 	$(UV) build --wheel -q -o dist .
 
-# The soak (docs/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
+# The soak (docs/reference/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
 # line is its summary. Longer: make soak SOAK_DURATION=3600; more options: SOAK_ARGS (see --help).
 SOAK_DURATION ?= 900
 soak: setup  ## set everything up, run the long test variants, the soak on LocalStack (15 min; SOAK_DURATION=seconds), then the long rolling migration
@@ -144,6 +144,12 @@ bench-classes: ## compile the JVM benchmark tool (test code of logstore/)
 # Some sections only, keeping the others' latest results: make bench BENCH_ARGS="--only throughput,streaming".
 bench: setup bench-classes  ## set everything up, run the benchmarks (JSON + markdown in bench/results)
 	$(PY) -m bench $(BENCH_ARGS)
+	$(PY) docs/generate.py
+
+# The reference pages read off the code and docs/benchmarks.md from bench/results/latest.json;
+# tests/test_docs_generated.py fails until they are regenerated and committed.
+docs: venv  ## regenerate the generated docs pages (CLI, exit codes, presets, benchmarks)
+	$(PY) docs/generate.py
 
 clean: ## remove the venv, build outputs and the packaged jar
 	rm -rf $(VENV) logstore/target logstore/python/jars build localstack/build dist *.egg-info localstack/*.egg-info

@@ -55,7 +55,7 @@ LATENCY_MS = 20.0
 #: round crosses the checkpoint Delta writes at version 10 (``delta.checkpointInterval``), as a
 #: writer's steady state does once in 10 versions. A checkpoint append costs about ten plain
 #: ones, and while its driver rebuilds the state the other drivers' commits find no checksum
-#: to derive theirs from (docs/logstore.md, "The checkpoint version under contention").
+#: to derive theirs from (docs/design/logstore.md, "The checkpoint version under contention").
 #: Rounds of 4 or 8 versions, as before, never saw it.
 SPARK_APPENDS = {1: 16, 4: 4, 8: 2}
 #: Appends per anchor writer process, by writers (an anchor append takes well under a second).

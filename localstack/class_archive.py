@@ -212,7 +212,7 @@ def main(argv: list[str]) -> int:
 
         jars = class_path(default_jars())
         options = archive_options(jars)
-        print(archive_path(jars) if options else "no archive (see docs/testbed.md)")
+        print(archive_path(jars) if options else "no archive (see docs/reference/testbed.md)")
         return 0 if options else 1
     if argv[:1] == ["train"] and len(argv) == 4:
         _train(*argv[1:])

@@ -4,7 +4,7 @@
 # releases the proxy serves, so the version is a pseudo-version (a commit of 2026-02-12); cold
 # it takes about 4 minutes and 150 MB. Idempotent: a stamp records the version; a second run
 # with the same version is a no-op.
-# Used by deltaguard.localstack.minio_server (see docs/testbed.md).
+# Used by deltaguard.localstack.minio_server (see docs/reference/testbed.md).
 set -euo pipefail
 
 cache="${DELTAGUARD_CACHE:-$HOME/.cache/deltaguard}"

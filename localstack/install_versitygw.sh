@@ -3,7 +3,7 @@
 # into the deltaguard cache: $CACHE/bin/versitygw, built by `go install` at a released version
 # (the Go module proxy serves it; ~1 minute cold, 84 MB). Idempotent: a stamp records the
 # version; a second run with the same version is a no-op.
-# Used by deltaguard.localstack.versitygw_server (see docs/testbed.md).
+# Used by deltaguard.localstack.versitygw_server (see docs/reference/testbed.md).
 set -euo pipefail
 
 cache="${DELTAGUARD_CACHE:-$HOME/.cache/deltaguard}"

@@ -1,7 +1,7 @@
 """LocalStack in host mode (no Docker), S3 and DynamoDB, on 127.0.0.1.
 
 Installed by ``localstack/install.sh`` into the deltaguard cache. Every environment variable
-below is load-bearing on these machines (see docs/testbed.md):
+below is load-bearing on these machines (see docs/reference/testbed.md):
 
 - ``OVERRIDE_IN_DOCKER=0``: the machine has ``/.dockerenv``; otherwise LocalStack writes to
   /var/lib/localstack, /etc/localstack, ...

@@ -1,5 +1,5 @@
 """The rolling migration from DynamoDB to conditional writes under continuous writes, and its
-negative control, on LocalStack with DynamoDB Local (docs/migration.md is the runbook it follows;
+negative control, on LocalStack with DynamoDB Local (docs/guides/migration.md is the runbook it follows;
 the protocol argument is the javadoc of ``S3TransitionLogStore``).
 
 :func:`run_rolling_migration`: writer jobs (deltaguard's Python committer, a Spark driver, and

@@ -8,7 +8,7 @@ environment, the web console and update checks off, its certificates directory i
 work directory (nothing under ``~/.minio``). Its PutObject honours ``If-None-Match: *``
 atomically (412 for the second create, minio #20346; 0 double winners in 300 races of 8
 writers, measured, ``/work/shared/research``); where it differs from LocalStack and
-versitygw, and how the test bed handles it: docs/testbed.md ("MinIO"). S3 only: no DynamoDB.
+versitygw, and how the test bed handles it: docs/reference/testbed.md ("MinIO"). S3 only: no DynamoDB.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The soak: mixed writers, faults, kills and cleanup on shared tables for a bounded time, then
-invariants checked by readers that did not write (``make soak``; docs/testbed.md).
+invariants checked by readers that did not write (``make soak``; docs/reference/testbed.md).
 
 On one S3 server (LocalStack by default, versitygw or MinIO), on ``--tables`` tables at once:
 

@@ -5,7 +5,7 @@ Installed by ``localstack/install_versitygw.sh`` (``go install`` at a released v
 ``<cache>/bin/versitygw``. It serves S3 from a POSIX directory (``posix DIR``; object metadata
 lives in extended attributes, so DIR must be on a filesystem with xattrs). Its PutObject honours
 ``If-None-Match: *`` atomically (412 for the second create; 0 double winners in 300 races of 8
-writers, measured, see docs/testbed.md). It speaks S3 only: no DynamoDB.
+writers, measured, see docs/reference/testbed.md). It speaks S3 only: no DynamoDB.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ class Finding:
         return f"{path}:{self.line}: {self.code}: {self.key}: {self.message}"
 
 
-#: ``conf check --json``'s ``schema`` (docs/logstore.md).
+#: ``conf check --json``'s ``schema`` (docs/design/logstore.md).
 CONF_CHECK_SCHEMA = "deltaguard.conf-check/1"
 
 

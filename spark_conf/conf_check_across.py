@@ -6,7 +6,7 @@ store (``S3ConditionalLogStore``). A plain DynamoDB writer copies its commit to 
 checking that it is absent and then writing it without a condition, so it can overwrite a
 conditional writer's N.json: those two must never write one table at once (the safety argument
 is in the javadoc of ``io.deltaguard.logstore.S3TransitionLogStore``; the way from one to the
-other is docs/migration.md). The transition store is safe next to either, so it never conflicts.
+other is docs/guides/migration.md). The transition store is safe next to either, so it never conflicts.
 
 A file's buckets are those of ``spark.deltaguard.multiWriterBuckets`` (every preset rendered with
 ``--table-root`` records them); a file without it is taken to cover every bucket.
@@ -92,7 +92,7 @@ def check_across(files: dict[str, dict[str, Entry]]) -> list[tuple[str, Finding]
                 f"{where}: {use.protocol} store here, {other.protocol} store "
                 f"({other.entry.value}) in {other.path}:{other.entry.line}; a plain DynamoDB "
                 "writer can overwrite a conditional writer's commit. Move the DynamoDB jobs to "
-                "s3-dynamodb-transition first (docs/migration.md)"
+                "s3-dynamodb-transition first (docs/guides/migration.md)"
             )
             out.append(
                 (

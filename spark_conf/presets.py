@@ -13,7 +13,7 @@ Presets (:class:`PresetName`):
   3.3.x: rendering it there is refused).
 - ``s3-dynamodb-transition``: deltaguard's transition LogStore, the DynamoDB protocol whose
   commit files are created only with ``If-None-Match``: the way from ``s3-dynamodb`` to
-  ``s3-conditional`` without stopping a writer (docs/migration.md). Same options and needs as
+  ``s3-conditional`` without stopping a writer (docs/guides/migration.md). Same options and needs as
   ``s3-dynamodb``.
 - ``s3-single-driver``: Delta's ``S3SingleDriverLogStore``. Only safe when ONE driver writes a
   table at a time; rendering it needs ``acknowledge_single_driver``.

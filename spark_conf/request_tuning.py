@@ -2,7 +2,7 @@
 adds on top of how Hadoop reaches S3 (:mod:`.storage`), each with the reason it is safe for Delta
 tables.
 
-Where the requests of one append go, before and after, is measured in ``docs/logstore.md``
+Where the requests of one append go, before and after, is measured in ``docs/design/logstore.md``
 ("Requests per append"); the Spark jobs of a checkpoint append, job by job, in its section
 "Spark jobs per append". The commit protocol itself (one conditional PUT per commit, the
 read-back, the fail-closed verifier) does not depend on any of these settings: its safety
@@ -75,7 +75,7 @@ _ALL_FILES_WHY = (
     "committer, and the checkpoint still checks its file count and N.crc's counts, sizes, "
     "protocol and metadata against the state it writes. A Spark writer without this setting "
     "pays a state reconstruction on its next commit to such a small table after ours: give "
-    "every Spark writer of the bucket this preset. Evidence, job by job: docs/logstore.md."
+    "every Spark writer of the bucket this preset. Evidence, job by job: docs/design/logstore.md."
 )
 
 _MANAGER_WHY = (
@@ -88,7 +88,7 @@ _MANAGER_WHY = (
     "verifier), which never replaces an existing file. Files over 16 MiB, and paths not on S3A, "
     "use Spark's default. Without another writer's N.crc a Spark append rebuilds the table "
     "state (about 6 Spark jobs instead of 1), so the checksum is what keeps contended appends "
-    "cheap. Contract and the streaming behaviour: CheckpointPut's javadoc, docs/logstore.md."
+    "cheap. Contract and the streaming behaviour: CheckpointPut's javadoc, docs/design/logstore.md."
 )
 
 FEWER_REQUESTS: tuple[FewerRequestsSetting, ...] = (

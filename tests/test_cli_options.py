@@ -1,4 +1,4 @@
-"""Options as users already type them (tools/cli_options.py, docs/cli.md): ``--profile`` and
+"""Options as users already type them (tools/cli_options.py, docs/reference/options.md): ``--profile`` and
 ``--endpoint-url`` as aws-cli's, durations (``7d``, ``36h``, ``90m``), one region rule;
 ``migrate status`` labels a commit's writer from the commit; ``conf check`` warns on a
 single-driver store."""

@@ -23,7 +23,7 @@ def test_plain_dynamodb_and_conditional_on_one_bucket_are_flagged(tmp_path, run_
     lines = [line for line in out.stdout.splitlines() if "mixed-commit-protocols" in line]
     assert len(lines) == 2, out.stdout
     assert lines[0].startswith(f"{ddb}:") and f"{cond}:" in lines[0]
-    assert "bucket lake" in lines[0] and "docs/migration.md" in lines[0]
+    assert "bucket lake" in lines[0] and "docs/guides/migration.md" in lines[0]
     assert lines[1].startswith(f"{cond}:") and f"{ddb}:" in lines[1]
 
 

@@ -1,4 +1,4 @@
-"""Every `deltaguard` command shown in README.md and docs/*.md is checked, then run.
+"""Every `deltaguard` command shown in README.md and docs/**/*.md is checked, then run.
 
 The commands are the lines starting with ``deltaguard`` in the fenced ``bash`` blocks, as
 written. Each is parsed by the CLI's own click definitions (an unknown command or option, or a
@@ -28,7 +28,14 @@ from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+#: README.md, then the commit-path guide (it renders the properties and creates the DynamoDB
+#: table that later pages' commands use), then every other page by path.
+SETUP_GUIDE = REPO / "docs" / "guides" / "commit-path.md"
+DOCS = [
+    REPO / "README.md",
+    SETUP_GUIDE,
+    *sorted(p for p in (REPO / "docs").rglob("*.md") if p != SETUP_GUIDE),
+]
 FENCE = re.compile(r"^```(\w*)\s*$")
 SHELL_OPERATORS = {">", ">>", "|", "&&", ";", "2>"}
 #: 2023-11-14: before every timestamp the docs time-travel to.
@@ -39,7 +46,7 @@ T0_MS = 1_700_000_000_000
 #: cut off), on the tables this test builds: S3 tables and ``./events``, each with one file no
 #: commit names. On S3 that file was uploaded just now (S3 sets the modification time), so it
 #: is ``recent`` and there is nothing to clean (exit 0); in ``./events`` it is old (exit 1 for a
-#: report or a dry run). The commands run in order (README.md first, then docs/*.md by name),
+#: report or a dry run). The commands run in order (:data:`DOCS`: README.md, the commit-path guide, then docs/**/*.md by path),
 #: once each. A new command in the docs needs its line here.
 EXPECTED_EXIT: dict[str, int] = {
     "deltaguard jar": 0,
@@ -63,7 +70,6 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard history s3://lake/events --limit 20": 0,
     "deltaguard history s3://lake/events --limit 20 --json": 0,
     "deltaguard orphans s3://lake/events": 0,  # the uncommitted file is recent on S3
-    "deltaguard orphans s3://lake/events --json": 0,
     "deltaguard orphans s3://lake/events --delete": 0,
     "deltaguard orphans s3://lake/events --delete --yes --manifest deleted": 0,
     "deltaguard orphans s3://lake/events --json > orphans.json": 0,

@@ -193,7 +193,9 @@ def test_unreadable_dynamodb_table_is_exit_2(localstack, ls_bucket, run_cli):
         "--path-style",
         env=ep.credentials_env(),
     )
-    assert out.returncode == 2, "no region given: the region rule's us-east-1 (docs/cli.md)"
+    assert out.returncode == 2, (
+        "no region given: the region rule's us-east-1 (docs/reference/options.md)"
+    )
     assert "no_such_table" in out.stderr and "Traceback" not in out.stderr
     out = run_cli(
         "migrate",

@@ -37,12 +37,15 @@ spark.stop()
 
 
 def readme_commit_path_commands() -> list[str]:
-    """The shell lines of README section 1's bash block (render, then spark-submit)."""
+    """The shell lines of the README's commit-path block (render, then spark-submit): the bash
+    block of its "Quick start" section that runs spark-submit."""
     text = (REPO / "README.md").read_text()
-    section = text.split("## 1. The commit path", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
-    assert block, "README section 1 has no bash block"
-    return [line for line in block.group(1).splitlines() if line.strip()]
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = [
+        b for b in re.findall(r"```bash\n(.*?)```", section, re.DOTALL) if "spark-submit" in b
+    ]
+    assert len(blocks) == 1, "README's Quick start has no (or several) spark-submit blocks"
+    return [line for line in blocks[0].splitlines() if line.strip()]
 
 
 def pom_only_modules(repository: Path) -> list[Path]:

@@ -220,7 +220,7 @@ def test_repair_races_a_spark_appender_on_the_conditional_store(
 
 
 def test_what_a_streaming_reader_sees(spark, run_cli, tmp_path):
-    """docs/repair.md: a Spark stream reading the table stops at the repair version (a commit
+    """docs/guides/repair.md: a Spark stream reading the table stops at the repair version (a commit
     that deletes data), unless it runs with ``ignoreDeletes``; then it goes on with the next
     append and never reads the lost file."""
     root = tmp_path / "t"

@@ -1,7 +1,7 @@
 """The s3-conditional preset's request- and job-saving settings (spark_conf.request_tuning): which
 preset and which Spark line gets which, the reasons in rendered files, and (against each
 line's own hadoop-aws and Delta jars) that every rendered key is one that line really reads.
-What they save is measured in the staged race (test_spark_commits) and in docs/logstore.md."""
+What they save is measured in the staged race (test_spark_commits) and in docs/design/logstore.md."""
 
 from __future__ import annotations
 

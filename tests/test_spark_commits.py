@@ -31,9 +31,9 @@ from deltaguard.logstore.preset_name import PresetName
 pytestmark = pytest.mark.spark
 ROWS = 10
 #: The one source of the per-append figure: the "after" cell of the "total per append" row of
-#: docs/logstore.md's "Requests per append" table (e.g. ``**6** (3 HEAD, 1 LIST, 2 PUT)``).
+#: docs/design/logstore.md's "Requests per append" table (e.g. ``**6** (3 HEAD, 1 LIST, 2 PUT)``).
 #: Change the figure there; the test reads it.
-LOGSTORE_DOC = Path(__file__).resolve().parents[1] / "docs" / "logstore.md"
+LOGSTORE_DOC = Path(__file__).resolve().parents[1] / "docs" / "design" / "logstore.md"
 #: The request names the doc uses, as the fault proxy counts them (``request_kind``).
 _DOC_KINDS = {
     "HEAD": "s3 HeadObject",
@@ -127,7 +127,7 @@ def test_conditional_store_4_drivers_x_5_appends_lose_nothing(
 def assert_requests_per_append(
     localstack, proxy, bucket: str, commits: int, drivers: int, since: dict | None = None
 ):
-    """The request budget of the s3-conditional preset (docs/logstore.md, "Requests per
+    """The request budget of the s3-conditional preset (docs/design/logstore.md, "Requests per
     append"): besides reading log files, at most 15 S3 requests per commit (one driver's steady
     append costs 7 of them with its N.crc; before the tuning, 30); no temp file renamed
     (CopyObject) and no DELETE but the verifier's probe, once per driver. Every version has its
@@ -156,7 +156,7 @@ def assert_requests_per_append(
 
 
 def documented_requests_per_append() -> tuple[int, dict[str, int]]:
-    """docs/logstore.md's S3 requests per steady append of one driver with the s3-conditional
+    """docs/design/logstore.md's S3 requests per steady append of one driver with the s3-conditional
     preset: the total and, if the cell breaks it down, the count of each kind."""
     rows = [
         line for line in LOGSTORE_DOC.read_text().splitlines() if "**total per append**" in line
@@ -174,7 +174,7 @@ def documented_requests_per_append() -> tuple[int, dict[str, int]]:
 def test_one_driver_steady_append_costs_the_documented_requests(
     localstack, ls_proxy, ls_bucket, tmp_path
 ):
-    """docs/logstore.md, "Requests per append", on the installed line (4.2): one driver with
+    """docs/design/logstore.md, "Requests per append", on the installed line (4.2): one driver with
     the s3-conditional preset appends 11 times through the counting proxy; the median of the 10
     steady appends' requests (the checkpoint append at version 10 among them) is the documented
     figure, kind by kind. (The 4-driver race keeps its own budget:
@@ -182,7 +182,7 @@ def test_one_driver_steady_append_costs_the_documented_requests(
 
     Each append's ``N.crc`` is the store's (CommitChecksums): its PUT is the request right after
     the commit's, at the checkpoint version too, where Delta's own would come only after
-    Delta's commit statistics read the log back (docs/logstore.md, "The checkpoint version
+    Delta's commit statistics read the log back (docs/design/logstore.md, "The checkpoint version
     under contention")."""
     documented, documented_kinds = documented_requests_per_append()
     spark = build_test_session(

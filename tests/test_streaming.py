@@ -1,5 +1,5 @@
 """Structured Streaming into Delta on LocalStack through the ``s3-conditional`` preset
-(docs/streaming.md), with real driver processes (``localstack/streams.py``):
+(docs/guides/streaming.md), with real driver processes (``localstack/streams.py``):
 
 - two streaming queries (file sources, ``writeStream.format("delta")``, each its own driver
   and S3 checkpoint) and a batch writer on one table; one query's driver SIGKILLed while its

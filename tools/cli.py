@@ -138,7 +138,7 @@ def conf_group() -> None:
     show_default=True,
     help="cache: spark.jars from deltaguard's jar cache (`make jars`); packages: Maven "
     "coordinates resolved from Maven Central (not ~/.m2); auto: cache if resolved, else "
-    "packages; none: no jar settings (docs/logstore.md)",
+    "packages; none: no jar settings (docs/guides/commit-path.md)",
 )
 @click.option(
     "--format",
@@ -416,7 +416,12 @@ def _manifest_dir(path: Path | None) -> Path | None:
 @click.option("--yes", is_flag=True, help="with --delete: really delete")
 @click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
 @click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
-@click.option("--json", "as_json", is_flag=True, help="print the report as JSON (docs/orphans.md)")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print the report as JSON (docs/reference/json-schemas.md)",
+)
 @format_option
 @progress_option
 @click.option(
@@ -425,7 +430,7 @@ def _manifest_dir(path: Path | None) -> Path | None:
     type=click.Path(file_okay=False, path_type=Path),
     callback=lambda _ctx, _param, value: _manifest_dir(value),
     help="the directory where --delete --yes writes its manifest: manifest.json and Parquet "
-    "records, both engines (docs/orphans.md; a .json path is refused; default: under the "
+    "records, both engines (docs/guides/cleanup.md; a .json path is refused; default: under the "
     "state directory, $DELTAGUARD_STATE_DIR or $XDG_STATE_HOME/deltaguard/orphans/)",
 )
 @click.option(
@@ -436,7 +441,7 @@ def _manifest_dir(path: Path | None) -> Path | None:
 )
 @engine_option(
     "local: one process; spark: a Spark job (listing and classification in executors, "
-    "docs/orphans.md)"
+    "docs/guides/cleanup.md)"
 )
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
 @click.option(
@@ -452,7 +457,7 @@ def _manifest_dir(path: Path | None) -> Path | None:
     metavar="LOCATION",
     help="read the data files from an inventory instead of listing them: an S3 Inventory "
     "manifest.json, or a Parquet or Delta table with USING INVENTORY columns "
-    "(docs/orphans.md, Inventory mode)",
+    "(docs/guides/cleanup.md, Inventory mode)",
 )
 @click.option(
     "--inventory-date",
@@ -593,7 +598,7 @@ def _fail(command: str, exc: Exception) -> None:
 @dynamodb_table_path_option
 @engine_option(
     "the file check's engine: local (one process lists the table) or spark (executors "
-    "list it; the latest version only; docs/audit.md)"
+    "list it; the latest version only; docs/guides/audit.md)"
 )
 @spark_master_option
 @s3_options
@@ -703,7 +708,7 @@ def repair_command(
 
 @main.group("migrate")
 def migrate_group() -> None:
-    """Moving a live table from the DynamoDB LogStore to conditional writes (docs/migration.md)."""
+    """Moving a live table from the DynamoDB LogStore to conditional writes (docs/guides/migration.md)."""
 
 
 @migrate_group.command("status")

@@ -25,7 +25,7 @@ README's table is this one). Every failure also prints one line on stderr,
     ``orphans --delete --yes`` stopped by SIGINT (Ctrl-C) or SIGTERM: no delete was sent
     after the signal, the requests in flight were settled (or their files recorded
     ``unknown``), and the manifest says ``"status": "interrupted"`` with the counts. Run the
-    same command again to finish (docs/orphans.md, Interrupting a cleanup).
+    same command again to finish (docs/guides/cleanup.md, Interrupting a cleanup).
 ``70`` (:attr:`ExitCode.UNEXPECTED`)
     an error deltaguard does not know (a bug): the line says where the full trace was written
     (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);

@@ -1,5 +1,5 @@
 """``deltaguard migrate status``: which phase of the move from DynamoDB to conditional writes a
-table is in (docs/migration.md), the evidence, and what is safe to do next.
+table is in (docs/guides/migration.md), the evidence, and what is safe to do next.
 
 The evidence (:mod:`deltaguard.tools.deltalog.protocol_mix`): each recent commit's DynamoDB
 entry (with or without the transition marker, or none) and its ``engineInfo``, which names
@@ -68,7 +68,7 @@ def _when(ms: int | None) -> str:
 
 
 def next_step(evidence: ProtocolEvidence) -> str:
-    """What is safe to do next, given the evidence (docs/migration.md names the phases)."""
+    """What is safe to do next, given the evidence (docs/guides/migration.md names the phases)."""
     mix = evidence.unsafe_mix()
     if mix is not None:
         return (

@@ -1,4 +1,4 @@
-"""What a command prints on stdout, for a person or for a pipeline (docs/output.md).
+"""What a command prints on stdout, for a person or for a pipeline (docs/reference/output.md).
 
 * :func:`stdout_console`: the rich console the text reports print to. At a terminal it has the
   terminal's width (columns that hold paths fold rather than cut); anywhere else (a file, a
@@ -68,5 +68,5 @@ def format_option(f: F) -> F:
         type=click.Choice(FORMATS),
         default=None,
         help="text (default; whole paths when stdout is not a terminal), json (= --json), or "
-        "tsv: one row per item with a header, for pipelines (docs/output.md)",
+        "tsv: one row per item with a header, for pipelines (docs/reference/output.md)",
     )(run)  # type: ignore[return-value]

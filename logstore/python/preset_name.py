@@ -27,7 +27,7 @@ class PresetName(StrEnum):
     S3_DYNAMODB = "s3-dynamodb"
     #: deltaguard's transition LogStore: the DynamoDB protocol whose commit files are created
     #: with ``If-None-Match``; moves a live table from ``s3-dynamodb`` to ``s3-conditional``
-    #: (docs/migration.md).
+    #: (docs/guides/migration.md).
     S3_DYNAMODB_TRANSITION = "s3-dynamodb-transition"
     #: Delta's ``S3SingleDriverLogStore`` (its default for S3): safe for ONE driver only.
     S3_SINGLE_DRIVER = "s3-single-driver"

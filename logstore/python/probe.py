@@ -119,7 +119,7 @@ class ProbeReport:
         return "UNSAFE: conditional writes are not honoured atomically and no sound DynamoDB table was given"
 
     def to_json(self) -> dict[str, Any]:
-        """``probe --json`` (schema :data:`PROBE_SCHEMA`, docs/logstore.md)."""
+        """``probe --json`` (schema :data:`PROBE_SCHEMA`, docs/reference/json-schemas.md)."""
         out: dict[str, Any] = {"schema": PROBE_SCHEMA, **asdict(self)}
         out.update(
             verdict=self.verdict,

@@ -1,6 +1,6 @@
 """The transition commit protocol in Python, on boto3: the JVM
 ``io.deltaguard.logstore.S3TransitionLogStore`` step for step (its javadoc holds the safety
-argument for every pair of writer kinds and every crash point; docs/migration.md the runbook).
+argument for every pair of writer kinds and every crash point; docs/guides/migration.md the runbook).
 
 It is the DynamoDB protocol of :mod:`deltaguard.logstore.s3_dynamodb` (same table, item schema,
 temp file, conditional PutItem, recovery), except that N.json is only ever created with

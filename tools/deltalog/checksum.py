@@ -4,7 +4,7 @@ replayed state with it (:func:`parse_checksum`), and deltaguard's Python committ
 next one with it (:func:`checksum_after_append`).
 
 Why a writer should leave one: a Spark driver that loads version N without ``N.crc`` rebuilds
-the table state with Spark jobs before its next commit (``docs/logstore.md``, "The checksum
+the table state with Spark jobs before its next commit (``docs/design/logstore.md``, "The checksum
 path"); with it, a blind append costs one job.
 """
 

@@ -1,6 +1,6 @@
 """Audit findings: what is wrong, where, how bad, and what to do about it.
 
-Every finding has a stable ``code`` (see :data:`CODES`, also the table in docs/audit.md), a severity
+Every finding has a stable ``code`` (see :data:`CODES`, also the table in docs/guides/audit.md), a severity
 (``error``: the table or some version cannot be read correctly, or data is missing;
 ``warning``: something needs attention but readers cope; ``info``: normal state worth knowing),
 the file (relative to the table root) and line when there is one, and a hint.
@@ -125,7 +125,7 @@ CODES: dict[str, tuple[Severity, str]] = {
         "be the only copy of that commit (the next reader or writer copies it to N.json), and "
         "for a retained version whose N.json is missing it may hold the missing commit: never "
         "delete those. Once N.json exists it is garbage when its DynamoDB entry is complete or "
-        "expired (`deltaguard orphans --dynamodb-table` checks; docs/orphans.md). Other temp "
+        "expired (`deltaguard orphans --dynamodb-table` checks; docs/guides/cleanup.md). Other temp "
         "files are safe to delete once no writer is active.",
     ),
     "stray-log-file": (
@@ -150,7 +150,7 @@ CODES: dict[str, tuple[Severity, str]] = {
         "delta-rs >= 1.6.1, Trino) started on this table: the plain store's copy to N.json is "
         "not atomic against a conditional PUT, so one can overwrite the other's commit. Stop "
         "the conditional writers, move every DynamoDB job (readers too) to "
-        "s3-dynamodb-transition, check `deltaguard migrate status`, and read docs/migration.md; "
+        "s3-dynamodb-transition, check `deltaguard migrate status`, and read docs/guides/migration.md; "
         "compare each job's commits with `deltaguard history` to find overwritten ones.",
     ),
     "unknown-writer-feature": (

@@ -47,7 +47,7 @@ HISTORY_SCHEMA = "deltaguard.history/2"
 
 def history_json(table: str, entries: list[HistoryEntry]) -> dict[str, Any]:
     """``history --json``: ``{"schema", "table" (as given), "entries": [entry, newest first]}``
-    (docs/audit.md)."""
+    (docs/guides/audit.md)."""
     return {"schema": HISTORY_SCHEMA, "table": table, "entries": [e.to_json() for e in entries]}
 
 

@@ -1,6 +1,6 @@
 """Which commit protocol wrote each recent commit of a table, from its log and its DynamoDB
 commit table: the evidence behind ``deltaguard migrate status`` and audit's
-``mixed-commit-protocols`` finding (docs/migration.md).
+``mixed-commit-protocols`` finding (docs/guides/migration.md).
 
 Each commit is classed by its DynamoDB entry: ``plain-dynamodb`` (an entry without the
 transition marker: Delta's store or deltaguard's ``S3DynamoDBLogStore``, or a plain reader that

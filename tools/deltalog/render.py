@@ -54,7 +54,7 @@ def print_audit(report: AuditReport, console: Console) -> None:
 
 def print_history(entries: list[HistoryEntry], console: Console) -> None:
     """One row per commit, with its txn (app id=version) and userMetadata: what a writer looks
-    for after a commit outcome the store could not settle (docs/logstore.md)."""
+    for after a commit outcome the store could not settle (docs/guides/commit-path.md)."""
     table = Table()
     for column in (
         "version",
@@ -81,9 +81,9 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
     console.print(table)
 
 
-#: ``audit --format tsv``'s columns (docs/audit.md).
+#: ``audit --format tsv``'s columns (docs/guides/audit.md).
 AUDIT_TSV_COLUMNS = ("severity", "code", "file", "line", "message", "hint")
-#: ``history --format tsv``'s columns (docs/audit.md): parameters and metrics as JSON.
+#: ``history --format tsv``'s columns (docs/guides/audit.md): parameters and metrics as JSON.
 HISTORY_TSV_COLUMNS = (
     "version",
     "timestamp",

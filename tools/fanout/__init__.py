@@ -2,7 +2,7 @@
 
 Needs the ``spark`` extra (``pip install 'deltaguard[spark]'``). :mod:`.writer` holds the
 contract (:func:`write_fanout`), :mod:`.keyed_append` one idempotent Delta append, and
-:mod:`.example_job` a spark-submit job that uses them. Guide: ``docs/fanout.md``.
+:mod:`.example_job` a spark-submit job that uses them. Guide: ``docs/guides/fanout.md``.
 """
 
 from deltaguard.tools.fanout.writer import (

@@ -15,7 +15,7 @@ file's name (``txnAppId = <job-id>/<file name>``, ``txnVersion = --run-version``
 the same input with the same ``--job-id`` and ``--run-version`` after a crash skips the
 appends that already landed and writes the rest, so no row is written twice.
 
-Run it with a deltaguard preset (see docs/fanout.md)::
+Run it with a deltaguard preset (see docs/guides/fanout.md)::
 
     deltaguard conf render s3-conditional --table-root s3://lake/entities > lake.properties
     spark-submit --properties-file lake.properties \\

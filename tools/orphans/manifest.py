@@ -109,7 +109,7 @@ def check_manifest_path(path: Path) -> None:
     if path.suffix.lower() == ".json":
         raise ManifestPathError(
             f"{path}: the manifest is a directory (manifest.json plus Parquet records, "
-            "docs/orphans.md); give a directory path, not a .json file"
+            "docs/guides/cleanup.md); give a directory path, not a .json file"
         )
     if path.exists() and not path.is_dir():
         raise ManifestPathError(f"{path}: exists and is not a directory")

@@ -96,7 +96,7 @@ def largest_first(partitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: Partition rows the text report shows (the JSON and TSV have them all).
 SHOWN_PARTITIONS = 20
-#: ``orphans --format tsv``'s columns (docs/orphans.md): one row per candidate, all of them.
+#: ``orphans --format tsv``'s columns (docs/guides/cleanup.md): one row per candidate, all of them.
 TSV_COLUMNS = ("path", "class", "bytes", "modified", "reason", "location")
 
 

@@ -8,7 +8,7 @@ engines (the local :func:`~deltaguard.tools.orphans.classify.scan` and the Spark
   it to restart exactly once, so none is ever a candidate, whatever its age; the directory is
   reported in ``kept_dirs`` with :data:`CHECKPOINT_REASON`. When its name is not hidden
   (e.g. ``checkpoints/q1``) VACUUM would delete its files: this is a deliberate difference
-  from VACUUM DRY RUN (docs/orphans.md), and comparisons with VACUUM leave such files out.
+  from VACUUM DRY RUN (docs/design/orphans.md), and comparisons with VACUUM leave such files out.
   A checkpoint whose query never started a micro-batch holds only ``metadata`` and is not
   recognised; a hidden-named checkpoint (``_checkpoint``) is never listed, as by VACUUM.
 * **A file sink's metadata log** (``_spark_metadata``, the list of files the sink committed)

@@ -1,5 +1,5 @@
 """``deltaguard repair``: fix the damage the audit finds, committed through the table's own
-commit protocol (docs/repair.md).
+commit protocol (docs/guides/repair.md).
 
 Modules, one job each: :mod:`.damage` (which live files are missing or broken),
 :mod:`.raw_adds` (those files' ``add`` actions exactly as the log holds them),

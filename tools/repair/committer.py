@@ -3,7 +3,7 @@ commit_next` writes through.
 
 A local table commits by ``link(2)`` (:class:`~deltaguard.logstore.local_log_store.
 LocalLogStore`). An S3 table commits the way its writers do, which the files cannot tell, so
-``--commit-protocol`` says it (docs/repair.md):
+``--commit-protocol`` says it (docs/guides/repair.md):
 
 ``conditional``
     ``If-None-Match: *`` creates (:class:`~deltaguard.logstore.s3_conditional.

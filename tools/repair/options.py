@@ -16,7 +16,7 @@ HELP = """Fix what the audit finds in TABLE (a local path, s3:// or s3a://): rem
 entries whose data or deletion vector file is missing (or, with --check footers, truncated or
 unreadable) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
 Dry run unless --yes; commits through the table's own protocol (--commit-protocol), safe next
-to live writers (docs/repair.md).
+to live writers (docs/guides/repair.md).
 
 Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), or a gap no
 repair can fill; 2: the table could not be read or was refused, a setting was refused, or a

@@ -18,7 +18,7 @@ The commit (one version, nothing but these actions):
 * ``dataChange`` true: the rows of these files leave the table. PROTOCOL.md allows
   ``dataChange`` false only when the same records stay in the table through other files
   (compaction), which is not so here. What that means for streaming and CDF readers is in
-  docs/repair.md.
+  docs/guides/repair.md.
 
 Nothing else: protocol, metadata, txn and domain metadata are untouched.
 """

@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * N.crc}; without it, it rebuilds the whole table state with Spark jobs. Delta writes {@code
  * N.crc} in a post-commit hook, and at a checkpoint version only after its commit statistics
  * have rebuilt the state: seconds in which every other driver that commits finds no checksum
- * and rebuilds too (measured in {@code docs/logstore.md}, "The checkpoint version under
+ * and rebuilds too (measured in {@code docs/design/logstore.md}, "The checkpoint version under
  * contention"). Written by the store, {@code N.crc} is there one PUT after {@code N.json}.
  *
  * <p><b>Contract.</b> {@link #afterCommit} is best effort and never throws: the commit has

@@ -56,7 +56,7 @@ import org.slf4j.LoggerFactory;
  * implicitly, because a mistyped table name would silently split writers. Every writer of a table
  * must use this protocol with the same table and region; a conditional-write writer on the same
  * table would bypass DynamoDB (step 3 is not atomic against a conditional PUT). To move a live
- * table to conditional writes, see {@link S3TransitionLogStore} and docs/migration.md.
+ * table to conditional writes, see {@link S3TransitionLogStore} and docs/guides/migration.md.
  */
 public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private static final Logger LOG = LoggerFactory.getLogger(S3DynamoDBLogStore.class);

@@ -13,7 +13,7 @@ import org.apache.hadoop.fs.Path;
 
 /**
  * The LogStore that moves a live table from Delta's DynamoDB protocol to conditional writes
- * without stopping a writer (preset {@code s3-dynamodb-transition}; runbook: docs/migration.md).
+ * without stopping a writer (preset {@code s3-dynamodb-transition}; runbook: docs/guides/migration.md).
  * It speaks the DynamoDB protocol exactly as {@link S3DynamoDBLogStore} and Delta's
  * {@code S3DynamoDBLogStore} do (same table, item schema, temp file, conditional PutItem, copy,
  * recovery), except that N.json is only ever created with {@code If-None-Match: *} through

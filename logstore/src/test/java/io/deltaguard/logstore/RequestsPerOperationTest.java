@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What each LogStore operation sends to S3, request by request (the store's side of "requests
- * per Spark append" in docs/logstore.md): a create is one conditional PUT with no probe before
+ * per Spark append" in docs/design/logstore.md): a create is one conditional PUT with no probe before
  * it, an overwrite one plain PUT (no temp file, no COPY + DELETE), a read one GET (no HEAD), a
  * listFrom one LIST, and the fail-closed verification runs once per JVM and bucket.
  */

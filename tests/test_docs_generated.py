@@ -1,0 +1,118 @@
+"""The documentation as a map that cannot drift (fast: no servers, no Spark).
+
+* The generated pages (``docs/generate.py``: the CLI reference from the click tree, the exit
+  codes from :class:`ExitCode`, the presets and Spark lines, ``docs/benchmarks.md`` from
+  ``bench/results/latest.json``) are what the generator makes of the code now, byte for byte
+  (after a change: ``make docs``, then commit the pages).
+* Every relative link in README.md and docs/ names a file that exists and, for a markdown
+  page, a heading that page has (GitHub's anchors).
+* Every page says who it is for in its first line (``For: ...``).
+* Measured figures with a date live in docs/benchmarks.md only: no other page carries a
+  dated run or a load average.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+PAGES = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*```")
+DATE = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+#: Words that make a dated line a measurement ("measured 2026-11-23", "medians of 3 runs, ...").
+MEASURED = re.compile(
+    r"measured|median|load average|\bone run\b|\bruns of\b|took \d", re.IGNORECASE
+)
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prose(path: Path) -> list[tuple[int, str]]:
+    """(line number, line) of ``path`` outside fenced code blocks."""
+    lines, fenced = [], False
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            lines.append((number, line))
+    return lines
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    found: set[str] = set()
+    for _, line in _prose(path):
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        if heading:
+            base = _anchor(heading.group(1))
+            anchor, n = base, 0
+            while anchor in found:  # GitHub numbers repeated headings: -1, -2, ...
+                n += 1
+                anchor = f"{base}-{n}"
+            found.add(anchor)
+    return found
+
+
+def test_generated_pages_are_what_the_code_makes(tmp_path: Path) -> None:
+    generator = _generator()
+    stale = []
+    for written in generator.write(tmp_path):
+        rel = written.relative_to(tmp_path)
+        committed = DOCS / rel
+        if not committed.exists() or committed.read_text() != written.read_text():
+            stale.append(str(rel))
+    assert stale == [], f"docs/{stale} differ from what docs/generate.py makes: run `make docs`"
+
+
+def test_relative_links_resolve() -> None:
+    broken = []
+    for page in PAGES:
+        for number, line in _prose(page):
+            for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
+                if re.match(r"^[a-z]+:", target):  # https:, mailto:
+                    continue
+                file_part, _, anchor = target.partition("#")
+                linked = (page.parent / file_part).resolve() if file_part else page
+                where = f"{page.relative_to(REPO)}:{number}: {target}"
+                if not linked.exists():
+                    broken.append(f"{where} (no such file)")
+                elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                    broken.append(f"{where} (no such heading)")
+    assert broken == [], "broken links:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_each_page_says_who_it_is_for(page: Path) -> None:
+    if page == REPO / "README.md":
+        return  # the project's front page: what it is, for whom, in its first paragraph
+    first = page.read_text().splitlines()[0]
+    assert first.startswith("For: "), f"{page.relative_to(REPO)}: first line {first!r}"
+
+
+def test_dated_measurements_live_in_benchmarks_md_only() -> None:
+    dated = [
+        f"{page.relative_to(REPO)}:{number}: {line.strip()[:100]}"
+        for page in PAGES
+        if page != DOCS / "benchmarks.md"
+        for number, line in _prose(page)
+        if "load average" in line.lower() or (DATE.search(line) and MEASURED.search(line))
+    ]
+    assert dated == [], "dated measurements outside docs/benchmarks.md:\n" + "\n".join(dated)
