@@ -109,9 +109,9 @@ test-java: venv ## the JUnit suite of logstore/, once per SDK generation; the bu
 test: setup test-java  ## set everything up, run every test but the long variants (JUnit, then pytest; prints the wall time)
 	@bash .ci/timed-tests -m "not long" -n 2 --dist loadgroup
 
-# Everything that needs no Spark JVM (the CLI, the Python LogStores, audit and orphans on
-# synthetic tables, the test-bed servers): a few minutes.
-test-fast: venv jar localstack  ## the tests that need no Spark JVM (a few minutes)
+# The quick loop: what needs no Spark JVM and takes under 10 s a test (the CLI, the Python
+# LogStores, audit and orphans on synthetic tables, the test-bed servers): under 3 minutes.
+test-fast: venv jar localstack  ## the quick loop: no Spark JVM, no slow (10 s+) test (under 3 minutes)
 	@bash .ci/timed-tests -m "not spark and not long and not slow" -n 2 --dist loadgroup
 
 lint: venv  ## ruff check and ruff format --check

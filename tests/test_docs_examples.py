@@ -199,6 +199,7 @@ def needs_spark(args: list[str]) -> bool:
     return "--engine" in args and args[args.index("--engine") + 1 :][:1] == ["spark"]
 
 
+@pytest.mark.slow  # about 35 CLI processes: `make test`; test-fast parses them only
 def test_doc_commands_run(localstack, ls_bucket, tmp_path):
     """Every documented command but those that start a Spark JVM."""
     _run_doc_commands(localstack, ls_bucket, tmp_path, spark=False)
