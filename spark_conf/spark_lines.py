@@ -117,7 +117,7 @@ LINES: tuple[SparkLine, ...] = (
     SparkLine(
         # Delta 4.4's build for Spark 4.0, not Delta 4.0.1: `pip install delta-spark` next to
         # pyspark 4.0 resolves 4.4.1, whose configure_spark_with_delta_pip asks for
-        # delta-spark_4.0_2.13 of its own version (docs/design/logstore.md, "Which Delta on Spark 4.0").
+        # delta-spark_4.0_2.13 of its own version (docs/guides/commit-path.md, "Which Delta on Spark 4.0").
         name="4.0",
         spark="4.0",
         scala="2.13",
