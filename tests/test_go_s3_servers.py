@@ -1,16 +1,25 @@
-"""The third real S3 server: MinIO, what teams without DynamoDB run Delta on (delta-io/delta
-#1336). The same checks as on versitygw (test_versitygw.py), run against MinIO: the probe's
-verdict; the Python protocol's fault tests through the fault proxy (409, 503, 500, dropped
-responses, resets, imported from test_python_logstore.py and run with this module's fixtures, so
-they are the same tests, not copies; not the strip-If-None-Match test: MinIO verifies
-signatures, and a proxy that strips a signed header gets 403 SignatureDoesNotMatch, not an
-ignoring store); mutual exclusion of Python writers; the staged Spark race through deltaguard's
-conditional store, with dropped responses / 409 / 503 on commit PUTs; and the mixed-engine race:
-a Spark driver, a delta-rs writer and the Python committer on one table at once. The soak on
-MinIO is in test_soak.py (``make soak``).
+"""The second and third real S3 servers, the Go ones: versitygw (the Versity S3 Gateway), which
+users run on-premises, and MinIO, what teams without DynamoDB run Delta on (delta-io/delta
+#1336); both independent of LocalStack.
+
+The store-side assumption (If-None-Match: * is honoured atomically) is checked on each, by the
+same tests: the probe's verdict; the Python protocol's fault tests through the fault proxy
+(409, 503, 500, dropped responses, resets, imported from test_python_logstore.py and run with
+this module's fixtures, so they are the same tests, not copies; not the strip-If-None-Match
+test: both servers verify signatures, and a proxy that strips a signed header gets 403
+SignatureDoesNotMatch, not an ignoring store); mutual exclusion of Python writers. Each shared
+test runs once per server (ids ``[versitygw]``, ``[minio]``).
+
+Per server (test_spark_commits.py's machinery, endpoint swapped): on versitygw the staged Spark
+race through deltaguard's conditional store; on MinIO the losing create's 412, the staged Spark
+race with dropped responses / 409 / 503 on commit PUTs, and the mixed-engine race: a Spark
+driver, a delta-rs writer and the Python committer on one table at once. The soaks on both are
+in test_soak.py (``make soak``).
 
 In this module the fixtures ``localstack``, ``ls_bucket`` and ``ls_proxy`` that the imported
-tests ask for are MinIO, a bucket on it and a fault proxy in front of it.
+tests ask for are the server under test (the session's ``versitygw`` or ``minio`` fixture, so
+each server starts once), a bucket on it and a fault proxy in front of it; a per-server test
+picks its server with ``@on("minio")``.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_python_logstore import (  # noqa: F401 (collected here, run against MinIO)
+from test_python_logstore import (  # noqa: F401 (collected here, run against both servers)
     test_access_denied_fails_fast,
     test_budget_exhausted_names_key_and_error,
     test_connection_reset_is_retried,
@@ -33,43 +42,53 @@ from test_python_logstore import (  # noqa: F401 (collected here, run against Mi
 from test_spark_commits import ROWS, _assert_nothing_lost, _run
 
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
-from deltaguard.localstack.minio_server import MinIOServer
+from deltaguard.localstack.go_s3_server import GoS3Server
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
 from deltaguard.spark_conf.preset_name import PresetName
 
+#: The session fixtures (tests/conftest.py) of the servers under test.
+SERVERS = ("versitygw", "minio")
 
-@pytest.fixture
-def localstack(minio: MinIOServer) -> MinIOServer:
+
+def on(server: str) -> pytest.MarkDecorator:
+    """Runs a test on ``server`` only (one of SERVERS)."""
+    assert server in SERVERS, server
+    return pytest.mark.parametrize("localstack", [server], indirect=True)
+
+
+@pytest.fixture(params=SERVERS)
+def localstack(request: pytest.FixtureRequest) -> GoS3Server:
     """The server under test (named as the imported tests expect)."""
-    return minio
+    server: GoS3Server = request.getfixturevalue(request.param)
+    return server
 
 
 @pytest.fixture
-def ls_bucket(minio: MinIOServer) -> str:
+def ls_bucket(localstack: GoS3Server) -> str:
     name = f"dg-{uuid.uuid4().hex[:12]}"
-    minio.endpoint.s3_client().create_bucket(Bucket=name)
+    localstack.endpoint.s3_client().create_bucket(Bucket=name)
     return name
 
 
 @pytest.fixture
-def ls_proxy(minio: MinIOServer, tmp_path: Path) -> Iterator[FaultProxy]:
-    with FaultProxy(minio.endpoint, tmp_path, seed=7) as proxy:
+def ls_proxy(localstack: GoS3Server, tmp_path: Path) -> Iterator[FaultProxy]:
+    with FaultProxy(localstack.endpoint, tmp_path, seed=7) as proxy:
         yield proxy
 
 
-def test_probe_says_minio_is_safe(minio, ls_bucket, run_cli):
+def test_probe_says_the_server_is_safe(localstack, ls_bucket, run_cli):
     out = run_cli(
         "probe",
         f"s3://{ls_bucket}/lake",
         "--endpoint",
-        minio.endpoint.url,
+        localstack.endpoint.url,
         "--path-style",
         "--json",
         "--writers",
         "8",
         "--rounds",
         "20",
-        env={**minio.endpoint.credentials_env(), "AWS_DEFAULT_REGION": "us-east-1"},
+        env={**localstack.endpoint.credentials_env(), "AWS_DEFAULT_REGION": "us-east-1"},
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
@@ -81,16 +100,17 @@ def test_probe_says_minio_is_safe(minio, ls_bucket, run_cli):
         "if-none-match": "pass",
         "atomicity": "pass",
     }
-    listed = minio.endpoint.s3_client().list_objects_v2(Bucket=ls_bucket)
+    listed = localstack.endpoint.s3_client().list_objects_v2(Bucket=ls_bucket)
     assert listed.get("Contents", []) == [], "probe keys deleted"
 
 
-def test_second_create_gets_412_and_keeps_the_first_body(minio, ls_bucket):
+@on("minio")
+def test_second_create_gets_412_and_keeps_the_first_body(localstack, ls_bucket):
     """What the protocol relies on, as MinIO answers it: the losing create gets 412
     PreconditionFailed (not 409), and the winner's body stays."""
     from botocore.exceptions import ClientError
 
-    s3 = minio.endpoint.s3_client()
+    s3 = localstack.endpoint.s3_client()
     s3.put_object(Bucket=ls_bucket, Key="k", Body=b"first", IfNoneMatch="*")
     with pytest.raises(ClientError) as err:
         s3.put_object(Bucket=ls_bucket, Key="k", Body=b"second", IfNoneMatch="*")
@@ -100,8 +120,30 @@ def test_second_create_gets_412_and_keeps_the_first_body(minio, ls_bucket):
 
 
 @pytest.mark.spark
+@on("versitygw")
+def test_staged_spark_race_on_versitygw_loses_nothing(localstack, ls_proxy, ls_bucket, tmp_path):
+    """Two Spark drivers and one Python writer through deltaguard's conditional store; the proxy
+    holds one commit PUT until a peer wrote that version: the held PUT must get 412."""
+    ls_proxy.set_rules([hold_one_commit_put()])
+    result = _run(
+        localstack,
+        ls_proxy,
+        ls_bucket,
+        tmp_path,
+        PresetName.S3_CONDITIONAL,
+        2,
+        5,
+        python_writers=1,
+    )
+    assert ls_proxy.fired() == [1], "the race was staged"
+    _assert_nothing_lost(result, 15)
+    assert result.found_rows == 15 * ROWS
+
+
+@pytest.mark.spark
+@on("minio")
 def test_staged_spark_race_and_commit_faults_on_minio_lose_nothing(
-    minio, ls_proxy, ls_bucket, tmp_path
+    localstack, ls_proxy, ls_bucket, tmp_path
 ):
     """Two Spark drivers and one Python writer through deltaguard's conditional store; the proxy
     holds one commit PUT until a peer wrote that version (the held PUT must get 412), and drops
@@ -123,7 +165,7 @@ def test_staged_spark_race_and_commit_faults_on_minio_lose_nothing(
         ]
     )
     result = _run(
-        minio, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 2, 5, python_writers=1
+        localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 2, 5, python_writers=1
     )
     assert ls_proxy.fired() == [1, 2, 1, 1], "the race was staged and every fault happened"
     _assert_nothing_lost(result, 15)
@@ -131,15 +173,16 @@ def test_staged_spark_race_and_commit_faults_on_minio_lose_nothing(
 
 
 @pytest.mark.spark
+@on("minio")
 def test_spark_deltars_and_python_writers_on_minio_lose_nothing(
-    minio, ls_proxy, ls_bucket, tmp_path
+    localstack, ls_proxy, ls_bucket, tmp_path
 ):
     """The mixed-engine race: one Spark driver (deltaguard's conditional store), one delta-rs
     writer (its own conditional PUT) and the Python committer append to one table at once, with
     one commit PUT held until a peer took its version."""
     ls_proxy.set_rules([hold_one_commit_put()])
     result = _run(
-        minio,
+        localstack,
         ls_proxy,
         ls_bucket,
         tmp_path,
