@@ -10,11 +10,11 @@ test: both servers verify signatures, and a proxy that strips a signed header ge
 SignatureDoesNotMatch, not an ignoring store); mutual exclusion of Python writers. Each shared
 test runs once per server (ids ``[versitygw]``, ``[minio]``).
 
-Per server (test_spark_commits.py's machinery, endpoint swapped): on versitygw the staged Spark
-race through deltaguard's conditional store; on MinIO the losing create's 412, the staged Spark
-race with dropped responses / 409 / 503 on commit PUTs, and the mixed-engine race: a Spark
-driver, a delta-rs writer and the Python committer on one table at once. The soaks on both are
-in test_soak.py (``make soak``).
+With test_spark_commits.py's machinery (endpoint swapped), on both the staged Spark race
+through deltaguard's conditional store, on MinIO with dropped responses / 409 / 503 on commit
+PUTs too (STAGED_RACE_FAULTS). MinIO only: the losing create's 412, and the mixed-engine race:
+a Spark driver, a delta-rs writer and the Python committer on one table at once. The soaks on
+both are in test_soak.py (``make soak``).
 
 In this module the fixtures ``localstack``, ``ls_bucket`` and ``ls_proxy`` that the imported
 tests ask for are the server under test (the session's ``versitygw`` or ``minio`` fixture, so
@@ -119,55 +119,43 @@ def test_second_create_gets_412_and_keeps_the_first_body(localstack, ls_bucket):
     assert s3.get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"first"
 
 
-@pytest.mark.spark
-@on("versitygw")
-def test_staged_spark_race_on_versitygw_loses_nothing(localstack, ls_proxy, ls_bucket, tmp_path):
-    """Two Spark drivers and one Python writer through deltaguard's conditional store; the proxy
-    holds one commit PUT until a peer wrote that version: the held PUT must get 412."""
-    ls_proxy.set_rules([hold_one_commit_put()])
-    result = _run(
-        localstack,
-        ls_proxy,
-        ls_bucket,
-        tmp_path,
-        PresetName.S3_CONDITIONAL,
-        2,
-        5,
-        python_writers=1,
-    )
-    assert ls_proxy.fired() == [1], "the race was staged"
-    _assert_nothing_lost(result, 15)
-    assert result.found_rows == 15 * ROWS
-
-
-@pytest.mark.spark
-@on("minio")
-def test_staged_spark_race_and_commit_faults_on_minio_lose_nothing(
-    localstack, ls_proxy, ls_bucket, tmp_path
-):
-    """Two Spark drivers and one Python writer through deltaguard's conditional store; the proxy
-    holds one commit PUT until a peer wrote that version (the held PUT must get 412), and drops
-    the responses of two commit PUTs that land, answers one 409 and one 503: the read-back
-    settles each; exact rows, nothing twice."""
+def _commit_faults() -> list[FaultRule]:
+    """MinIO's staged race also drops the responses of two commit PUTs that land, answers one
+    409 and one 503 (fired: 2, 1, 1)."""
     conditional = {
         "method": "PUT",
         "path_regex": DATA_COMMIT_FILE_REGEX,
         "header_present": "If-None-Match",
     }
-    ls_proxy.set_rules(
-        [
-            hold_one_commit_put(),
-            FaultRule("drop_response", times=2, **conditional),
-            FaultRule(
-                "error", status=409, code="ConditionalRequestConflict", times=1, **conditional
-            ),
-            FaultRule("error", status=503, code="SlowDown", times=1, **conditional),
-        ]
-    )
+    return [
+        FaultRule("drop_response", times=2, **conditional),
+        FaultRule("error", status=409, code="ConditionalRequestConflict", times=1, **conditional),
+        FaultRule("error", status=503, code="SlowDown", times=1, **conditional),
+    ]
+
+
+#: Per server: the commit faults of the staged Spark race besides the held PUT, and how often
+#: each rule (the held PUT first) fires.
+STAGED_RACE_FAULTS = {
+    "versitygw": (lambda: [], [1]),
+    "minio": (_commit_faults, [1, 2, 1, 1]),
+}
+
+
+@pytest.mark.spark
+def test_staged_spark_race_and_commit_faults_lose_nothing(
+    localstack, ls_proxy, ls_bucket, tmp_path
+):
+    """Two Spark drivers and one Python writer through deltaguard's conditional store; the proxy
+    holds one commit PUT until a peer wrote that version (the held PUT must get 412), and on
+    MinIO drops the responses of two commit PUTs that land, answers one 409 and one 503: the
+    read-back settles each; exact rows, nothing twice."""
+    faults, fired = STAGED_RACE_FAULTS[localstack.binary_name]
+    ls_proxy.set_rules([hold_one_commit_put(), *faults()])
     result = _run(
         localstack, ls_proxy, ls_bucket, tmp_path, PresetName.S3_CONDITIONAL, 2, 5, python_writers=1
     )
-    assert ls_proxy.fired() == [1, 2, 1, 1], "the race was staged and every fault happened"
+    assert ls_proxy.fired() == fired, "the race was staged and every fault happened"
     _assert_nothing_lost(result, 15)
     assert result.found_rows == 15 * ROWS
 
