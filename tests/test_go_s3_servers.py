@@ -53,12 +53,13 @@ SERVERS = ("versitygw", "minio")
 def on(server: str) -> pytest.MarkDecorator:
     """Runs a test on ``server`` only (one of SERVERS)."""
     assert server in SERVERS, server
-    return pytest.mark.parametrize("localstack", [server], indirect=True)
+    return pytest.mark.parametrize("localstack", [server], indirect=True, scope="module")
 
 
-@pytest.fixture(params=SERVERS)
+@pytest.fixture(scope="module", params=SERVERS)
 def localstack(request: pytest.FixtureRequest) -> GoS3Server:
-    """The server under test (named as the imported tests expect)."""
+    """The server under test (named as the imported tests expect). Module-scoped, so pytest runs
+    the module server by server (all of versitygw's tests, then MinIO's), not alternating."""
     server: GoS3Server = request.getfixturevalue(request.param)
     return server
 
