@@ -71,8 +71,8 @@ jars: venv  ## resolve Spark's Delta/S3 jars into the cache
 
 localstack: ## install the test bed: LocalStack (own venv), DynamoDB Local, versitygw, MinIO
 	bash localstack/install.sh
-	bash localstack/install_versitygw.sh
-	bash localstack/install_minio.sh
+	bash localstack/install_go_s3_server.sh versitygw
+	bash localstack/install_go_s3_server.sh minio
 
 # One cached virtualenv per older Spark line (3.5, 3.5 on Hadoop 3.4, 4.0, 4.1) for the per-line
 # tests and benchmarks, and each line's class data sharing archive for the test-bed drivers

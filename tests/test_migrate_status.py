@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import append, create_table
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
-from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.protocol_mix import Phase, WriterKind, gather_evidence
@@ -75,22 +74,6 @@ def test_a_plain_commit_above_a_conditional_one_is_the_unsafe_mix():
     assert ev.unsafe_mix() is None and ev.phase() is Phase.TRANSITION
 
 
-def _rows(tag: str) -> pa.Table:
-    return pa.table({"writer": [0], "batch": [0], "seq": [0], "payload": [tag]}).cast(
-        arrow_schema()
-    )
-
-
-def _put(endpoint: Any) -> Any:
-    s3 = endpoint.s3_client()
-
-    def put(uri: str, data: bytes) -> None:
-        loc = S3Location.parse(uri)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
-
-    return put
-
-
 def _status(run_cli, endpoint, table: str, commit_table: str) -> tuple[int, dict[str, Any]]:
     out = run_cli(
         "migrate",
@@ -138,27 +121,27 @@ def test_status_follows_the_phases_and_audit_finds_the_unsafe_mix(
     transition = S3TransitionLogStore(ep.s3_client(), ep.dynamodb_client(), ls_commit_table)
     conditional = S3ConditionalLogStore(ep.s3_client())
     create_table(plain, uri, arrow_schema())
-    append(plain, _put(ep), uri, _rows("p1"))
+    append(plain, s3_put(ep), uri, rows("p1", 1))
 
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["phase"]) == (0, "dynamodb")
     assert status["next"].startswith("Phase 1")
     assert status["commits"][-1]["engine_info"], "each commit's engineInfo is evidence"
 
-    append(transition, _put(ep), uri, _rows("t1"))
+    append(transition, s3_put(ep), uri, rows("t1", 1))
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["phase"]) == (0, "transition")
     assert status["next"].startswith("Phase 1 in progress")
     assert status["last_unmarked_entry"]["version"] == 1
 
-    append(conditional, _put(ep), uri, _rows("c1"))
-    append(transition, _put(ep), uri, _rows("t2"))
+    append(conditional, s3_put(ep), uri, rows("c1", 1))
+    append(transition, s3_put(ep), uri, rows("t2", 1))
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["phase"], status["unsafe"]) == (0, "transition", False)
     # (the DynamoDB protocol's temp files are audit warnings of their own: `temp-file`)
     assert "mixed-commit-protocols" not in _audit(run_cli, ep, uri, ls_commit_table)[1]
 
-    append(plain, _put(ep), uri, _rows("p2"))  # a forgotten plain DynamoDB job
+    append(plain, s3_put(ep), uri, rows("p2", 1))  # a forgotten plain DynamoDB job
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["unsafe"]) == (1, True)
     assert status["unsafe_mix"] == {"conditional_version": 3, "plain_version": 5}
@@ -173,7 +156,7 @@ def test_conditional_only_table_is_in_the_conditional_phase(
     uri = f"s3a://{ls_bucket}/t"
     conditional = S3ConditionalLogStore(ep.s3_client())
     create_table(conditional, uri, arrow_schema())
-    append(conditional, _put(ep), uri, _rows("c"))
+    append(conditional, s3_put(ep), uri, rows("c", 1))
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["phase"]) == (0, "conditional")
 

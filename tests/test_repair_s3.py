@@ -10,10 +10,10 @@ import json
 import threading
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
+from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import BlindAppender, create_table
@@ -35,22 +35,6 @@ def _credentials(localstack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The test bed's keys for the in-process reads (replay, audit) too."""
     for name, value in localstack.endpoint.credentials_env().items():
         monkeypatch.setenv(name, value)
-
-
-def _rows(tag: str, n: int = 3) -> pa.Table:
-    return pa.table(
-        {"writer": [0] * n, "batch": [0] * n, "seq": list(range(n)), "payload": [tag] * n}
-    ).cast(arrow_schema())
-
-
-def _put(endpoint: Any) -> Any:
-    s3 = endpoint.s3_client()
-
-    def put(uri: str, data: bytes) -> None:
-        loc = S3Location.parse(uri)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
-
-    return put
 
 
 def _cli_args(endpoint: Any, *more: str) -> list[str]:
@@ -147,12 +131,12 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     uri = f"s3://{ls_bucket}/race"
     store = S3ConditionalLogStore(endpoint.s3_client())
     create_table(store, uri, arrow_schema())
-    BlindAppender(store, _put(endpoint), uri).append(_rows("seed-a"))
-    BlindAppender(store, _put(endpoint), uri).append(_rows("seed-b"))
+    BlindAppender(store, s3_put(endpoint), uri).append(rows("seed-a"))
+    BlindAppender(store, s3_put(endpoint), uri).append(rows("seed-b"))
     victim = _delete_live_file(endpoint, uri)
     env = endpoint.credentials_env()
 
-    python = BlindAppender(S3ConditionalLogStore(endpoint.s3_client()), _put(endpoint), uri)
+    python = BlindAppender(S3ConditionalLogStore(endpoint.s3_client()), s3_put(endpoint), uri)
 
     def deltars(tag: str) -> None:
         # two writers that never pause exhaust delta-rs's default budget of 15 attempts; an
@@ -163,7 +147,7 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
             try:
                 write_deltalake(
                     uri,
-                    _rows(tag),
+                    rows(tag),
                     mode="append",
                     storage_options=endpoint.delta_rs_options(),
                     commit_properties=CommitProperties(max_commit_retries=1000),
@@ -182,7 +166,7 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     tags = _race(
         endpoint,
         uri,
-        [lambda t: python.append(_rows(t)), deltars],
+        [lambda t: python.append(rows(t)), deltars],
         repair,
         appends=appends,
     )
@@ -203,9 +187,9 @@ def test_repair_races_python_appenders_on_the_dynamodb_store(
 
     create_table(store(), uri, arrow_schema())
     for seed in ("seed-a", "seed-b"):
-        BlindAppender(store(), _put(endpoint), uri).append(_rows(seed))
+        BlindAppender(store(), s3_put(endpoint), uri).append(rows(seed))
     victim = _delete_live_file(endpoint, uri)
-    writers = [BlindAppender(store(), _put(endpoint), uri) for _ in range(2)]
+    writers = [BlindAppender(store(), s3_put(endpoint), uri) for _ in range(2)]
     outcome: list[Any] = []
 
     def repair() -> None:
@@ -218,7 +202,7 @@ def test_repair_races_python_appenders_on_the_dynamodb_store(
         )  # fmt: skip
 
     tags = _race(
-        endpoint, uri, [lambda t, w=w: w.append(_rows(t)) for w in writers], repair, appends
+        endpoint, uri, [lambda t, w=w: w.append(rows(t)) for w in writers], repair, appends
     )
     assert outcome[0].returncode == 0, outcome[0].stdout + outcome[0].stderr
     check = DynamoDBCheck(endpoint.dynamodb_client(), ls_commit_table, (uri,))
@@ -280,7 +264,7 @@ def _dynamodb_table_of_three_appends(endpoint: Any, uri: str, commit_table: str)
     store = S3DynamoDBLogStore(endpoint.s3_client(), endpoint.dynamodb_client(), commit_table)
     create_table(store, uri, arrow_schema())
     for tag in ("a", "b", "c"):
-        BlindAppender(store, _put(endpoint), uri).append(_rows(tag))
+        BlindAppender(store, s3_put(endpoint), uri).append(rows(tag))
     return store
 
 
@@ -346,7 +330,7 @@ def test_footer_check_on_s3_reads_ranges_and_removes_a_truncated_file(
     store = S3ConditionalLogStore(endpoint.s3_client())
     create_table(store, uri, arrow_schema())
     for tag in ("a", "b", "c"):
-        BlindAppender(store, _put(endpoint), uri).append(_rows(tag))
+        BlindAppender(store, s3_put(endpoint), uri).append(rows(tag))
     s3 = endpoint.s3_client()
     paths = sorted(load_snapshot(uri, s3=_s3(endpoint)).adds.paths())
     short = S3Location.parse(f"{uri}/{paths[0]}")

@@ -89,7 +89,7 @@ def test_soak_on_localstack(config, localstack, tmp_path):
     ("config", "min_commits"),
     [
         # The Python and delta-rs writers only (Spark's commits on versitygw: the staged race
-        # of test_versitygw.py and the long variant).
+        # of test_go_s3_servers.py and the long variant).
         pytest.param(
             SoakConfig(
                 duration_s=30,
@@ -129,7 +129,7 @@ def test_soak_on_versitygw(config, min_commits, versitygw, tmp_path):
 def test_soak_on_minio(minio, tmp_path):
     """``make soak`` only: Spark, Python and delta-rs writers on MinIO for 60 s with faults,
     kills and cleanup passes (retention 100 s: they delete nothing while writing, not
-    asserted). The short MinIO runs in ``make test`` are test_minio.py's races."""
+    asserted). The short MinIO runs in ``make test`` are test_go_s3_servers.py's races."""
     config = SoakConfig(
         duration_s=60,
         seed=29,

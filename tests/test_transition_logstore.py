@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
-import pyarrow as pa
 from botocore.config import Config
+from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import append, create_table, latest_version
@@ -21,7 +21,6 @@ from deltaguard.localstack.multi_driver import kill_when, start_job
 from deltaguard.logstore.dynamodb_table import MARKER_ATTRIBUTE, TRANSITION_MARKER
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
-from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 
 COMMIT_PUT = r"/_delta_log/\d{20}\.json$"
@@ -44,22 +43,6 @@ def _item(endpoint: Any, table_name: str, uri: str, version: int) -> dict[str, A
     return item
 
 
-def _rows(tag: str, n: int = 3) -> pa.Table:
-    return pa.table(
-        {"writer": [0] * n, "batch": [0] * n, "seq": list(range(n)), "payload": [tag] * n}
-    ).cast(arrow_schema())
-
-
-def _put(endpoint: Any) -> Any:
-    s3 = endpoint.s3_client()
-
-    def put(uri: str, data: bytes) -> None:
-        loc = S3Location.parse(uri)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
-
-    return put
-
-
 def _tags(store: Any, uri: str) -> list[str]:
     """userMetadata of every commit after version 0, in version order."""
     out = []
@@ -76,7 +59,7 @@ def test_entries_carry_the_marker_and_plain_readers_see_delta_items(
     uri = f"s3a://{ls_bucket}/t"
     store = _transition(localstack.endpoint, ls_commit_table)
     create_table(store, uri, arrow_schema())
-    version = append(store, _put(localstack.endpoint), uri, _rows("a"), user_metadata="a")
+    version = append(store, s3_put(localstack.endpoint), uri, rows("a"), user_metadata="a")
     item = _item(localstack.endpoint, ls_commit_table, uri, version)
     assert item is not None
     assert set(item) == {"tablePath", "fileName", "tempPath", "complete", "expireTime"} | {
@@ -96,7 +79,7 @@ def _race(uri: str, writers: list[Any], appends: int, endpoint: Any) -> list[int
     def run(w: int) -> list[int]:
         barrier.wait()
         return [
-            append(writers[w], _put(endpoint), uri, _rows(f"w{w}b{b}"), user_metadata=f"w{w}/b{b}")
+            append(writers[w], s3_put(endpoint), uri, rows(f"w{w}b{b}"), user_metadata=f"w{w}/b{b}")
             for b in range(appends)
         ]
 
@@ -155,7 +138,7 @@ def test_lost_putitem_response_is_ours(ls_proxy, localstack, ls_bucket, ls_commi
             )
         ]
     )
-    version = append(store, _put(ls_proxy.endpoint), uri, _rows("once"), user_metadata="once")
+    version = append(store, s3_put(ls_proxy.endpoint), uri, rows("once"), user_metadata="once")
     assert ls_proxy.fired() == [1]
     assert version == 1 and _tags(store, uri) == ["once"], "committed exactly once"
 
@@ -167,7 +150,7 @@ def test_lost_create_response_is_success_not_a_duplicate(
     create_table(_transition(localstack.endpoint, ls_commit_table), uri, arrow_schema())
     store = _transition(ls_proxy.endpoint, ls_commit_table)
     ls_proxy.set_rules([FaultRule("drop_response", method="PUT", path_regex=COMMIT_PUT, times=1)])
-    version = append(store, _put(ls_proxy.endpoint), uri, _rows("once"), user_metadata="once")
+    version = append(store, s3_put(ls_proxy.endpoint), uri, rows("once"), user_metadata="once")
     assert ls_proxy.fired() == [1]
     assert version == 1 and _tags(store, uri) == ["once"]
     assert _item(localstack.endpoint, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
@@ -216,10 +199,10 @@ def test_writer_killed_after_putitem_then_conditional_writer_takes_the_version(
     assert item[MARKER_ATTRIBUTE] == {"S": TRANSITION_MARKER}
 
     conditional = S3ConditionalLogStore(ep.s3_client())
-    version = append(conditional, _put(ep), uri, _rows("cond"), user_metadata="cond")
+    version = append(conditional, s3_put(ep), uri, rows("cond"), user_metadata="cond")
     assert version == 1, "the conditional writer sees no version 1 and takes it"
     assert [e.name for e in direct.list_from(f"{uri}/_delta_log/{0:020d}.json")]
     assert _item(ep, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
     assert _tags(direct, uri) == ["cond"], "the conditional commit was never replaced"
-    version = append(direct, _put(ep), uri, _rows("next"), user_metadata="next")
+    version = append(direct, s3_put(ep), uri, rows("next"), user_metadata="next")
     assert version == 2 and _tags(direct, uri) == ["cond", "next"]
