@@ -44,7 +44,7 @@ from test_spark_commits import ROWS, _assert_nothing_lost, _run
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.go_s3_server import GoS3Server
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
-from deltaguard.spark_conf.preset_name import PresetName
+from deltaguard.logstore.preset_name import PresetName
 
 #: The session fixtures (tests/conftest.py) of the servers under test.
 SERVERS = ("versitygw", "minio")
