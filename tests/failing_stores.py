@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltaguard.tools.deltalog.storage import DeleteOutcome, StopCheck, TableStore, open_table
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 
 class PartWayFailure(BaseException):

@@ -46,8 +46,8 @@ from deltaguard.localstack.synthetic_table import (
 from deltaguard.tools.deltalog import VersionNotFoundError, list_log, load_snapshot, open_table
 from deltaguard.tools.orphans import FileClass, execute, scan
 from deltaguard.tools.orphans.references import table_paths
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 HOUR = 3_600_000
 OPS = st.sampled_from(

@@ -44,10 +44,10 @@ from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
-from deltaguard.tools.orphans.spark.audit_files import spark_file_check
-from deltaguard.tools.orphans.spark.cleanup import execute_spark
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.audit_files import spark_file_check
+from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 pytestmark = pytest.mark.spark
 
@@ -804,14 +804,14 @@ def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
 
 
 def test_sql_classification_matches_data_candidate_row_for_row(spark) -> None:
-    """:mod:`~deltaguard.tools.orphans.spark.classify_sql` against the local engine's
+    """:mod:`~deltaguard.tools.spark_engine.classify_sql` against the local engine's
     ``data_candidate`` on every combination of flags (null flags: a path no entry names),
     both sides of the cut-off, inside and outside ``_change_data``: same class, same reason."""
     from itertools import product
 
     from deltaguard.tools.deltalog.storage import FileInfo
     from deltaguard.tools.orphans.classify import data_candidate
-    from deltaguard.tools.orphans.spark.classify_sql import data_class_columns
+    from deltaguard.tools.spark_engine.classify_sql import data_class_columns
 
     cutoff = 1_000
     flag_values = [None, False, True]
@@ -858,8 +858,8 @@ def test_sql_visibility_matches_the_hidden_name_rule(
     """``visible_unkept`` (Java regex from :func:`~deltaguard.tools.orphans.rules.hidden_regex`
     and checkpoint prefixes) against the local engine's ``is_visible``/``in_checkpoint``."""
     from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
-    from deltaguard.tools.orphans.spark.classify_sql import visible_unkept
     from deltaguard.tools.orphans.streaming import in_checkpoint
+    from deltaguard.tools.spark_engine.classify_sql import visible_unkept
 
     names = ["a", "_x", ".y", "_delta_index_1", "_change_data", "_p=1", "a b=2", "c.d#=3"]
     names += ["metadata", "metadata2", "p=1", "_", "é_", "_é", "cx", "cp"]
@@ -884,7 +884,7 @@ def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> Non
 
     from deltaguard.tools.deltalog.actions import decode_path
     from deltaguard.tools.deltalog.paths import relative_to_root
-    from deltaguard.tools.orphans.spark import log_refs
+    from deltaguard.tools.spark_engine import log_refs
 
     root = tmp_path / "t"
     root.mkdir()
@@ -953,7 +953,7 @@ def test_jvm_lister_lists_like_the_local_engine(spark, tmp_path: Path) -> None:
     markers collected on the way."""
     from deltaguard.tools.orphans.listing import list_table
     from deltaguard.tools.orphans.rules import hidden_name_rule
-    from deltaguard.tools.orphans.spark.jvm_listing import list_table_jvm
+    from deltaguard.tools.spark_engine.table_lister import list_table_jvm
 
     root = tmp_path / "t b#%"
     files = ["p=1/a.parquet", "p=1/b c#d%25e:f?é+.parquet", "p=1/_hidden.parquet"]
@@ -982,7 +982,7 @@ def test_one_checkpoint_flags_equal_the_reconciled_ones(spark, tmp_path: Path) -
     flags equal the reconciled ones on a table with live files, tombstones on both sides of
     the cut-off, deletion vectors and older commits."""
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark.log_refs import (
+    from deltaguard.tools.spark_engine.log_refs import (
         flag_aggregates,
         read_log,
         reference_rows,
@@ -1045,8 +1045,8 @@ def test_a_path_rule_needed_only_before_the_checkpoint_reruns_the_scan(
     orphan). With ``p=0`` nothing needs the rule and the report is written once. The deferred
     actions, once settled, equal the ones read with the rule up front."""
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark import scan as spark_scan
-    from deltaguard.tools.orphans.spark.log_refs import read_log, settle_path_rule
+    from deltaguard.tools.spark_engine import scan as spark_scan
+    from deltaguard.tools.spark_engine.log_refs import read_log, settle_path_rule
 
     root = tmp_path / "t"
     _checkpointed_table(root, first_partition)
@@ -1161,7 +1161,7 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
         local.referenced_files,
     )
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark.log_refs import read_log
+    from deltaguard.tools.spark_engine.log_refs import read_log
 
     log = read_log(spark, StoreSpec(str(root)), list_log(open_table(str(root))))
     try:

@@ -43,13 +43,17 @@ from deltaguard.tools.orphans.report import (
     write_tsv_report,
 )
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
-from deltaguard.tools.orphans.spark.cleanup import execute_spark
-from deltaguard.tools.orphans.spark.log_refs import require_reconstructable
-from deltaguard.tools.orphans.spark.scan import DEFAULT_MAX_REPORT_FILES, SparkScan, scan_spark
-from deltaguard.tools.orphans.spark.session import engine_session, session_running
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.output import stdout_console
 from deltaguard.tools.progress import phase
+from deltaguard.tools.spark_engine.log_refs import require_reconstructable
+from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
+from deltaguard.tools.spark_engine.orphans_scan import (
+    DEFAULT_MAX_REPORT_FILES,
+    SparkScan,
+    scan_spark,
+)
+from deltaguard.tools.spark_engine.session import engine_session, session_running
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.state_dir import default_manifest_path
 
 _ERROR = re.compile(r"deltaguard\.tools\.[\w.]+\.(\w+Error): (.+)")

@@ -32,7 +32,7 @@ from deltaguard.tools.orphans.inventory import (
     table_rows,
 )
 from deltaguard.tools.orphans.inventory_read import verify_data_files
-from deltaguard.tools.orphans.spark.listing import FILES_SCHEMA, DistributedListing
+from deltaguard.tools.spark_engine.listing import FILES_SCHEMA, DistributedListing
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -85,9 +85,9 @@ from deltaguard.tools.orphans.manifest import (
     write_summary,
 )
 from deltaguard.tools.orphans.rules import check_retention
-from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
-from deltaguard.tools.orphans.spark.scan import SparkScan, candidate_of, report_frame
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.log_refs import read_log, reference_flags, strict_file_reads
+from deltaguard.tools.spark_engine.orphans_scan import SparkScan, candidate_of, report_frame
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -212,7 +212,7 @@ def execute_spark(
     stop: StopSignal | None = None,
 ) -> dict[str, Any]:
     """:func:`_execute_spark` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    (:func:`~deltaguard.tools.spark_engine.log_refs.strict_file_reads`); same arguments,
     result and errors."""
     with strict_file_reads(spark):
         return _execute_spark(

@@ -1,6 +1,6 @@
 """The Spark engine's scan: listing, reference flags, anti-join and classification in Spark.
 
-The table is listed on the JVM side (:mod:`.jvm_listing`). Each visible listed file is joined
+The table is listed on the JVM side (:mod:`.table_lister`). Each visible listed file is joined
 (left) with the reference flags of its path (:func:`.log_refs.reference_flags`) and classified
 in Spark SQL by the local engine's rule (:mod:`.classify_sql`, checked row for row against
 :func:`~deltaguard.tools.orphans.classify.data_candidate`); the ``log-temp`` candidates come
@@ -28,22 +28,20 @@ from deltaguard.tools.orphans.classify import (
 )
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
-from deltaguard.tools.orphans.spark.classify_sql import (
+from deltaguard.tools.orphans.streaming import (
+    CHECKPOINT_MARKER_REGEX,
+    checkpoint_dirs,
+    kept_dirs,
+)
+from deltaguard.tools.spark_engine.classify_sql import (
     data_class_columns,
     partition_column,
     visible_unkept,
 )
-from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
-from deltaguard.tools.orphans.spark.jvm_listing import (
-    JvmListing,
-    list_table_jvm,
-    lister_available,
-    max_tasks,
-    observed,
-)
-from deltaguard.tools.orphans.spark.key_ranges import range_cuts
-from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import (
+from deltaguard.tools.spark_engine.inventory import inventory_listing_spark
+from deltaguard.tools.spark_engine.key_ranges import range_cuts
+from deltaguard.tools.spark_engine.listing import DistributedListing, list_table_distributed
+from deltaguard.tools.spark_engine.log_refs import (
     SparkLog,
     flag_aggregates,
     read_log,
@@ -52,11 +50,13 @@ from deltaguard.tools.orphans.spark.log_refs import (
     settle_path_rule,
     strict_file_reads,
 )
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
-from deltaguard.tools.orphans.streaming import (
-    CHECKPOINT_MARKER_REGEX,
-    checkpoint_dirs,
-    kept_dirs,
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.table_lister import (
+    JvmListing,
+    list_table_jvm,
+    lister_available,
+    max_tasks,
+    observed,
 )
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def scan_spark(
     range_files: int = DEFAULT_RANGE_FILES,
 ) -> SparkScan:
     """:func:`_scan_spark` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    (:func:`~deltaguard.tools.spark_engine.log_refs.strict_file_reads`); same arguments,
     result and errors."""
     with strict_file_reads(spark):
         return _scan_spark(

@@ -75,8 +75,8 @@ from deltaguard.tools.deltalog.snapshot import (
 )
 from deltaguard.tools.deltalog.storage import TableStore, table_not_found
 from deltaguard.tools.orphans.references import checkpoints_besides
-from deltaguard.tools.orphans.spark.jvm_listing import observed
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.table_lister import observed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession
