@@ -41,8 +41,8 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
         from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
 
+        from deltaguard.tools.spark_engine.errors import spark_failure
         from deltaguard.tools.spark_engine.hadoop_s3 import SessionSettingsConflict
-        from deltaguard.tools.spark_engine.orphans_run import spark_failure
 
         spark = session()
         try:

@@ -74,6 +74,7 @@ from deltaguard.tools.orphans.deleter import (
     check_contained,
     settled,
 )
+from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
 from deltaguard.tools.orphans.manifest import (
     OUTCOME_DIR,
@@ -86,7 +87,7 @@ from deltaguard.tools.orphans.manifest import (
 )
 from deltaguard.tools.orphans.rules import check_retention
 from deltaguard.tools.spark_engine.log_refs import read_log, reference_flags, strict_file_reads
-from deltaguard.tools.spark_engine.orphans_scan import SparkScan, candidate_of, report_frame
+from deltaguard.tools.spark_engine.orphans_scan import candidate_of, report_frame
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def _record_counts(outcome_dir: Path) -> dict[str, int]:
 def execute_spark(
     spark: SparkSession,
     spec: StoreSpec,
-    scan: SparkScan,
+    scan: EngineScan,
     *,
     manifest_dir: Path,
     include_tombstones: bool = False,
@@ -232,7 +233,7 @@ def execute_spark(
 def _execute_spark(
     spark: SparkSession,
     spec: StoreSpec,
-    scan: SparkScan,
+    scan: EngineScan,
     *,
     manifest_dir: Path,
     include_tombstones: bool = False,
@@ -321,7 +322,7 @@ def _execute_spark(
 def _plan(
     spark: SparkSession,
     spec: StoreSpec,
-    scan: SparkScan,
+    scan: EngineScan,
     planned: DataFrame,
     classes: tuple[FileClass, ...],
     manifest_dir: Path,

@@ -14,7 +14,6 @@ groups are computed in Spark, and the candidates reach the driver only when ther
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
@@ -26,6 +25,7 @@ from deltaguard.tools.orphans.classify import (
     ScanResult,
     log_candidates,
 )
+from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.streaming import (
@@ -66,22 +66,6 @@ REPORT_SCHEMA = (
     "path string, size long, mtime_ms long, class string, reason string, partition string"
 )
 DEFAULT_MAX_REPORT_FILES = 100_000
-
-
-@dataclass
-class SparkScan:
-    """A :class:`~deltaguard.tools.orphans.classify.ScanResult` (``candidates`` holds every
-    candidate only if ``complete``) plus the report table and the totals computed in Spark."""
-
-    result: ScanResult
-    report_path: str
-    candidate_count: int
-    totals: dict[str, dict[str, int]]
-    partitions: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return len(self.result.candidates) == self.candidate_count
 
 
 def _checkpoint_dirs(table: DistributedListing) -> set[str]:
@@ -145,7 +129,7 @@ def scan_spark(
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
-) -> SparkScan:
+) -> EngineScan:
     """:func:`_scan_spark` with no file read skipping a damaged file
     (:func:`~deltaguard.tools.spark_engine.log_refs.strict_file_reads`); same arguments,
     result and errors."""
@@ -174,7 +158,7 @@ def _scan_spark(
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
-) -> SparkScan:
+) -> EngineScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
     ``report_path`` (parquet, replaced). Same arguments and errors as
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
@@ -301,9 +285,10 @@ def _scan_spark(
         kept_dirs(checkpoints, hidden_dirs),
         from_inventory,
     )
-    return SparkScan(result, report_path, count, totals, partitions)
+    return EngineScan(result, count, totals, partitions, report_path)
 
 
-def report_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
+def report_frame(spark: SparkSession, scan: EngineScan) -> DataFrame:
     """The candidates of ``scan`` as a DataFrame (from its report table)."""
+    assert scan.report_path is not None, "a Spark scan has a report table"
     return spark.read.parquet(scan.report_path)
