@@ -18,7 +18,7 @@ from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import open_table
 from deltaguard.tools.deltalog.storage import LocalTableStore
-from deltaguard.tools.orphans import execute, read_manifest, scan, targets
+from deltaguard.tools.orphans import CleanupOptions, execute, read_manifest, scan, targets
 
 #: What test_orphans.py's table has to clean by default.
 PLANNED = [
@@ -99,8 +99,7 @@ def test_a_failing_delete_request_is_reported_unknown_not_failed(
             store,
             result,
             manifest_path=tmp_path / "m",
-            unsafe_retention=True,
-            given_retention=True,
+            options=CleanupOptions(unsafe_retention=True, given_retention=True),
         )
     from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
 

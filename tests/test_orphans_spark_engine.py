@@ -42,7 +42,7 @@ from deltaguard.tools.deltalog import load_snapshot, open_table
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
-from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
 from deltaguard.tools.spark_engine.audit_files import spark_file_check
 from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
@@ -139,8 +139,7 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
         spec,
         first,
         manifest_dir=tmp_path / "m",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     assert doc["status"] == "done" and doc["version_rechecked"] == version
     assert (table / late).exists()
@@ -222,9 +221,9 @@ def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
         spec,
         ours,
         manifest_dir=base / "m",
-        include_tombstones=include_tombstones,
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(
+            include_tombstones=include_tombstones, unsafe_retention=True, given_retention=True
+        ),
     )
     assert outside.exists()
     cutoff = ours.result.cutoff_ms
@@ -508,8 +507,7 @@ def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
                 spec,
                 planned,
                 manifest_dir=tmp_path / "m",
-                unsafe_retention=True,
-                given_retention=True,
+                options=CleanupOptions(unsafe_retention=True, given_retention=True),
             )
     assert all((table / p).exists() for p in files)
 
@@ -729,8 +727,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
         store,
         scan(store, retention_ms=0),
         manifest_path=tmp_path / "m-local",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     for root in (spark_root, rs_root):
         assert not [p for p in planted[root] if (root / p).exists()]

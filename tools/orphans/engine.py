@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from deltaguard.tools.deltalog.storage import S3Options, TableStore
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.classify import FileClass, ScanResult
+from deltaguard.tools.orphans.cleanup import CleanupOptions
 from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
@@ -62,6 +63,12 @@ class OrphansRequest:
         """``--retention-hours`` in milliseconds, None if not given."""
         hours = self.retention_hours
         return None if hours is None else round(hours * 3_600_000)
+
+    @property
+    def cleanup(self) -> CleanupOptions:
+        """The options of ``--delete --yes``."""
+        given = self.retention_hours is not None
+        return CleanupOptions(self.include_tombstones, self.unsafe_retention, given, self.dynamodb)
 
 
 def inventory_of(req: OrphansRequest) -> InventorySource | None:

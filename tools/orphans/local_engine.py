@@ -105,10 +105,7 @@ class LocalEngine:
             self.store(),
             scan.result,
             manifest_path=manifest,
-            include_tombstones=req.include_tombstones,
-            unsafe_retention=req.unsafe_retention,
-            given_retention=req.retention_ms is not None,
-            dynamodb=req.dynamodb,
+            options=req.cleanup,
             stop=stop,
         )
         return EngineCleanup(done.manifest, done.unwritten)

@@ -111,10 +111,7 @@ class SparkOrphansEngine:
                 self._spec,
                 scan,
                 manifest_dir=manifest,
-                include_tombstones=req.include_tombstones,
-                unsafe_retention=req.unsafe_retention,
-                given_retention=req.retention_ms is not None,
-                dynamodb=req.dynamodb,
+                options=req.cleanup,
                 stop=stop,
             )
         return EngineCleanup(summary)

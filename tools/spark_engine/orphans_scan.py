@@ -48,7 +48,7 @@ from deltaguard.tools.spark_engine.log_refs import (
     reference_flags,
     reference_rows,
     settle_path_rule,
-    strict_file_reads,
+    strict_reads,
 )
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.spark_engine.table_lister import (
@@ -118,6 +118,7 @@ def candidate_of(row: Any) -> Candidate:
     return Candidate(row.path, row.size, row.mtime_ms, FileClass(row["class"]), row.reason)
 
 
+@strict_reads
 def scan_spark(
     spark: SparkSession,
     spec: StoreSpec,
@@ -130,37 +131,9 @@ def scan_spark(
     inventory: InventorySource | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
 ) -> EngineScan:
-    """:func:`_scan_spark` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.spark_engine.log_refs.strict_file_reads`); same arguments,
-    result and errors."""
-    with strict_file_reads(spark):
-        return _scan_spark(
-            spark,
-            spec,
-            report_path,
-            retention_ms=retention_ms,
-            now_ms=now_ms,
-            max_report_files=max_report_files,
-            dynamodb=dynamodb,
-            inventory=inventory,
-            range_files=range_files,
-        )
-
-
-def _scan_spark(
-    spark: SparkSession,
-    spec: StoreSpec,
-    report_path: str,
-    *,
-    retention_ms: int | None = None,
-    now_ms: int | None = None,
-    max_report_files: int = DEFAULT_MAX_REPORT_FILES,
-    dynamodb: DynamoDBCheck | None = None,
-    inventory: InventorySource | None = None,
-    range_files: int = DEFAULT_RANGE_FILES,
-) -> EngineScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
-    ``report_path`` (parquet, replaced). Same arguments and errors as
+    ``report_path`` (parquet, replaced); no file read skips a damaged file
+    (:func:`~.log_refs.strict_reads`). Same arguments and errors as
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
     the data files, :mod:`.inventory`; ``range_files``: an S3 directory of at least twice as
     many files is listed in key ranges of about that many, :mod:`.key_ranges`; 0: never)."""
