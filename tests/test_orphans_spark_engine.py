@@ -43,9 +43,13 @@ from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.storage import S3Options
 from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans.engine import OrphansEngine, OrphansRequest
+from deltaguard.tools.orphans.interrupt import StopSignal
+from deltaguard.tools.orphans.local_engine import LocalEngine
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
 from deltaguard.tools.spark_engine.audit_files import spark_file_check
 from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
+from deltaguard.tools.spark_engine.orphans_engine import SparkEngineOptions, SparkOrphansEngine
 from deltaguard.tools.spark_engine.orphans_scan import scan_spark
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
@@ -156,32 +160,36 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
     assert not again.result.of(FileClass.ORPHAN)
 
 
+def _engine(name: str, report: Path) -> OrphansEngine:
+    """The ``local`` or the ``spark`` engine of the orchestrator's seam (the Spark one in the
+    module's session, its report table at ``report``)."""
+    if name == "local":
+        return LocalEngine()
+    return SparkOrphansEngine(SparkEngineOptions(report_table=str(report)))
+
+
 def test_both_engines_write_the_same_manifest(spark, tmp_path: Path) -> None:
     """Issue 26: the local and the Spark cleanup of two copies of one table (one of its
     orphans spared by a commit made after the scan) write the same manifest: the same
     summary but for the times, the cut-off, the table and the local engine's request count, Parquet
     files of the same columns, and the same records (old code: a JSON file with lists against
-    a directory with two differently shaped tables)."""
+    a directory with two differently shaped tables). One body for both engines, through the
+    seam the command runs them by (:class:`~deltaguard.tools.orphans.engine.OrphansEngine`)."""
     written = {}
-    for engine in ("local", "spark"):
-        root = tmp_path / engine
+    for name in ("local", "spark"):
+        root = tmp_path / name
         orphans_table(root)
-        store = open_table(str(root))
-        if engine == "local":
-            result = scan(store)
-        else:
-            planned = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "report"))
-            result = planned.result
+        engine = _engine(name, tmp_path / "report")
+        req = OrphansRequest(str(root), delete=True, yes=True, as_json=True)
+        found = engine.scan(req, None)
         _commit_naming(root, "p=b/part-orphan.parquet")  # after the scan: spared
-        manifest = tmp_path / f"m-{engine}"
-        if engine == "local":
-            execute(store, result, manifest_path=manifest)
-        else:
-            execute_spark(spark, StoreSpec(str(root)), planned, manifest_dir=manifest)
-        written[engine] = read_manifest(manifest)
+        manifest = tmp_path / f"m-{name}"
+        done = engine.delete(req, found, manifest, StopSignal())
+        written[name] = read_manifest(manifest)
+        assert done.summary["counts"] == written[name].summary["counts"], name
         for records in ("plan", "outcome"):
             files = pq.read_table(manifest / records)
-            assert files.schema.remove_metadata() == RECORD_SCHEMA, (engine, records)
+            assert files.schema.remove_metadata() == RECORD_SCHEMA, (name, records)
     local, ours = written["local"], written["spark"]
     varying = {"table", "cutoff_ms", "started_at", "finished_at", "requests"}
     assert {k: v for k, v in ours.summary.items() if k not in varying} == {
@@ -664,7 +672,6 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
     import pyarrow as pa
 
     from deltaguard.localstack.failed_job import VACUUM_CONF, vacuum_dry_run
-    from deltaguard.tools.orphans import execute
 
     spark_root, rs_root = tmp_path / "spark", tmp_path / "delta-rs"
     entries = _odd_spark_table(spark, spark_root)
@@ -1042,7 +1049,7 @@ def test_a_path_rule_needed_only_before_the_checkpoint_reruns_the_scan(
     orphan). With ``p=0`` nothing needs the rule and the report is written once. The deferred
     actions, once settled, equal the ones read with the rule up front."""
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.spark_engine import scan as spark_scan
+    from deltaguard.tools.spark_engine import orphans_scan as spark_scan
     from deltaguard.tools.spark_engine.log_refs import read_log, settle_path_rule
 
     root = tmp_path / "t"
