@@ -241,8 +241,8 @@ def engine_run(engine: str, table: str) -> dict[str, Any]:
         spark = _session()
         started = time.monotonic()
         if engine == "spark":
-            from deltaguard.tools.orphans.spark.scan import scan_spark
-            from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+            from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+            from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
             done = scan_spark(
                 spark, StoreSpec(table), f"{table}-report", retention_ms=0, max_report_files=0

@@ -8,7 +8,7 @@ Timed: the listing job alone (``list_table_jvm(...).files.count()``), after a wa
 of a smaller prefix in both modes (class loading and JIT compilation of both code paths). The
 cuts come from :func:`~deltaguard.tools.orphans.key_ranges.cuts_of` over a sample of the names
 drawn at the engine's rate (the engine draws it from the checkpoint's paths). The session is
-the command's own (:func:`~deltaguard.tools.orphans.spark.session.engine_session`), without
+the command's own (:func:`~deltaguard.tools.spark_engine.session.engine_session`), without
 the test bed's JVM options. Reported: files/s of each
 mode (medians), the median of the per-run ratios, the file counts (equal, or the run fails).
 
@@ -55,9 +55,9 @@ def worker(endpoint: str, sample_file: str, order: str, server_pid: int) -> dict
     (``one,split`` or ``split,one``); returns each mode's files and seconds, the CPU seconds
     versitygw (``server_pid``) spent, and the machine's busy share of its cores."""
     from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES, cuts_of
-    from deltaguard.tools.orphans.spark.jvm_listing import list_table_jvm, max_tasks
-    from deltaguard.tools.orphans.spark.session import engine_session
-    from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+    from deltaguard.tools.spark_engine.session import engine_session
+    from deltaguard.tools.spark_engine.store_spec import StoreSpec
+    from deltaguard.tools.spark_engine.table_lister import list_table_jvm, max_tasks
     from deltaguard.tools.storage import S3Options
 
     from .cpu_share import machine_busy_s, tree_cpu_s

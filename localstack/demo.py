@@ -30,7 +30,7 @@ from deltaguard.spark_conf.session import LOGSTORE_CLASSES
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
-from deltaguard.tools.orphans import execute, scan
+from deltaguard.tools.orphans import CleanupOptions, execute, scan
 from deltaguard.tools.orphans.report import print_report as print_orphans
 from deltaguard.tools.storage import open_table
 
@@ -112,8 +112,7 @@ def orphans_step(endpoint: Endpoint, workdir: Path, console: Console) -> bool:
         store,
         result,
         manifest_path=workdir / "orphans-manifest",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     snapshot = load_snapshot(store)
     intact = all(store.stat(p) is not None for p in snapshot.adds.paths())

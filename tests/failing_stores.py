@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import DeleteOutcome, StopCheck, TableStore, open_table
 
 

@@ -24,6 +24,7 @@ from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.actions import AddFile, parse_action
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.orphans import (
+    CleanupOptions,
     FileClass,
     OutsideTableError,
     RetentionTooShortError,
@@ -263,8 +264,7 @@ def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
         store,
         result,
         manifest_path=tmp_path / "m",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     spared = {c.path for c, _why in done.recheck.spared}
     assert spared == {*inflight, "p=b/part-orphan.parquet"}
@@ -393,8 +393,7 @@ def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) 
         store,
         results["s3a"],
         manifest_path=tmp_path / "m",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     assert not done.counts["failed"]
     assert done.counts["deleted"] == 1100 + 3 + 1

@@ -16,7 +16,7 @@ from test_orphans import _table as orphans_table
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
-from deltaguard.tools.orphans import execute, read_manifest, scan, targets
+from deltaguard.tools.orphans import CleanupOptions, execute, read_manifest, scan, targets
 from deltaguard.tools.storage import LocalTableStore, open_table
 
 #: What test_orphans.py's table has to clean by default.
@@ -98,8 +98,7 @@ def test_a_failing_delete_request_is_reported_unknown_not_failed(
             store,
             result,
             manifest_path=tmp_path / "m",
-            unsafe_retention=True,
-            given_retention=True,
+            options=CleanupOptions(unsafe_retention=True, given_retention=True),
         )
     from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
 

@@ -30,9 +30,9 @@ from deltaguard.tools.cli import main
 from deltaguard.tools.orphans import scan
 from deltaguard.tools.orphans.inventory import Form, InventoryError, TableRoot
 from deltaguard.tools.orphans.inventory_read import open_inventory, read_table_rows
-from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.inventory import inventory_listing_spark
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import S3Options, open_table
 
 pytestmark = pytest.mark.spark

@@ -44,10 +44,10 @@ from deltaguard.localstack.synthetic_table import (
     dv_file_name,
 )
 from deltaguard.tools.deltalog import VersionNotFoundError, list_log, load_snapshot
-from deltaguard.tools.orphans import FileClass, execute, scan
+from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, scan
 from deltaguard.tools.orphans.references import table_paths
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import open_table
 
 HOUR = 3_600_000
@@ -177,9 +177,9 @@ def test_cleanup_never_deletes_a_referenced_file(
         store,
         result,
         manifest_path=root.parent / "manifest",
-        include_tombstones=include_tombstones,
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(
+            include_tombstones=include_tombstones, unsafe_retention=True, given_retention=True
+        ),
     )
     assert_retained_versions_intact(root, versions, cutoff, include_tombstones)
 

@@ -41,12 +41,16 @@ from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
-from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans.engine import OrphansEngine, OrphansRequest
+from deltaguard.tools.orphans.interrupt import StopSignal
+from deltaguard.tools.orphans.local_engine import LocalEngine
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
-from deltaguard.tools.orphans.spark.audit_files import spark_file_check
-from deltaguard.tools.orphans.spark.cleanup import execute_spark
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.audit_files import spark_file_check
+from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
+from deltaguard.tools.spark_engine.orphans_engine import SparkEngineOptions, SparkOrphansEngine
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import S3Options, open_table
 
 pytestmark = pytest.mark.spark
@@ -139,8 +143,7 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
         spec,
         first,
         manifest_dir=tmp_path / "m",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     assert doc["status"] == "done" and doc["version_rechecked"] == version
     assert (table / late).exists()
@@ -157,32 +160,36 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
     assert not again.result.of(FileClass.ORPHAN)
 
 
+def _engine(name: str, report: Path) -> OrphansEngine:
+    """The ``local`` or the ``spark`` engine of the orchestrator's seam (the Spark one in the
+    module's session, its report table at ``report``)."""
+    if name == "local":
+        return LocalEngine()
+    return SparkOrphansEngine(SparkEngineOptions(report_table=str(report)))
+
+
 def test_both_engines_write_the_same_manifest(spark, tmp_path: Path) -> None:
     """Issue 26: the local and the Spark cleanup of two copies of one table (one of its
     orphans spared by a commit made after the scan) write the same manifest: the same
     summary but for the times, the cut-off, the table and the local engine's request count, Parquet
     files of the same columns, and the same records (old code: a JSON file with lists against
-    a directory with two differently shaped tables)."""
+    a directory with two differently shaped tables). One body for both engines, through the
+    seam the command runs them by (:class:`~deltaguard.tools.orphans.engine.OrphansEngine`)."""
     written = {}
-    for engine in ("local", "spark"):
-        root = tmp_path / engine
+    for name in ("local", "spark"):
+        root = tmp_path / name
         orphans_table(root)
-        store = open_table(str(root))
-        if engine == "local":
-            result = scan(store)
-        else:
-            planned = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "report"))
-            result = planned.result
+        engine = _engine(name, tmp_path / "report")
+        req = OrphansRequest(str(root), delete=True, yes=True, as_json=True)
+        found = engine.scan(req, None)
         _commit_naming(root, "p=b/part-orphan.parquet")  # after the scan: spared
-        manifest = tmp_path / f"m-{engine}"
-        if engine == "local":
-            execute(store, result, manifest_path=manifest)
-        else:
-            execute_spark(spark, StoreSpec(str(root)), planned, manifest_dir=manifest)
-        written[engine] = read_manifest(manifest)
+        manifest = tmp_path / f"m-{name}"
+        done = engine.delete(req, found, manifest, StopSignal())
+        written[name] = read_manifest(manifest)
+        assert done.summary["counts"] == written[name].summary["counts"], name
         for records in ("plan", "outcome"):
             files = pq.read_table(manifest / records)
-            assert files.schema.remove_metadata() == RECORD_SCHEMA, (engine, records)
+            assert files.schema.remove_metadata() == RECORD_SCHEMA, (name, records)
     local, ours = written["local"], written["spark"]
     varying = {"table", "cutoff_ms", "started_at", "finished_at", "requests"}
     assert {k: v for k, v in ours.summary.items() if k not in varying} == {
@@ -222,9 +229,9 @@ def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
         spec,
         ours,
         manifest_dir=base / "m",
-        include_tombstones=include_tombstones,
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(
+            include_tombstones=include_tombstones, unsafe_retention=True, given_retention=True
+        ),
     )
     assert outside.exists()
     cutoff = ours.result.cutoff_ms
@@ -508,8 +515,7 @@ def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
                 spec,
                 planned,
                 manifest_dir=tmp_path / "m",
-                unsafe_retention=True,
-                given_retention=True,
+                options=CleanupOptions(unsafe_retention=True, given_retention=True),
             )
     assert all((table / p).exists() for p in files)
 
@@ -661,12 +667,11 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
     values and file names, in relative paths (Spark- and delta-rs-written) and in ``add``,
     ``remove`` and deletion-vector entries by absolute path inside the root: both engines
     classify alike and as ``VACUUM ... RETAIN 0 HOURS DRY RUN`` (except the absolute DV file,
-    which VACUUM never protects: docs/design/orphans.md), and cleanup deletes nothing live."""
+    which VACUUM never protects: docs/orphans.md), and cleanup deletes nothing live."""
     import deltalake
     import pyarrow as pa
 
     from deltaguard.localstack.failed_job import VACUUM_CONF, vacuum_dry_run
-    from deltaguard.tools.orphans import execute
 
     spark_root, rs_root = tmp_path / "spark", tmp_path / "delta-rs"
     entries = _odd_spark_table(spark, spark_root)
@@ -700,7 +705,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
         if root == spark_root:
             assert classes[entries["abs_remove"]] is FileClass.EXPIRED_TOMBSTONE
             assert entries["abs_add"] not in classes and entries["abs_dv"] not in classes
-            # VACUUM would delete the live absolute DV file; we keep it (docs/design/orphans.md)
+            # VACUUM would delete the live absolute DV file; we keep it (docs/orphans.md)
             assert vacuum[root] - found == {f"{root}/{entries['abs_dv']}"}
             assert found <= vacuum[root]
         else:
@@ -729,8 +734,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
         store,
         scan(store, retention_ms=0),
         manifest_path=tmp_path / "m-local",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     for root in (spark_root, rs_root):
         assert not [p for p in planted[root] if (root / p).exists()]
@@ -804,13 +808,13 @@ def test_spark_engine_lists_and_deletes_with_the_sessions_s3_settings(
 
 
 def test_sql_classification_matches_data_candidate_row_for_row(spark) -> None:
-    """:mod:`~deltaguard.tools.orphans.spark.classify_sql` against the local engine's
+    """:mod:`~deltaguard.tools.spark_engine.classify_sql` against the local engine's
     ``data_candidate`` on every combination of flags (null flags: a path no entry names),
     both sides of the cut-off, inside and outside ``_change_data``: same class, same reason."""
     from itertools import product
 
     from deltaguard.tools.orphans.classify import data_candidate
-    from deltaguard.tools.orphans.spark.classify_sql import data_class_columns
+    from deltaguard.tools.spark_engine.classify_sql import data_class_columns
     from deltaguard.tools.storage import FileInfo
 
     cutoff = 1_000
@@ -858,8 +862,8 @@ def test_sql_visibility_matches_the_hidden_name_rule(
     """``visible_unkept`` (Java regex from :func:`~deltaguard.tools.orphans.rules.hidden_regex`
     and checkpoint prefixes) against the local engine's ``is_visible``/``in_checkpoint``."""
     from deltaguard.tools.orphans.rules import hidden_name_rule, is_visible
-    from deltaguard.tools.orphans.spark.classify_sql import visible_unkept
     from deltaguard.tools.orphans.streaming import in_checkpoint
+    from deltaguard.tools.spark_engine.classify_sql import visible_unkept
 
     names = ["a", "_x", ".y", "_delta_index_1", "_change_data", "_p=1", "a b=2", "c.d#=3"]
     names += ["metadata", "metadata2", "p=1", "_", "é_", "_é", "cx", "cp"]
@@ -884,7 +888,7 @@ def test_actions_mapped_in_sql_equal_the_path_rule(spark, tmp_path: Path) -> Non
 
     from deltaguard.tools.deltalog.actions import decode_path
     from deltaguard.tools.deltalog.paths import relative_to_root
-    from deltaguard.tools.orphans.spark import log_refs
+    from deltaguard.tools.spark_engine import log_refs
 
     root = tmp_path / "t"
     root.mkdir()
@@ -953,7 +957,7 @@ def test_jvm_lister_lists_like_the_local_engine(spark, tmp_path: Path) -> None:
     markers collected on the way."""
     from deltaguard.tools.orphans.listing import list_table
     from deltaguard.tools.orphans.rules import hidden_name_rule
-    from deltaguard.tools.orphans.spark.jvm_listing import list_table_jvm
+    from deltaguard.tools.spark_engine.table_lister import list_table_jvm
 
     root = tmp_path / "t b#%"
     files = ["p=1/a.parquet", "p=1/b c#d%25e:f?é+.parquet", "p=1/_hidden.parquet"]
@@ -982,7 +986,7 @@ def test_one_checkpoint_flags_equal_the_reconciled_ones(spark, tmp_path: Path) -
     flags equal the reconciled ones on a table with live files, tombstones on both sides of
     the cut-off, deletion vectors and older commits."""
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark.log_refs import (
+    from deltaguard.tools.spark_engine.log_refs import (
         flag_aggregates,
         read_log,
         reference_rows,
@@ -1045,8 +1049,8 @@ def test_a_path_rule_needed_only_before_the_checkpoint_reruns_the_scan(
     orphan). With ``p=0`` nothing needs the rule and the report is written once. The deferred
     actions, once settled, equal the ones read with the rule up front."""
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark import scan as spark_scan
-    from deltaguard.tools.orphans.spark.log_refs import read_log, settle_path_rule
+    from deltaguard.tools.spark_engine import orphans_scan as spark_scan
+    from deltaguard.tools.spark_engine.log_refs import read_log, settle_path_rule
 
     root = tmp_path / "t"
     _checkpointed_table(root, first_partition)
@@ -1161,7 +1165,7 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
         local.referenced_files,
     )
     from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.orphans.spark.log_refs import read_log
+    from deltaguard.tools.spark_engine.log_refs import read_log
 
     log = read_log(spark, StoreSpec(str(root)), list_log(open_table(str(root))))
     try:

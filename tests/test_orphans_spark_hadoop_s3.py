@@ -1,4 +1,4 @@
-"""The Spark engine's one I/O stack (tools/orphans/spark/hadoop_s3.py): the S3 settings the
+"""The Spark engine's one I/O stack (tools/spark_engine/hadoop_s3.py): the S3 settings the
 executors list and delete with come from the session's Hadoop configuration, per-bucket
 overrides included; credentials providers boto3 cannot mirror fall back to its default chain
 with a note; command options that disagree with the session are refused. No JVM: the Hadoop
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from deltaguard.tools.orphans.spark.hadoop_s3 import (
+from deltaguard.tools.spark_engine.hadoop_s3 import (
     Credentials,
     SessionSettingsConflict,
     check_agrees,

@@ -17,14 +17,14 @@ from test_orphans_spark_engine import spark  # noqa: F401  (the module's local S
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.cli import main
 from deltaguard.tools.orphans import FileClass, scan
-from deltaguard.tools.orphans.spark.scan import scan_spark
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.orphans.streaming import (
     CHECKPOINT_REASON,
     SPARK_METADATA_REASON,
     checkpoint_dirs,
     in_checkpoint,
 )
+from deltaguard.tools.spark_engine.orphans_scan import scan_spark
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import open_table
 
 DAY = 86_400_000

@@ -13,7 +13,7 @@ import pytest
 from deltaguard.localstack.failed_job import run_vacuum_dry_run
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.deltalog import load_snapshot
-from deltaguard.tools.orphans import FileClass, execute, read_manifest, scan
+from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
 from deltaguard.tools.storage import open_table
 
 pytestmark = pytest.mark.spark
@@ -70,8 +70,7 @@ def test_cleanup_keeps_every_live_file(failed_jobs, tmp_path: Path) -> None:
         store,
         scan(store, retention_ms=0),
         manifest_path=tmp_path / "manifest",
-        unsafe_retention=True,
-        given_retention=True,
+        options=CleanupOptions(unsafe_retention=True, given_retention=True),
     )
     deleted = set(read_manifest(tmp_path / "manifest").paths("deleted"))
     assert set(expected["failed_job_files"]) | set(expected["killed_job_files"]) <= deleted

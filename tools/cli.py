@@ -508,7 +508,8 @@ def orphans_command(
     finish)."""
     from dataclasses import replace
 
-    from deltaguard.tools.orphans.cli_run import OrphansRequest, run_orphans
+    from deltaguard.tools.orphans.engine import OrphansRequest
+    from deltaguard.tools.orphans.run import run_orphans
 
     request = OrphansRequest(
         table=table,
@@ -539,10 +540,16 @@ def orphans_command(
     if list_range_files is not None:
         request = replace(request, range_files=list_range_files)
     if engine == "spark":
-        from deltaguard.tools.orphans.spark.run import SparkEngineOptions, run_orphans_spark
+        from deltaguard.tools.spark_engine.orphans_engine import (
+            SparkEngineOptions,
+            SparkOrphansEngine,
+        )
 
-        sys.exit(run_orphans_spark(request, SparkEngineOptions(report_table, spark_master)))
-    sys.exit(run_orphans(request))
+        options = SparkEngineOptions(report_table, spark_master)
+        sys.exit(run_orphans(request, SparkOrphansEngine(options)))
+    from deltaguard.tools.orphans.local_engine import LocalEngine
+
+    sys.exit(run_orphans(request, LocalEngine()))
 
 
 def _parse_timestamp(value: str) -> int:
@@ -642,9 +649,9 @@ def audit_command(
     s3 = S3Options(endpoint, region, path_style)
     file_check = None
     if engine == "spark":
-        from deltaguard.tools.orphans.spark.audit_files import spark_file_check
-        from deltaguard.tools.orphans.spark.session import engine_session
-        from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+        from deltaguard.tools.spark_engine.audit_files import spark_file_check
+        from deltaguard.tools.spark_engine.session import engine_session
+        from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
         file_check = spark_file_check(
             lambda: engine_session(table, s3, master=spark_master), StoreSpec(table, s3)
@@ -662,7 +669,7 @@ def audit_command(
     except (DeltaLogError, OSError) as exc:
         _fail("audit", exc)
     except Exception as exc:  # a Spark job's failure (pyspark/py4j are optional imports)
-        from deltaguard.tools.orphans.spark.run import spark_failure
+        from deltaguard.tools.spark_engine.errors import spark_failure
 
         if engine != "spark" or type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
             raise

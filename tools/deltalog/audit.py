@@ -382,7 +382,7 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
 @dataclass
 class FileFindings:
     """What a file check found, from either engine (local: :func:`_check_files`; Spark:
-    :mod:`deltaguard.tools.orphans.spark.audit_files`): the missing live files inside the
+    :mod:`deltaguard.tools.spark_engine.audit_files`): the missing live files inside the
     root (``missing_data``: the first :data:`MAX_FINDINGS_PER_CODE` by path, of
     ``missing_data_total``), the missing deletion vector files as (DV file, its data file)
     (``missing_dv``, sorted, of ``missing_dv_total``), and every file outside the root as
@@ -515,7 +515,7 @@ def audit_table(
 ) -> AuditReport:
     """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
     ``file_check`` lists the table and finds the missing files (default: this process lists
-    it; the Spark engine's: :func:`deltaguard.tools.orphans.spark.audit_files.spark_file_check`).
+    it; the Spark engine's: :func:`deltaguard.tools.spark_engine.audit_files.spark_file_check`).
     See the module docstring for what raises (a ``file_check`` raises its own errors)."""
     store = open_table(table, s3) if isinstance(table, str) else table
     with phase("audit: listing the log"):

@@ -5,7 +5,8 @@ Public API:
 * :func:`~deltaguard.tools.orphans.classify.scan` ``(store, retention_ms=None)`` ->
   :class:`~deltaguard.tools.orphans.classify.ScanResult` (candidates with class
   ``orphan``, ``expired-tombstone``, ``recent`` or ``log-temp``, size, mtime, reason);
-* :func:`~deltaguard.tools.orphans.cleanup.execute` ``(store, result, manifest_path=...)``:
+* :func:`~deltaguard.tools.orphans.cleanup.execute` ``(store, result, manifest_path=...,
+  options=CleanupOptions(...))``:
   re-reads the log, deletes in batches, writes a manifest directory (safety argument in
   :mod:`~deltaguard.tools.orphans.cleanup`);
 * :func:`~deltaguard.tools.orphans.manifest.read_manifest` ``(directory)``: a manifest's
@@ -17,7 +18,7 @@ Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3
 """
 
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, scan
-from deltaguard.tools.orphans.cleanup import CleanupResult, execute, targets
+from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute, targets
 from deltaguard.tools.orphans.deleter import OutsideTableError, delete_files
 from deltaguard.tools.orphans.manifest import Manifest, read_manifest
 from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooShortError
@@ -25,6 +26,7 @@ from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooSh
 __all__ = [
     "MIN_SAFE_RETENTION_MS",
     "Candidate",
+    "CleanupOptions",
     "CleanupResult",
     "FileClass",
     "Manifest",

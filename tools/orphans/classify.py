@@ -181,7 +181,7 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
 
 
 #: The reasons :func:`data_candidate` gives (the Spark engine's SQL gives the same ones:
-#: :func:`deltaguard.tools.orphans.spark.classify_sql.data_class_columns`).
+#: :func:`deltaguard.tools.spark_engine.classify_sql.data_class_columns`).
 RECENT_REASON = "modified after the cut-off: may belong to a writer still in flight"
 ORPHAN_CHANGE_DATA_REASON = "change data no retained commit names"
 ORPHAN_REASON = "no retained log entry references it (failed or aborted write)"
@@ -203,7 +203,7 @@ def data_candidate(
     """The class of one listed data file, from what the log says about its path: protected by
     the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
     timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine's SQL,
-    :mod:`deltaguard.tools.orphans.spark.classify_sql`, is tested row for row against it)."""
+    :mod:`deltaguard.tools.spark_engine.classify_sql`, is tested row for row against it)."""
     if protected:
         return None
     if info.mtime_ms >= cutoff_ms:

@@ -65,6 +65,22 @@ from deltaguard.tools.storage import DeleteOutcome, TableStore
 DEFAULT_CLASSES = (FileClass.ORPHAN, FileClass.LOG_TEMP)
 
 
+@dataclass(frozen=True)
+class CleanupOptions:
+    """What the command says about a cleanup (both engines): delete ``expired-tombstone``
+    files too; allow a retention under 24 hours; the retention was given (else the re-read
+    takes the table's as it is then); the DynamoDB LogStore's table to ask again."""
+
+    include_tombstones: bool = False
+    unsafe_retention: bool = False
+    given_retention: bool = False
+    dynamodb: DynamoDBCheck | None = None
+
+
+#: The default: the default classes, at least 24 hours, the table's retention at the re-read.
+DEFAULT_CLEANUP = CleanupOptions()
+
+
 @dataclass
 class Recheck:
     """The targets still eligible after re-reading the log, and those spared (with why)."""
@@ -286,10 +302,7 @@ def execute(
     result: ScanResult,
     *,
     manifest_path: Path,
-    include_tombstones: bool = False,
-    unsafe_retention: bool = False,
-    given_retention: bool = False,
-    dynamodb: DynamoDBCheck | None = None,
+    options: CleanupOptions = DEFAULT_CLEANUP,
     stop: StopSignal | None = None,
 ) -> CleanupResult:
     """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
@@ -308,15 +321,19 @@ def execute(
     deleting has begun nothing is raised: the counts say what was deleted, failed or is
     unknown, and a failed manifest write is in ``manifest_error`` (and the summary's
     ``error``), the records it could not write in ``unwritten``."""
-    check_retention(result.retention_ms, unsafe_retention)
+    check_retention(result.retention_ms, options.unsafe_retention)
     prepare_manifest_dir(manifest_path)
-    classes = cleanup_classes(include_tombstones)
-    planned = targets(result, include_tombstones)
+    classes = cleanup_classes(options.include_tombstones)
+    planned = targets(result, options.include_tombstones)
     doc = manifest_start(result, classes, len(planned), 0, 0)
     try:
         with phase("orphans: re-reading the log before deleting"):
             checked = recheck(
-                store, result, planned, given_retention=given_retention, dynamodb=dynamodb
+                store,
+                result,
+                planned,
+                given_retention=options.given_retention,
+                dynamodb=options.dynamodb,
             )
         plan = RecordWriter(manifest_path, PLAN_DIR)
         for c in checked.targets:

@@ -1,6 +1,6 @@
 """Streaming leftovers inside a table root: what orphans keeps, and why, written once for both
 engines (the local :func:`~deltaguard.tools.orphans.classify.scan` and the Spark engine's
-:func:`~deltaguard.tools.orphans.spark.scan.scan_spark`).
+:func:`~deltaguard.tools.spark_engine.orphans_scan.scan_spark`).
 
 * **A Structured Streaming checkpoint directory** is a directory holding a ``metadata`` file
   and files under ``offsets/`` or ``commits/`` (Spark writes ``metadata`` when the query first

@@ -2,7 +2,7 @@
 
 :func:`data_class_columns` is :func:`~deltaguard.tools.orphans.classify.data_candidate` over
 a listed file joined (left) with its path's reference flags
-(:data:`~deltaguard.tools.orphans.spark.log_refs.REFS_SCHEMA`; a file no entry names has
+(:data:`~deltaguard.tools.spark_engine.log_refs.REFS_SCHEMA`; a file no entry names has
 null flags), with the same classes and reasons (the reason texts are the local engine's
 constants); ``tests/test_orphans_spark_engine.py`` checks it row for row against
 ``data_candidate`` on every class. :func:`visible_unkept` is the local engine's visibility

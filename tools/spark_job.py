@@ -1,9 +1,9 @@
-"""The Spark engine as a ``spark-submit`` application: the ``deltaguard orphans`` command line
-with ``--engine spark``, in the session spark-submit started (its preset and cluster settings
-come from ``--properties-file``/``--conf``)::
+"""The Spark engine as a ``spark-submit`` application, an entry point like :mod:`.cli`: the
+``deltaguard orphans`` command line with ``--engine spark``, in the session spark-submit
+started (its preset and cluster settings come from ``--properties-file``/``--conf``)::
 
     spark-submit --properties-file spark_conf/presets/s3-conditional.properties \\
-      "$(python -c 'import deltaguard.tools.orphans.spark.job as j; print(j.__file__)')" \\
+      "$(python -c 'import deltaguard.tools.spark_job as j; print(j.__file__)')" \\
       s3a://lake/events --json
 """
 

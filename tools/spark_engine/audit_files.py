@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.audit import MAX_FINDINGS_PER_CODE, FileCheck, FileFindings
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.orphans.spark.listing import list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import read_log, snapshot_files, strict_file_reads
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.listing import list_table_distributed
+from deltaguard.tools.spark_engine.log_refs import read_log, snapshot_files, strict_file_reads
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import TableStore
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
@@ -41,8 +41,8 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
         from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
 
-        from deltaguard.tools.orphans.spark.hadoop_s3 import SessionSettingsConflict
-        from deltaguard.tools.orphans.spark.run import spark_failure
+        from deltaguard.tools.spark_engine.errors import spark_failure
+        from deltaguard.tools.spark_engine.hadoop_s3 import SessionSettingsConflict
 
         spark = session()
         try:
@@ -60,7 +60,7 @@ def spark_file_check(session: Callable[[], SparkSession], spec: StoreSpec) -> Fi
 
 def _find(spark: SparkSession, spec: StoreSpec, snap: Snapshot) -> FileFindings:
     """:func:`__find` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
+    (:func:`~deltaguard.tools.spark_engine.log_refs.strict_file_reads`); same arguments,
     result and errors."""
     with strict_file_reads(spark):
         return __find(spark, spec, snap)

@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from deltaguard.tools.orphans.spark.hadoop_s3 import Credentials, session_s3
+from deltaguard.tools.spark_engine.hadoop_s3 import Credentials, session_s3
 from deltaguard.tools.storage import S3Options, TableStore, open_table
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class StoreSpec:
     def of_session(cls, spark: SparkSession, uri: str, cli: S3Options) -> StoreSpec:
         """The spec whose S3 client matches the session's Hadoop configuration (one I/O stack:
         :mod:`.hadoop_s3`). Raises
-        :class:`~deltaguard.tools.orphans.spark.hadoop_s3.SessionSettingsConflict` if the
+        :class:`~deltaguard.tools.spark_engine.hadoop_s3.SessionSettingsConflict` if the
         command's options ``cli`` disagree with it."""
         settings = session_s3(spark, uri, cli)
         if settings is None:

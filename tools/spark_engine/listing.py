@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.orphans.rules import hidden_name_rule
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -12,7 +12,7 @@ streaming checkpoint markers (few) in accumulators.
 
 :func:`list_table_jvm` returns None when the session's class path lacks the lister (a session
 started without deltaguard's jar); the caller then lists with
-:func:`~deltaguard.tools.orphans.spark.listing.list_table_distributed`.
+:func:`~deltaguard.tools.spark_engine.listing.list_table_distributed`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.orphans.rules import hidden_regex
-from deltaguard.tools.orphans.spark.listing import FILES_SCHEMA
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
 from deltaguard.tools.orphans.streaming import CHECKPOINT_MARKER_REGEX
+from deltaguard.tools.spark_engine.listing import FILES_SCHEMA
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation, SparkSession

@@ -31,7 +31,7 @@ from deltaguard.tools.orphans.inventory import (
     table_rows,
 )
 from deltaguard.tools.orphans.inventory_read import verify_data_files
-from deltaguard.tools.orphans.spark.listing import FILES_SCHEMA, DistributedListing
+from deltaguard.tools.spark_engine.listing import FILES_SCHEMA, DistributedListing
 from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:

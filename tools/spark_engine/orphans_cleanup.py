@@ -56,10 +56,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pyarrow.parquet as pq
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
+    DEFAULT_CLEANUP,
     CleanupInterruptedError,
+    CleanupOptions,
     cleanup_classes,
     log_leftovers,
     manifest_start,
@@ -73,6 +74,7 @@ from deltaguard.tools.orphans.deleter import (
     check_contained,
     settled,
 )
+from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
 from deltaguard.tools.orphans.manifest import (
     OUTCOME_DIR,
@@ -84,9 +86,9 @@ from deltaguard.tools.orphans.manifest import (
     write_summary,
 )
 from deltaguard.tools.orphans.rules import check_retention
-from deltaguard.tools.orphans.spark.log_refs import read_log, reference_flags, strict_file_reads
-from deltaguard.tools.orphans.spark.scan import SparkScan, candidate_of, report_frame
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.log_refs import read_log, reference_flags, strict_reads
+from deltaguard.tools.spark_engine.orphans_scan import candidate_of, report_frame
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
 from deltaguard.tools.storage import DeleteOutcome
 
 if TYPE_CHECKING:
@@ -198,52 +200,19 @@ def _record_counts(outcome_dir: Path) -> dict[str, int]:
     return counts
 
 
+@strict_reads
 def execute_spark(
     spark: SparkSession,
     spec: StoreSpec,
-    scan: SparkScan,
+    scan: EngineScan,
     *,
     manifest_dir: Path,
-    include_tombstones: bool = False,
-    unsafe_retention: bool = False,
-    given_retention: bool = False,
-    files_per_task: int = 10_000,
-    dynamodb: DynamoDBCheck | None = None,
+    options: CleanupOptions = DEFAULT_CLEANUP,
     stop: StopSignal | None = None,
-) -> dict[str, Any]:
-    """:func:`_execute_spark` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
-    result and errors."""
-    with strict_file_reads(spark):
-        return _execute_spark(
-            spark,
-            spec,
-            scan,
-            manifest_dir=manifest_dir,
-            include_tombstones=include_tombstones,
-            unsafe_retention=unsafe_retention,
-            given_retention=given_retention,
-            files_per_task=files_per_task,
-            dynamodb=dynamodb,
-            stop=stop,
-        )
-
-
-def _execute_spark(
-    spark: SparkSession,
-    spec: StoreSpec,
-    scan: SparkScan,
-    *,
-    manifest_dir: Path,
-    include_tombstones: bool = False,
-    unsafe_retention: bool = False,
-    given_retention: bool = False,
     files_per_task: int = 10_000,
-    dynamodb: DynamoDBCheck | None = None,
-    stop: StopSignal | None = None,
 ) -> dict[str, Any]:
-    """Deletes the scan's targets (see the module docstring) and returns the manifest's
-    summary (:mod:`deltaguard.tools.orphans.manifest`). Raises what
+    """Deletes the scan's targets (see the module docstring; no file read skips a damaged
+    file: :func:`~.log_refs.strict_reads`) and returns the manifest's summary (:mod:`deltaguard.tools.orphans.manifest`). Raises what
     :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted
     (:class:`~deltaguard.tools.orphans.interrupt.CleanupStopped` included, the summary then
     ``interrupted``), and :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError`
@@ -253,9 +222,9 @@ def _execute_spark(
     from pyspark.sql import functions as F
 
     result = scan.result
-    check_retention(result.retention_ms, unsafe_retention)
+    check_retention(result.retention_ms, options.unsafe_retention)
     prepare_manifest_dir(manifest_dir)
-    classes = cleanup_classes(include_tombstones)
+    classes = cleanup_classes(options.include_tombstones)
     planned = report_frame(spark, scan).where(F.col("class").isin(*[c.value for c in classes]))
     context = spark.sparkContext
     group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
@@ -267,9 +236,7 @@ def _execute_spark(
         context.cancelJobGroup(group)
 
     try:
-        targets, doc = _plan(
-            spark, spec, scan, planned, classes, manifest_dir, given_retention, dynamodb
-        )
+        targets, doc = _plan(spark, spec, scan, planned, classes, manifest_dir, options)
         if stop is not None:
             stop.on_stop(halt)
             stop.arm()  # from here a signal stops the deletes instead of raising
@@ -321,12 +288,11 @@ def _execute_spark(
 def _plan(
     spark: SparkSession,
     spec: StoreSpec,
-    scan: SparkScan,
+    scan: EngineScan,
     planned: DataFrame,
     classes: tuple[FileClass, ...],
     manifest_dir: Path,
-    given_retention: bool,
-    dynamodb: DynamoDBCheck | None,
+    options: CleanupOptions,
 ) -> tuple[DataFrame, dict[str, Any]]:
     """Steps 3 and 4 of the module docstring: the re-read of the log, the plan records, the
     containment check. Returns the files to delete and the summary to write (not yet
@@ -336,10 +302,10 @@ def _plan(
     n_planned = planned.count()
     listing = list_log(store)
     log = read_log(spark, spec, listing)
-    retention = result.retention_ms if given_retention else log.retention_ms()
+    retention = result.retention_ms if options.given_retention else log.retention_ms()
     cutoff = min(result.cutoff_ms, result.now_ms - retention)
     flags = reference_flags(log, cutoff)
-    log_temp_now = log_leftovers(store, listing, cutoff, dynamodb)
+    log_temp_now = log_leftovers(store, listing, cutoff, options.dynamodb)
     plan_path = str(manifest_dir / PLAN_DIR)
     try:
         judged = spark.createDataFrame(

@@ -1,6 +1,6 @@
 """The Spark engine's scan: listing, reference flags, anti-join and classification in Spark.
 
-The table is listed on the JVM side (:mod:`.jvm_listing`). Each visible listed file is joined
+The table is listed on the JVM side (:mod:`.table_lister`). Each visible listed file is joined
 (left) with the reference flags of its path (:func:`.log_refs.reference_flags`) and classified
 in Spark SQL by the local engine's rule (:mod:`.classify_sql`, checked row for row against
 :func:`~deltaguard.tools.orphans.classify.data_candidate`); the ``log-temp`` candidates come
@@ -14,7 +14,6 @@ groups are computed in Spark, and the candidates reach the driver only when ther
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
@@ -25,37 +24,38 @@ from deltaguard.tools.orphans.classify import (
     ScanResult,
     log_candidates,
 )
+from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
-from deltaguard.tools.orphans.spark.classify_sql import (
+from deltaguard.tools.orphans.streaming import (
+    CHECKPOINT_MARKER_REGEX,
+    checkpoint_dirs,
+    kept_dirs,
+)
+from deltaguard.tools.spark_engine.classify_sql import (
     data_class_columns,
     partition_column,
     visible_unkept,
 )
-from deltaguard.tools.orphans.spark.inventory import inventory_listing_spark
-from deltaguard.tools.orphans.spark.jvm_listing import (
-    JvmListing,
-    list_table_jvm,
-    lister_available,
-    max_tasks,
-    observed,
-)
-from deltaguard.tools.orphans.spark.key_ranges import range_cuts
-from deltaguard.tools.orphans.spark.listing import DistributedListing, list_table_distributed
-from deltaguard.tools.orphans.spark.log_refs import (
+from deltaguard.tools.spark_engine.inventory import inventory_listing_spark
+from deltaguard.tools.spark_engine.key_ranges import range_cuts
+from deltaguard.tools.spark_engine.listing import DistributedListing, list_table_distributed
+from deltaguard.tools.spark_engine.log_refs import (
     SparkLog,
     flag_aggregates,
     read_log,
     reference_flags,
     reference_rows,
     settle_path_rule,
-    strict_file_reads,
+    strict_reads,
 )
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
-from deltaguard.tools.orphans.streaming import (
-    CHECKPOINT_MARKER_REGEX,
-    checkpoint_dirs,
-    kept_dirs,
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.table_lister import (
+    JvmListing,
+    list_table_jvm,
+    lister_available,
+    max_tasks,
+    observed,
 )
 from deltaguard.tools.storage import S3TableStore
 
@@ -66,22 +66,6 @@ REPORT_SCHEMA = (
     "path string, size long, mtime_ms long, class string, reason string, partition string"
 )
 DEFAULT_MAX_REPORT_FILES = 100_000
-
-
-@dataclass
-class SparkScan:
-    """A :class:`~deltaguard.tools.orphans.classify.ScanResult` (``candidates`` holds every
-    candidate only if ``complete``) plus the report table and the totals computed in Spark."""
-
-    result: ScanResult
-    report_path: str
-    candidate_count: int
-    totals: dict[str, dict[str, int]]
-    partitions: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return len(self.result.candidates) == self.candidate_count
 
 
 def _checkpoint_dirs(table: DistributedListing) -> set[str]:
@@ -134,6 +118,7 @@ def candidate_of(row: Any) -> Candidate:
     return Candidate(row.path, row.size, row.mtime_ms, FileClass(row["class"]), row.reason)
 
 
+@strict_reads
 def scan_spark(
     spark: SparkSession,
     spec: StoreSpec,
@@ -145,38 +130,10 @@ def scan_spark(
     dynamodb: DynamoDBCheck | None = None,
     inventory: InventorySource | None = None,
     range_files: int = DEFAULT_RANGE_FILES,
-) -> SparkScan:
-    """:func:`_scan_spark` with no file read skipping a damaged file
-    (:func:`~deltaguard.tools.orphans.spark.log_refs.strict_file_reads`); same arguments,
-    result and errors."""
-    with strict_file_reads(spark):
-        return _scan_spark(
-            spark,
-            spec,
-            report_path,
-            retention_ms=retention_ms,
-            now_ms=now_ms,
-            max_report_files=max_report_files,
-            dynamodb=dynamodb,
-            inventory=inventory,
-            range_files=range_files,
-        )
-
-
-def _scan_spark(
-    spark: SparkSession,
-    spec: StoreSpec,
-    report_path: str,
-    *,
-    retention_ms: int | None = None,
-    now_ms: int | None = None,
-    max_report_files: int = DEFAULT_MAX_REPORT_FILES,
-    dynamodb: DynamoDBCheck | None = None,
-    inventory: InventorySource | None = None,
-    range_files: int = DEFAULT_RANGE_FILES,
-) -> SparkScan:
+) -> EngineScan:
     """Lists and classifies the table (nothing in it is modified) and writes the candidates to
-    ``report_path`` (parquet, replaced). Same arguments and errors as
+    ``report_path`` (parquet, replaced); no file read skips a damaged file
+    (:func:`~.log_refs.strict_reads`). Same arguments and errors as
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
     the data files, :mod:`.inventory`; ``range_files``: an S3 directory of at least twice as
     many files is listed in key ranges of about that many, :mod:`.key_ranges`; 0: never)."""
@@ -301,9 +258,10 @@ def _scan_spark(
         kept_dirs(checkpoints, hidden_dirs),
         from_inventory,
     )
-    return SparkScan(result, report_path, count, totals, partitions)
+    return EngineScan(result, count, totals, partitions, report_path)
 
 
-def report_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
+def report_frame(spark: SparkSession, scan: EngineScan) -> DataFrame:
     """The candidates of ``scan`` as a DataFrame (from its report table)."""
+    assert scan.report_path is not None, "a Spark scan has a report table"
     return spark.read.parquet(scan.report_path)

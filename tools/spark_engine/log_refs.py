@@ -38,12 +38,13 @@ a truncated part of a multi-part checkpoint was still skipped in one of Spark's 
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
@@ -70,13 +71,16 @@ from deltaguard.tools.deltalog.snapshot import (
     unreconstructable,
 )
 from deltaguard.tools.orphans.references import checkpoints_besides
-from deltaguard.tools.orphans.spark.jvm_listing import observed
-from deltaguard.tools.orphans.spark.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.table_lister import observed
 from deltaguard.tools.storage import TableStore, table_not_found
 from deltaguard.tools.storage.errors import TableNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, Observation, SparkSession
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: One parsed file action: its key, path (relative), the DV file (relative, or null), kind,
 #: version (of its log file), whether the snapshot's segment includes that file, deletion
@@ -170,6 +174,20 @@ def strict_file_reads(spark: SparkSession) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def strict_reads(
+    job: Callable[Concatenate[SparkSession, P], R],
+) -> Callable[Concatenate[SparkSession, P], R]:
+    """``job`` (its first argument the session) run inside :func:`strict_file_reads`: no file
+    read skips a damaged file. Same arguments, result and errors."""
+
+    @functools.wraps(job)
+    def run(spark: SparkSession, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with strict_file_reads(spark):
+            return job(spark, *args, **kwargs)
+
+    return run
 
 
 def log_reader(spark: SparkSession) -> DataFrameReader:
