@@ -5,8 +5,9 @@ jobs, so neither the listing nor the reference sets have to fit in one process. 
 * :mod:`.session`, :mod:`.store_spec`, :mod:`.hadoop_s3`: the session (from a preset), the
   table's store as executors open it, and the one S3 I/O stack (S3A's settings).
 * :mod:`.table_lister`: the table listed by executors on the JVM side, by the Java class
-  ``io.deltaguard.orphans.TableLister``. It ships in the plugin jar (it must be on Spark's
-  class path), so its source is ``logstore/src/main/java/io/deltaguard/orphans/TableLister.java``.
+  ``io.deltaguard.orphans.TableLister``, whose source root is the engine's own,
+  ``logstore/src/spark-engine/java``; it ships in the plugin jar, which Spark's executors
+  already have on their class path.
   :mod:`.listing` is the Python fallback (directories kept as an RDD), :mod:`.key_ranges` cuts
   a large S3 directory into key ranges, :mod:`.inventory` reads an S3 Inventory instead.
 * :mod:`.log_refs`: the reference sets of the latest snapshot, read by Spark (checkpoint
