@@ -187,6 +187,7 @@ def _preset_comments() -> dict[str, str]:
 def presets_md() -> str:
     """``docs/reference/presets.md``: presets, their LogStores, the Spark lines."""
     from deltaguard.logstore.preset_name import PresetName
+    from deltaguard.spark_conf.session import LOGSTORE_CLASSES
     from deltaguard.spark_conf.spark_lines import LINES
 
     comments = _preset_comments()
@@ -210,12 +211,7 @@ def presets_md() -> str:
     ]
     for name in PresetName:
         path = REPO / "spark_conf" / "presets" / f"{name.value}.properties"
-        conf = dict(
-            line.split("=", 1)
-            for line in path.read_text().splitlines()
-            if line and not line.startswith("#") and "=" in line
-        )
-        store = conf.get("spark.delta.logStore.s3a.impl", "Delta's default")
+        store = LOGSTORE_CLASSES[name] or "Delta's default"
         rel = path.relative_to(REPO)
         lines.append(
             f"| `{name.value}` | `{store}` | {_cell(comments.get(name.name, ''))} | "
