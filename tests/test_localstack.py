@@ -292,6 +292,7 @@ def test_server_process_stops_descendants_in_their_own_session(tmp_path):
     assert alive == [], f"left running: {alive}"
 
 
+@pytest.mark.slow
 def test_stopped_localstack_leaves_nothing(tmp_path):
     server = LocalStackServer(tmp_path / "ls").start()
     pid, url = server.server.pid, server.endpoint.url

@@ -14,6 +14,7 @@ from deltaguard.localstack.migration import (
 )
 
 
+@pytest.mark.slow
 def test_negative_control_plain_dynamodb_next_to_conditional_loses_commits(
     ls_proxy, ls_bucket, ls_commit_table
 ):

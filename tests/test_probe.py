@@ -69,6 +69,7 @@ def test_store_ignoring_if_none_match_is_unsafe(ls_proxy, localstack, ls_bucket,
     assert _keys(localstack.endpoint, ls_bucket) == []
 
 
+@pytest.mark.slow
 def test_moto_with_check_store_delay_is_unsafe(tmp_path, run_cli):
     with MotoServer(tmp_path, check_store_delay_s=0.05) as moto:
         moto.endpoint.s3_client().create_bucket(Bucket="racy")

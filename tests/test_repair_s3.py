@@ -123,7 +123,10 @@ def _assert_everything_kept(
     assert codes <= ({"temp-file"} if dynamodb is not None else set()), report.findings
 
 
-@pytest.mark.parametrize("appends", [4, pytest.param(20, marks=pytest.mark.long)])
+@pytest.mark.parametrize(
+    "appends",
+    [pytest.param(4, marks=pytest.mark.slow), pytest.param(20, marks=pytest.mark.long)],
+)
 def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     localstack, ls_bucket, run_cli, appends
 ):
@@ -175,7 +178,10 @@ def test_repair_races_python_and_delta_rs_appenders_on_the_conditional_store(
     _assert_everything_kept(endpoint, uri, tags, victim)
 
 
-@pytest.mark.parametrize("appends", [4, pytest.param(20, marks=pytest.mark.long)])
+@pytest.mark.parametrize(
+    "appends",
+    [pytest.param(4, marks=pytest.mark.slow), pytest.param(20, marks=pytest.mark.long)],
+)
 def test_repair_races_python_appenders_on_the_dynamodb_store(
     localstack, ls_bucket, ls_commit_table, run_cli, appends
 ):
