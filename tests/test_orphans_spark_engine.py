@@ -41,6 +41,7 @@ from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
+from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
 from deltaguard.tools.orphans.engine import OrphansEngine, OrphansRequest
 from deltaguard.tools.orphans.interrupt import StopSignal
@@ -525,7 +526,7 @@ def _audits(table: Path, spark: Any) -> tuple[dict[str, Any], dict[str, Any], in
     ours = audit_table(
         str(table), file_check=spark_file_check(lambda: spark, StoreSpec(str(table)))
     )
-    return local.to_json(), ours.to_json(), local.exit_code, ours.exit_code
+    return local.to_json(), ours.to_json(), audit_exit_code(local), audit_exit_code(ours)
 
 
 def test_spark_audit_file_check_finds_what_the_local_one_finds(

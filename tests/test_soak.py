@@ -68,6 +68,7 @@ def _assert_clean(
                 cleanup_retention_s=60,
             ),
             id="90-second-smoke",
+            marks=pytest.mark.long,  # suite budget: make soak (with the soak itself)
         ),
         # Cleanup passes every 35 s (each takes some 40 s on the loaded 2-core machine) with
         # an 80 s retention.
