@@ -202,6 +202,7 @@ def _create_existing_tables(endpoint, root: str) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.long  # suite budget (100 s): make soak
 def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
     localstack, ls_bucket, tmp_path
 ):
