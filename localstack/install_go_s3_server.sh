@@ -9,7 +9,7 @@
 # Usage: bash localstack/install_go_s3_server.sh versitygw|minio
 # Idempotent: a stamp ($CACHE/NAME.stamp) records the version; a second run with the same
 # version is a no-op. One installer of a server at a time ($CACHE/NAME.install.lock).
-# Used by deltaguard.localstack.versitygw_server and .minio_server (see docs/testbed.md).
+# Used by deltaguard.localstack.versitygw_server and .minio_server (see docs/reference/testbed.md).
 set -euo pipefail
 
 me="localstack/install_go_s3_server.sh"

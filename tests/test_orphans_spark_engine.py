@@ -668,7 +668,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
     values and file names, in relative paths (Spark- and delta-rs-written) and in ``add``,
     ``remove`` and deletion-vector entries by absolute path inside the root: both engines
     classify alike and as ``VACUUM ... RETAIN 0 HOURS DRY RUN`` (except the absolute DV file,
-    which VACUUM never protects: docs/orphans.md), and cleanup deletes nothing live."""
+    which VACUUM never protects: docs/design/orphans.md), and cleanup deletes nothing live."""
     import deltalake
     import pyarrow as pa
 
@@ -706,7 +706,7 @@ def test_odd_paths_classify_like_vacuum_and_cleanup_keeps_every_live_file(
         if root == spark_root:
             assert classes[entries["abs_remove"]] is FileClass.EXPIRED_TOMBSTONE
             assert entries["abs_add"] not in classes and entries["abs_dv"] not in classes
-            # VACUUM would delete the live absolute DV file; we keep it (docs/orphans.md)
+            # VACUUM would delete the live absolute DV file; we keep it (docs/design/orphans.md)
             assert vacuum[root] - found == {f"{root}/{entries['abs_dv']}"}
             assert found <= vacuum[root]
         else:

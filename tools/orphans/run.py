@@ -75,7 +75,7 @@ def damage_line(damaged: int) -> str | None:
     return (
         f"damage: {damaged} DynamoDB temp commit(s) of retained versions whose N.json is "
         "missing (class stranded-commit): never deleted; see their reasons and "
-        "docs/orphans.md"
+        "docs/guides/cleanup.md"
     )
 
 
