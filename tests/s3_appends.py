@@ -1,6 +1,7 @@
 """What the LocalStack tests of the Python appender (``deltaguard.localstack.delta_append``)
 pass it: a batch of rows in the test bed's schema, and the function that writes a data file to
-S3. Used by test_repair_s3.py, test_transition_logstore.py and test_migrate_status.py."""
+S3. Used by test_repair_s3.py, test_transition_logstore.py, test_migrate_status.py and
+test_dynamodb_logstore.py."""
 
 from __future__ import annotations
 

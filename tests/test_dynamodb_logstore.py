@@ -8,8 +8,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pyarrow as pa
 import pytest
+from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
 from deltaguard.localstack.delta_append import append, create_table, latest_version
@@ -36,22 +36,6 @@ def _item(endpoint, table_name: str, table_uri: str, version: int) -> dict | Non
         )
         .get("Item")
     )
-
-
-def _rows(tag: str, n: int = 5) -> pa.Table:
-    return pa.table(
-        {"writer": [0] * n, "batch": [0] * n, "seq": list(range(n)), "payload": [tag] * n}
-    ).cast(arrow_schema())
-
-
-def _put(endpoint):
-    s3 = endpoint.s3_client()
-
-    def put(uri: str, data: bytes) -> None:
-        loc = S3Location.parse(uri)
-        s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
-
-    return put
 
 
 def test_entry_schema_matches_delta(localstack, ls_bucket, ls_commit_table):
@@ -83,9 +67,9 @@ def test_concurrent_python_writers_lose_nothing(localstack, ls_bucket, ls_commit
         return [
             append(
                 store,
-                _put(localstack.endpoint),
+                s3_put(localstack.endpoint),
                 uri,
-                _rows(f"w{w}b{b}"),
+                rows(f"w{w}b{b}", 5),
                 user_metadata=f"w{w}/b{b}",
             )
             for b in range(appends)
@@ -126,7 +110,9 @@ def test_lost_putitem_response_is_ours_not_a_conflict(
             )
         ]
     )
-    version = append(retrying, _put(ls_proxy.endpoint), uri, _rows("once"), user_metadata="once")
+    version = append(
+        retrying, s3_put(ls_proxy.endpoint), uri, rows("once", 5), user_metadata="once"
+    )
     assert ls_proxy.fired() == [1]
     assert version == 1 and latest_version(store, uri) == 1, "committed exactly once, at version 1"
 
@@ -173,7 +159,9 @@ def test_writer_killed_after_commit_point_is_repaired(
     loc = S3Location.parse(f"{uri}/_delta_log/{1:020d}.json")
     assert "Contents" not in s3.list_objects_v2(Bucket=loc.bucket, Prefix=loc.key)
 
-    version = append(direct, _put(localstack.endpoint), uri, _rows("next"), user_metadata="next")
+    version = append(
+        direct, s3_put(localstack.endpoint), uri, rows("next", 5), user_metadata="next"
+    )
     assert version == 2, "the next writer repaired version 1 and committed after it"
     tags = [
         json.loads(next(iter(direct.read(f"{uri}/_delta_log/{v:020d}.json"))))["commitInfo"][
