@@ -787,7 +787,7 @@ def migrate_status_command(
 @click.argument("table", type=TableLocation())
 @click.option("--limit", type=click.IntRange(min=1), help="newest N commits only")
 @click.option(
-    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/2)"
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/3)"
 )
 @format_option
 @progress_option
@@ -801,10 +801,14 @@ def history_command(
     region: str | None,
     path_style: bool,
 ) -> None:
-    """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine. Exit code 2 if the table, or one of its commits, could not be
-    read (one line on stderr per such commit, naming its file; the other entries are still
-    printed)."""
+    """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
+    metrics, txn app ids, engine, and the state of its commit file (ok, damaged, unreadable,
+    missing), with the audit's finding when it is not ok (one line on stderr for each such
+    version, naming its file; the others are still printed).
+
+    Exit code 0: every version read; 1: only missing commits a checkpoint covers
+    (version-gap-covered); 2: the table could not be read, a commit could not be read or
+    parsed, or a commit the latest version needs is missing (version-gap)."""
     import json
 
     from deltaguard.tools.deltalog.history import read_history
@@ -830,5 +834,9 @@ def history_command(
         print_history(entries, _wide_console())
     for entry in entries:  # newest first, as printed
         if entry.problem:
-            click.echo(f"deltaguard history: {entry.file}: {entry.problem}", err=True)
+            click.echo(
+                f"deltaguard history: {entry.file}: {entry.state} ({entry.finding}): "
+                f"{entry.problem}",
+                err=True,
+            )
     sys.exit(history_exit_code(entries))

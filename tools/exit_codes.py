@@ -73,6 +73,17 @@ def audit_exit_code(report: AuditReport) -> ExitCode:
 
 
 def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
-    """``deltaguard history``'s code: UNREADABLE if some commit could not be read or parsed
-    (its entry has a ``problem``), else CLEAN."""
-    return ExitCode.UNREADABLE if any(e.problem for e in entries) else ExitCode.CLEAN
+    """``deltaguard history``'s code, the audit's for the same trouble: UNREADABLE if some
+    commit could not be read or parsed, or a commit the latest version needs is missing (the
+    audit's ``version-gap``, an error: its snapshot cannot be rebuilt); FOUND if the only
+    trouble is missing commits a checkpoint covers (``version-gap-covered``, a warning);
+    else CLEAN."""
+    from deltaguard.tools.deltalog.findings import CODES, Severity
+    from deltaguard.tools.deltalog.history import CommitState
+
+    trouble = [e for e in entries if e.state is not CommitState.OK]
+    if any(e.state is not CommitState.MISSING for e in trouble):
+        return ExitCode.UNREADABLE
+    if any(e.finding and CODES[e.finding][0] is Severity.ERROR for e in trouble):
+        return ExitCode.UNREADABLE
+    return ExitCode.FOUND if trouble else ExitCode.CLEAN
