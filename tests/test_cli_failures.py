@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -324,48 +322,6 @@ def test_an_unexpected_error_is_one_line_naming_its_trace(tables, tmp_path, monk
     assert str(log) in line and "Traceback" in log.read_text()
     debug = CliRunner().invoke(main, ["--debug", "history", tables["good"]], env=env)
     assert debug.exit_code == 70 and "Traceback" in debug.stderr
-
-
-@pytest.mark.parametrize(
-    ("command", "signum", "code"),
-    [
-        ("audit", signal.SIGINT, ExitCode.SIGINT),
-        ("history", signal.SIGTERM, ExitCode.SIGTERM),
-        ("orphans", signal.SIGINT, ExitCode.SIGINT),
-        ("orphans", signal.SIGTERM, ExitCode.SIGTERM),
-    ],
-)
-def test_a_stopped_read_only_command_is_one_line(command, signum, code):
-    """Ctrl-C or SIGTERM while a read-only command waits for S3 (an endpoint that accepts the
-    connection and never answers): one line, 130 / 143, at once."""
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        server.settimeout(60)
-        env = {**os.environ, **{k: v for k, v in AWS_BASE.items() if v is not None}}
-        proc = subprocess.Popen(
-            [DELTAGUARD, command, "s3://lake/t", "--endpoint-url",
-             f"http://127.0.0.1:{server.getsockname()[1]}"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )  # fmt: skip
-        connection, _ = server.accept()  # the command is waiting for its first answer
-        with connection:
-            time.sleep(0.2)
-            started = time.monotonic()
-            proc.send_signal(signum)
-            stdout, stderr = proc.communicate(timeout=60)
-            assert time.monotonic() - started < 10, "it stopped at once"
-    case = Case(
-        (command,),
-        "stopped",
-        (),
-        code=int(code),
-        words=("interrupted" if signum == signal.SIGINT else "SIGTERM",),
-    )
-    check_one_line(case, proc.returncode, stdout, stderr)
 
 
 def test_a_bare_group_prints_its_help():

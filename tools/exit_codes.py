@@ -31,8 +31,15 @@ README's table is this one). Every failure also prints one line on stderr,
     (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);
     ``--debug`` prints it instead.
 ``130`` (:attr:`ExitCode.SIGINT`), ``143`` (:attr:`ExitCode.SIGTERM`)
-    any other command stopped by Ctrl-C (SIGINT) or SIGTERM (128 + the signal number, what a
-    shell reports for a process killed by it): nothing was changed.
+    every other command, read-only ones included, stopped by Ctrl-C (SIGINT) or SIGTERM (128 +
+    the signal number, what a shell reports for a process killed by it), with one line
+    ``deltaguard <command>: interrupted (...)``, at once (requests in flight are not waited
+    for): nothing was changed, except what ``repair``'s line says was done.
+``141`` (:attr:`ExitCode.SIGPIPE`)
+    stdout was closed by its reader (``deltaguard history T | head -1``): the command dies of
+    SIGPIPE at the write that failed, silently, as coreutils and git do; a shell reports 128 +
+    13 (a process's parent sees the signal). Neither a finding (1) nor a failure line: under
+    ``set -o pipefail`` the pipeline fails with 141, as ``yes | head -1`` does.
 
 Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
 profile) are code 2 too, as click gives them.
@@ -60,6 +67,7 @@ class ExitCode(IntEnum):
     INTERRUPTED = 4
     UNEXPECTED = 70
     SIGINT = 130
+    SIGPIPE = 141
     SIGTERM = 143
 
 

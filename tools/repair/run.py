@@ -17,7 +17,8 @@
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to repair, or all
 repaired; 1 dry run with something to repair, or damage no repair can fix (a gap with no
 source) left after the run; 2 the table could not be read or was refused, a setting was
-refused, or a commit's outcome is unknown. Each line of output is printed when its step is
+refused, or a commit's outcome is unknown; 130 stopped by Ctrl-C (143 SIGTERM, the command's
+generic line). Each line of output is printed when its step is
 done, so an interrupted run leaves a true record of what it did.
 """
 
@@ -268,7 +269,7 @@ def run_repair(req: RepairRequest) -> int:
             else ""
         )
         print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
-        code = ExitCode.UNREADABLE
+        code = ExitCode.SIGINT
     if req.as_json:
         print(orjson.dumps(rec.to_json(int(code)), option=orjson.OPT_INDENT_2).decode())
     return int(code)
