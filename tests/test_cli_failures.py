@@ -28,7 +28,13 @@ from test_packaging import cli_commands
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.cli import main
-from deltaguard.tools.cli_options import Duration, EndpointURL, TableLocation
+from deltaguard.tools.cli_options import (
+    MAX_DURATION_HOURS,
+    Duration,
+    EndpointURL,
+    TableLocation,
+    describe_range,
+)
 from deltaguard.tools.exit_codes import ExitCode
 
 DELTAGUARD = str(Path(sys.executable).with_name("deltaguard"))
@@ -124,6 +130,15 @@ def _s3_options(command: tuple[str, ...]) -> list[str]:
     return args
 
 
+def _above(param_type: click.ParamType) -> str:
+    """A value just above a numeric option's documented range."""
+    if isinstance(param_type, Duration):
+        return f"{MAX_DURATION_HOURS + 1}h"
+    assert isinstance(param_type, click.IntRange | click.FloatRange)
+    assert param_type.max is not None, "every numeric option has a maximum"
+    return str(param_type.max + 1)
+
+
 def cases(tables: dict[str, str]) -> list[Case]:
     """The matrix (see the module docstring). ``tables``: local tables by what is wrong."""
     found: list[Case] = []
@@ -152,6 +167,10 @@ def cases(tables: dict[str, str]) -> list[Case]:
                 found.append(
                     Case(command, f"not-a-number{name}", (*base, name, "abc"), 2, words=(name,))
                 )
+                found.append(
+                    Case(command, f"too-large{name}", (*base, name, _above(p.type)), 2,
+                         words=(name,))
+                )  # fmt: skip
             if isinstance(p.type, click.Choice):
                 found.append(
                     Case(command, f"choice{name}", (*base, name, "bogus"), 2, words=(name,))
@@ -281,6 +300,25 @@ def test_every_command_is_in_the_matrix():
                  "damaged-checkpoint", "profile-option", "endpoint--endpoint",
                  "negative--retention"):  # fmt: skip
         assert kind in bad, kind
+
+
+def test_every_numeric_option_has_documented_bounds():
+    """Each integer, float or duration option of every command has a maximum as well as a
+    minimum, written next to it in docs/reference/cli.md (docs/generate.py): the
+    ``too-large`` cases above check that a value past it is exit 2 naming the option
+    (``orphans --retention 99999999999999`` was exit 70, a pyarrow overflow)."""
+    reference = (Path(__file__).resolve().parents[1] / "docs/reference/cli.md").read_text()
+    numeric = []
+    for path in cli_commands(main, []):
+        for p in _params(tuple(path)):
+            assert p.type not in (click.INT, click.FLOAT), (path, p.name, "an unbounded number")
+            bounds = describe_range(p.type)
+            if isinstance(p, click.Option) and bounds is not None:
+                numeric.append(p.opts[0])
+                assert "<=x<=" in bounds or "<x<=" in bounds, (path, p.opts, bounds)
+                assert bounds.replace("|", "\\|") in reference, (path, p.opts, bounds)
+    assert len(numeric) >= 9, numeric
+    assert {f"too-large{o}" for o in numeric} <= {c.bad for c in MATRIX}
 
 
 def test_a_missing_optional_dependency_is_named(tables, tmp_path):

@@ -368,7 +368,7 @@ def _stdout_or_sigpipe() -> Iterator[None]:
     """``sys.stdout`` is a :class:`StdoutOrSigpipe` for the block; flushed at its end (a
     pipe's last block is written there, and a closed pipe found there)."""
     real = sys.stdout
-    sys.stdout = StdoutOrSigpipe(real)  # type: ignore[assignment]
+    sys.stdout = StdoutOrSigpipe(real)
     try:
         yield
     finally:
