@@ -106,3 +106,34 @@ def test_aws_endpoint_url_is_honoured(forbidding, monkeypatch, variable):
     assert out.exit_code == 2, out.stderr
     assert any(r.startswith("GET /lake") for r in _Forbidding.seen), _Forbidding.seen
     assert "AccessDenied" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (3_600_000, "1 hour"),
+        (36 * 3_600_000, "36 hours"),
+        (86_400_000, "1 day"),
+        (7 * 86_400_000, "7 days"),
+        (60_000, "1 minute"),
+        (90 * 60_000, "90 minutes"),
+        (5_400_001, "1.5 hours"),
+        (1000, "1 second"),
+        (0, "0 seconds"),
+    ],
+)
+def test_durations_are_english(ms, text):
+    from deltaguard.tools.deltalog.times import duration_text
+
+    assert duration_text(ms) == text
+
+
+def test_a_short_retention_says_1_hour(tmp_path):
+    """Not "1 hours": the refusal of a retention under 24 hours names it in English."""
+    from deltaguard.localstack.synthetic_table import SyntheticTable
+
+    t = SyntheticTable(tmp_path / "t")
+    t.create(1_700_000_000_000)
+    out = CliRunner().invoke(main, ["orphans", str(t.root), "--retention", "1h", "--delete"])
+    assert out.exit_code == 2, out.stderr
+    assert "a retention of 1 hour is under 24 hours" in out.stderr, out.stderr
