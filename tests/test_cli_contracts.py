@@ -235,3 +235,28 @@ def test_history_says_unreadable_for_an_s3_403(tmp_path):
     assert states == {5: "ok", 4: "unreadable", 3: "ok", 2: "unreadable", 1: "ok", 0: "ok"}
     assert all("403" in (e.problem or "") for e in entries if e.state is CommitState.UNREADABLE)
     assert history_exit_code(entries) == ExitCode.UNREADABLE
+
+
+def test_repair_prints_text_json_or_tsv(tmp_path):
+    """``repair --format text|json|tsv``, as every read command: the TSV has one row per
+    action (docs/reference/output.md), planned in a dry run, done with --yes."""
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from deltaguard.tools.cli import main
+
+    t = _table(tmp_path / "t", orphans=0)
+    (t.root / "p=a/f1.parquet").unlink()
+    runner = CliRunner()
+    text = runner.invoke(main, ["repair", str(t.root), "--format", "text"])
+    assert text.exit_code == ExitCode.FOUND and "p=a/f1.parquet" in text.stdout
+    doc = json.loads(runner.invoke(main, ["repair", str(t.root), "--format", "json"]).stdout)
+    assert doc["schema"] == "deltaguard.repair/1"
+    for args, state in (([], "planned"), (["--yes"], "done")):
+        out = runner.invoke(main, ["repair", str(t.root), "--format", "tsv", *args])
+        rows = list(csv.DictReader(io.StringIO(out.stdout), dialect="excel-tab"))
+        assert [(r["action"], r["path"], r["state"]) for r in rows] == [
+            ("remove-dangling", "p=a/f1.parquet", state)
+        ], out.stdout
