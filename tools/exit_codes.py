@@ -8,12 +8,13 @@ README's table is this one). Every failure also prints one line on stderr,
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
     or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
-    ``repair`` cannot fill, an unsafe store.
+    ``repair`` cannot fill, missing commits a checkpoint covers (``history``, as ``audit``),
+    an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no
     ``_delta_log``, storage or credential errors that outlasted the retries, a snapshot that
-    cannot be rebuilt (missing or damaged commit or checkpoint it needs), a commit history
-    cannot read, a refused table (catalog-managed, unknown reader feature); also a refused
+    cannot be rebuilt (missing or damaged commit or checkpoint it needs: ``history`` too), a
+    commit that cannot be read or parsed, a refused table (catalog-managed, unknown reader feature); also a refused
     setting or argument, and a probe that could not run or decide. Whatever could be read is
     still printed (audit findings, history entries with their ``problem``).
 ``3`` (:attr:`ExitCode.DELETE_FAILED`)
