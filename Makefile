@@ -13,10 +13,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # The package version: one source (VERSION), read by pyproject, jars.py and Maven (-Drevision).
 VERSION := $(shell cat VERSION)
-MVN := mvn -B -Drevision=$(VERSION)
+# Off a terminal (make wheel > build.log, CI) no tool writes colour escapes: Maven's -B turns
+# its colours off, but its jansi still writes resets (ESC[0m) unless jansi.noreset is set; uv
+# gets --color never. Expanded by the recipe's shell, which sees make's stdout and stderr.
+NO_TTY = ! { [ -t 1 ] && [ -t 2 ]; }
+MVN_NO_COLOUR = $$($(NO_TTY) && echo -Djansi.noreset=true)
+UV_NO_COLOUR = $$($(NO_TTY) && echo --color never)
+MVN := MAVEN_OPTS="$${MAVEN_OPTS} $(MVN_NO_COLOUR)" mvn -B -Drevision=$(VERSION)
 # Building the jars is a short JVM run: C1 only (no C2 warm-up) halves it (measured 21.7 -> 12.1 s
 # a jar on a loaded 2-core machine). Only for the jar builds: JUnit forks its own JVMs.
-MVN_BUILD := MAVEN_OPTS="$${MAVEN_OPTS:--XX:TieredStopAtLevel=1}" $(MVN)
+MVN_BUILD := MAVEN_OPTS="$${MAVEN_OPTS:--XX:TieredStopAtLevel=1} $(MVN_NO_COLOUR)" mvn -B -Drevision=$(VERSION)
 # One plugin jar per AWS SDK generation (logstore/pom.xml profiles sdk2 and sdk1).
 PLUGIN_JAR := logstore/python/jars/deltaguard-logstore-$(VERSION).jar
 PLUGIN_JAR_SDK1 := logstore/python/jars/deltaguard-logstore-sdk1-$(VERSION).jar
@@ -127,7 +133,7 @@ typecheck: venv  ## mypy (strict) on the deltaguard package and the test bed, wi
 
 # Needs only Python 3.11, Java 17 and Maven: it brings its own uv (the bootstrap) and jars.
 wheel: jar $(UV)  ## build the wheel (the product: plugin jars inside, no test bed) into dist/
-	$(UV) build --wheel -q -o dist .
+	$(UV) build $(UV_NO_COLOUR) --wheel -q -o dist .
 
 # The soak (docs/reference/testbed.md): mixed writers, faults, kills and cleanup, then invariants; the last
 # line is its summary. Longer: make soak SOAK_DURATION=3600; more options: SOAK_ARGS (see --help).

@@ -62,12 +62,17 @@ def _default(param: click.Parameter, ctx: click.Context) -> str:
 
 
 def _option_name(param: click.Parameter, ctx: click.Context) -> str:
+    from deltaguard.tools.cli_options import describe_range
+
     if isinstance(param, click.Argument):
         return f"`{param.make_metavar(ctx)}`"
     assert isinstance(param, click.Option)
     names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
     if not param.is_flag:
         names += f" `{param.make_metavar(ctx)}`"
+    bounds = describe_range(param.type)
+    if bounds is not None:
+        names += f" ({bounds})"
     return names.replace("|", "\\|")
 
 

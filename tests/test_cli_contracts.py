@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -134,3 +135,128 @@ def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
         if command != "orphans":
             json.loads(out.stdout)  # what could be read is still reported
     assert codes == {"audit": 2, "history": 2, "orphans": 2, "repair": 2}
+
+
+def _history_and_audit(table: Path) -> tuple[Any, Any]:
+    """``history --json`` and ``audit --json`` of ``table``, in-process."""
+    from click.testing import CliRunner
+
+    from deltaguard.tools.cli import main
+
+    runner = CliRunner()
+    return (
+        runner.invoke(main, ["history", str(table), "--json"]),
+        runner.invoke(main, ["audit", str(table), "--json"]),
+    )
+
+
+def _rows(result: Any) -> dict[int, dict[str, Any]]:
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "deltaguard.history/3"
+    return {e["version"]: e for e in doc["entries"]}
+
+
+@pytest.mark.parametrize("checkpoint_after", [False, True])
+def test_history_shows_a_missing_version_as_the_audit_does(tmp_path, checkpoint_after):
+    """Every version of the retained log is a row: a missing commit is one, with the audit's
+    finding for the gap and the audit's exit code (version-gap: 2, covered by a checkpoint:
+    1)."""
+    t = _table(tmp_path / "t")  # versions 0-3
+    if checkpoint_after:
+        t.checkpoint()
+        rel = t.write_file("p=a/f9.parquet", NOW - DAY)
+        t.commit([{"add": t.add_action(rel, NOW - DAY)}], NOW - DAY)
+    (t.log / f"{1:020d}.json").unlink()
+    history, audit = _history_and_audit(t.root)
+    rows = _rows(history)
+    assert sorted(rows) == list(range(t.version + 1))
+    gap = rows[1]
+    assert gap["state"] == "missing" and gap["timestamp_ms"] is None
+    findings = {(f["code"], f["file"]) for f in json.loads(audit.stdout)["findings"]}
+    assert (gap["finding"], gap["file"]) in findings
+    assert gap["finding"] == ("version-gap-covered" if checkpoint_after else "version-gap")
+    assert history.exit_code == audit.exit_code == (1 if checkpoint_after else 2)
+    assert f"{gap['file']}: missing ({gap['finding']})" in history.stderr
+    assert all(rows[v]["state"] == "ok" for v in rows if v != 1)
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling-link"])
+def test_history_says_unreadable_for_a_commit_that_is_there(tmp_path, kind):
+    """A commit file that exists but cannot be read is "unreadable", never "missing"."""
+    t = _table(tmp_path / "t")
+    path = t.log / f"{2:020d}.json"
+    path.unlink()
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path / "gone.json")
+    history, _ = _history_and_audit(t.root)
+    for fmt in ("text", "tsv"):
+        from click.testing import CliRunner
+
+        from deltaguard.tools.cli import main
+
+        out = CliRunner().invoke(main, ["history", str(t.root), "--format", fmt])
+        assert "unreadable" in out.stdout and "missing" not in out.stdout, out.stdout
+    row = _rows(history)[2]
+    assert (row["state"], row["finding"]) == ("unreadable", "commit-unreadable")
+    assert history.exit_code == ExitCode.UNREADABLE
+
+
+def test_history_says_unreadable_for_an_s3_403(tmp_path):
+    """S3 answers 403 AccessDenied for one listed commit and for the key of one missing from
+    the listing: both are unreadable (we cannot tell whether they are there)."""
+    from scripted_s3 import ScriptedS3, client_error
+
+    from deltaguard.logstore.s3_location import S3Location
+    from deltaguard.tools.deltalog.history import CommitState, read_history
+    from deltaguard.tools.exit_codes import history_exit_code
+    from deltaguard.tools.storage.s3 import S3TableStore
+
+    denied = {f"t/_delta_log/{2:020d}.json", f"t/_delta_log/{4:020d}.json"}
+
+    class Denying(ScriptedS3):
+        def get_object(self, *, Bucket: str, Key: str, **kw: Any) -> dict[str, Any]:
+            if Key in denied:
+                raise client_error(403, "AccessDenied", "GetObject", "Access Denied")
+            return super().get_object(Bucket=Bucket, Key=Key, **kw)
+
+    t = _table(tmp_path / "t")
+    for _ in range(2):
+        rel = t.write_file("p=a/g.parquet", NOW - DAY)
+        t.commit([{"add": t.add_action(rel, NOW - DAY)}], NOW - DAY)
+    (t.log / f"{4:020d}.json").unlink()  # a gap S3 answers 403 for, as without ListBucket
+    s3 = Denying()
+    for path in t.root.rglob("*"):
+        if path.is_file():
+            s3.objects[("lake", f"t/{path.relative_to(t.root)}")] = path.read_bytes()
+    entries = read_history(S3TableStore(s3, S3Location.parse("s3://lake/t")))
+    states = {e.version: e.state for e in entries}
+    assert states == {5: "ok", 4: "unreadable", 3: "ok", 2: "unreadable", 1: "ok", 0: "ok"}
+    assert all("403" in (e.problem or "") for e in entries if e.state is CommitState.UNREADABLE)
+    assert history_exit_code(entries) == ExitCode.UNREADABLE
+
+
+def test_repair_prints_text_json_or_tsv(tmp_path):
+    """``repair --format text|json|tsv``, as every read command: the TSV has one row per
+    action (docs/reference/output.md), planned in a dry run, done with --yes."""
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from deltaguard.tools.cli import main
+
+    t = _table(tmp_path / "t", orphans=0)
+    (t.root / "p=a/f1.parquet").unlink()
+    runner = CliRunner()
+    text = runner.invoke(main, ["repair", str(t.root), "--format", "text"])
+    assert text.exit_code == ExitCode.FOUND and "p=a/f1.parquet" in text.stdout
+    doc = json.loads(runner.invoke(main, ["repair", str(t.root), "--format", "json"]).stdout)
+    assert doc["schema"] == "deltaguard.repair/1"
+    for args, state in (([], "planned"), (["--yes"], "done")):
+        out = runner.invoke(main, ["repair", str(t.root), "--format", "tsv", *args])
+        rows = list(csv.DictReader(io.StringIO(out.stdout), dialect="excel-tab"))
+        assert [(r["action"], r["path"], r["state"]) for r in rows] == [
+            ("remove-dangling", "p=a/f1.parquet", state)
+        ], out.stdout

@@ -134,6 +134,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         ["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    # into a log (not a terminal): no colour escapes from make wheel's Maven and uv
+    assert "\x1b[" not in done.stdout + done.stderr, (done.stdout + done.stderr)[:2000]
     jar = Path(done.stdout.strip().splitlines()[-1])
     assert jar.is_file() and jar.is_relative_to(home / "deltaguard-venv"), done.stdout
     (built,) = (clone / "dist").glob("deltaguard-*.whl")

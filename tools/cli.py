@@ -31,9 +31,11 @@ from deltaguard.spark_conf.presets import (
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
 from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
 from deltaguard.tools.cli_options import (
+    MAX_VERSION,
     REGION_HELP,
     Duration,
     TableLocation,
+    bounded,
     endpoint_option,
     profile_option,
 )
@@ -123,7 +125,7 @@ def conf_group() -> None:
     "ttl_seconds",
     default=86400,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=bounded(1, 10 * 366 * 86400),
     help="s3-dynamodb(-transition): seconds a completed entry is kept",
 )
 @click.option(
@@ -291,13 +293,13 @@ def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
 @dynamodb_options
 @click.option(
     "--writers",
-    type=click.IntRange(min=2),
+    type=bounded(2, 256),
     default=8,
     show_default=True,
     help="concurrent writers per race round",
 )
 @click.option(
-    "--rounds", type=click.IntRange(min=1), default=20, show_default=True, help="race rounds"
+    "--rounds", type=bounded(1, 10_000), default=20, show_default=True, help="race rounds"
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="print the report as JSON (deltaguard.probe/1)"
@@ -435,7 +437,7 @@ def _manifest_dir(path: Path | None) -> Path | None:
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=bounded(1, 1024),
     default=None,
     help="directories listed at once  [default: 8 on S3, 2 on local disk]",
 )
@@ -446,7 +448,7 @@ def _manifest_dir(path: Path | None) -> Path | None:
 @click.option("--report-table", help="--engine spark: where the candidates' parquet table goes")
 @click.option(
     "--list-range-files",
-    type=click.IntRange(min=0),
+    type=bounded(0, 1_000_000_000),
     default=None,
     help="on S3: a directory the log says holds at least twice this many files is listed in "
     "key ranges of about this many, by several threads (or Spark tasks) at once; 0: never  "
@@ -587,7 +589,7 @@ def _fail(command: str, exc: Exception) -> None:
 @click.option(
     "--version",
     "version",
-    type=click.IntRange(min=0),
+    type=bounded(0, MAX_VERSION),
     help="audit this version (default: the latest)",
 )
 @click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
@@ -785,9 +787,9 @@ def migrate_status_command(
 
 @main.command("history")
 @click.argument("table", type=TableLocation())
-@click.option("--limit", type=click.IntRange(min=1), help="newest N commits only")
+@click.option("--limit", type=bounded(1, MAX_VERSION), help="newest N versions only")
 @click.option(
-    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/2)"
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/3)"
 )
 @format_option
 @progress_option
@@ -801,10 +803,14 @@ def history_command(
     region: str | None,
     path_style: bool,
 ) -> None:
-    """TABLE's retained commits, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine. Exit code 2 if the table, or one of its commits, could not be
-    read (one line on stderr per such commit, naming its file; the other entries are still
-    printed)."""
+    """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
+    metrics, txn app ids, engine, and the state of its commit file (ok, damaged, unreadable,
+    missing), with the audit's finding when it is not ok (one line on stderr for each such
+    version, naming its file; the others are still printed).
+
+    Exit code 0: every version read; 1: only missing commits a checkpoint covers
+    (version-gap-covered); 2: the table could not be read, a commit could not be read or
+    parsed, or a commit the latest version needs is missing (version-gap)."""
     import json
 
     from deltaguard.tools.deltalog.history import read_history
@@ -830,5 +836,9 @@ def history_command(
         print_history(entries, _wide_console())
     for entry in entries:  # newest first, as printed
         if entry.problem:
-            click.echo(f"deltaguard history: {entry.file}: {entry.problem}", err=True)
+            click.echo(
+                f"deltaguard history: {entry.file}: {entry.state} ({entry.finding}): "
+                f"{entry.problem}",
+                err=True,
+            )
     sys.exit(history_exit_code(entries))

@@ -11,7 +11,11 @@ way without doing anything. Where each kind of failure is turned into its line:
   with where the help is;
 - an exception out of a command: :meth:`CliCommand.invoke`, through :func:`known_failure` (AWS
   profile, credentials, endpoint, S3 service errors, unreadable logs and files, a missing
-  optional dependency: exit 2; Ctrl-C: 130; SIGTERM: 143);
+  optional dependency: exit 2; Ctrl-C: 130; SIGTERM: 143, the line ``interrupted (...)``; the
+  process then ends at once, not waiting for worker threads still blocked on a request);
+- stdout closed by its reader (``deltaguard history T | head -1``): the process dies of SIGPIPE
+  at the write that failed, silently, as coreutils and git do (:class:`StdoutOrSigpipe`; a
+  shell reports 141), never exit 1 or 2;
 - anything else is a bug: one line naming the error and the file its full trace was written to
   (:func:`~deltaguard.tools.state_dir.trace_log_path`), exit 70. ``deltaguard --debug <command>``
   (or ``DELTAGUARD_DEBUG=1``) prints the trace on stderr instead, for every failure.
@@ -79,7 +83,7 @@ def known_failure(exc: BaseException) -> tuple[ExitCode, str] | None:
     if isinstance(exc, KeyboardInterrupt | click.Abort):
         return ExitCode.SIGINT, "interrupted (Ctrl-C)"
     if isinstance(exc, Terminated):
-        return ExitCode.SIGTERM, "terminated (SIGTERM)"
+        return ExitCode.SIGTERM, "interrupted (SIGTERM)"
     if isinstance(exc, aws.ProfileNotFound):
         profile = exc.kwargs.get("profile")
         return ExitCode.UNREADABLE, (
@@ -165,7 +169,27 @@ def fail(ctx: click.Context | None, exc: BaseException) -> NoReturn:
     else:
         code, message = known
     click.echo(f"{command}: {message}", err=True)
+    if code in (ExitCode.SIGINT, ExitCode.SIGTERM):
+        _end_now_if_threads_wait(code)
     raise click.exceptions.Exit(int(code))
+
+
+def _end_now_if_threads_wait(code: ExitCode) -> None:
+    """After an interrupt's line: if worker threads are still alive (blocked on a request the
+    signal cannot cut short), ends the process now with ``code`` (stdout and stderr flushed)
+    instead of waiting for them at exit. The command has unwound by then: its own handling of
+    the interrupt is done."""
+    import threading
+
+    main_thread = threading.main_thread()
+    if not any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(int(code))
 
 
 class CliCommand(click.Command):
@@ -214,27 +238,144 @@ class CliGroup(click.Group):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
-        with _sigterm_raises():
-            try:
-                rv = super().main(args, prog_name, complete_var, False, **extra)
-            except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
-                exc.show()
-                sys.exit(exc.exit_code)
-            except click.UsageError as exc:
-                name = command_name(exc.ctx)
-                click.echo(
-                    f"{name}: {one_line(exc.format_message())} (see '{name} --help')", err=True
-                )
-                sys.exit(exc.exit_code)
-            except click.ClickException as exc:
-                click.echo(f"deltaguard: {one_line(exc.format_message())}", err=True)
-                sys.exit(exc.exit_code)
-            except (Exception, KeyboardInterrupt, Terminated, click.Abort) as exc:
-                try:
-                    fail(None, exc)
-                except click.exceptions.Exit as code:
-                    sys.exit(code.exit_code)
+        with _sigterm_raises(), _stdout_or_sigpipe():
+            rv = self._main(args, prog_name, complete_var, **extra)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _main(
+        self,
+        args: Sequence[str] | None,
+        prog_name: str | None,
+        complete_var: str | None,
+        **extra: Any,
+    ) -> Any:
+        """:meth:`main`'s work: every failure as one line (see the module docstring)."""
+        try:
+            rv = self._run(args, prog_name, complete_var, **extra)
+        except click.exceptions.Exit as exc:  # a command's (or fail's) exit code
+            sys.exit(exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            name = command_name(exc.ctx)
+            click.echo(f"{name}: {one_line(exc.format_message())} (see '{name} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"deltaguard: {one_line(exc.format_message())}", err=True)
+            sys.exit(exc.exit_code)
+        except (Exception, KeyboardInterrupt, Terminated, click.Abort) as exc:
+            try:
+                fail(self._context_of(args), exc)
+            except click.exceptions.Exit as code:
+                sys.exit(code.exit_code)
+        return rv
+
+    def _run(
+        self,
+        args: Sequence[str] | None,
+        prog_name: str | None,
+        complete_var: str | None,
+        **extra: Any,
+    ) -> Any:
+        """What click's ``main`` does in non-standalone mode, without its own handling of
+        Ctrl-C (a blank line on stderr, then ``Abort``) and of a closed stdout (exit 1): both
+        are ours (:func:`fail`, :class:`StdoutOrSigpipe`)."""
+        from click.utils import _detect_program_name
+
+        if prog_name is None:
+            prog_name = _detect_program_name()
+        self._main_shell_completion(extra, prog_name, complete_var)
+        with self.make_context(
+            prog_name, list(sys.argv[1:] if args is None else args), **extra
+        ) as ctx:
+            return self.invoke(ctx)
+
+    def _context_of(self, args: Sequence[str] | None) -> click.Context | None:
+        """A context naming the command ``args`` reach (``deltaguard orphans`` for ``orphans T
+        --json``), for a failure outside a command's own code (a signal while the options are
+        read), or None."""
+        words = list(sys.argv[1:] if args is None else args)
+        root = ctx = click.Context(self, info_name="deltaguard")
+        group: click.Command = self
+        while isinstance(group, click.Group):
+            name = next((w for w in words if not w.startswith("-")), None)
+            sub = group.commands.get(name) if name is not None else None
+            if sub is None:
+                break
+            words = words[words.index(name) + 1 :]  # type: ignore[arg-type]
+            ctx = click.Context(sub, parent=ctx, info_name=name)
+            group = sub
+        return None if ctx is root else ctx
+
+
+class StdoutOrSigpipe:
+    """``sys.stdout`` while a command runs: the real stream, except that a write or flush the
+    reader refused (it closed the pipe: ``| head``) ends the process by SIGPIPE, silently, at
+    that write: what coreutils and git do (git's ``check_pipe``), so a shell sees 141 and
+    ``set -o pipefail`` treats it as a closed pipe, not as a finding. SIGPIPE itself stays
+    ignored (Python's default), so a socket to S3 that the server closed is an error as
+    before, never a death."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """Writes all of ``text``: through the binary layer in a loop when there is one, as
+        an unbuffered stdout (``PYTHONUNBUFFERED``, ``-u``) may take part of a write to a pipe
+        and the text layer would drop the rest without an error."""
+        binary = getattr(self._stream, "buffer", None)
+        try:
+            if binary is None:
+                return int(self._stream.write(text))
+            self._stream.flush()
+            data = memoryview(text.encode(self._stream.encoding, self._stream.errors))
+            while data:
+                data = data[binary.write(data) :]
+            return len(text)
+        except BrokenPipeError:
+            die_of_sigpipe()
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            die_of_sigpipe()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def die_of_sigpipe() -> NoReturn:
+    """Ends the process by SIGPIPE (stdout's reader is gone): stdout is pointed at
+    ``/dev/null`` first, so nothing tries to flush into the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except OSError:
+        pass
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGPIPE)
+    os._exit(128 + signal.SIGPIPE)  # not reached: SIGPIPE's default action ends the process
+
+
+@contextmanager
+def _stdout_or_sigpipe() -> Iterator[None]:
+    """``sys.stdout`` is a :class:`StdoutOrSigpipe` for the block; flushed at its end (a
+    pipe's last block is written there, and a closed pipe found there)."""
+    real = sys.stdout
+    sys.stdout = StdoutOrSigpipe(real)
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        finally:
+            sys.stdout = real
 
 
 @contextmanager

@@ -25,9 +25,34 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 
 
+#: The longest duration any option takes (retention, windows): 100 years, in hours. Longer is
+#: a typo, and would overflow the millisecond arithmetic of the commands (int64).
+MAX_DURATION_HOURS = 100 * 365 * 24
+#: The largest table version (and version count) an option takes: Delta versions are Java longs.
+MAX_VERSION = 2**63 - 1
+
+
+def bounded(low: int, high: int) -> click.IntRange:
+    """An integer option's type: ``low`` to ``high`` inclusive. Out of range is a usage error
+    naming the option and the range (exit 2); the range shows in ``--help`` and
+    docs/reference/cli.md."""
+    return click.IntRange(min=low, max=high)
+
+
+def describe_range(param_type: click.ParamType) -> str | None:  # type: ignore[type-arg]
+    """The documented range of a numeric option's type (``1<=x<=256``, ``0s<=x<=100 years``), or
+    None for another type."""
+    if isinstance(param_type, click.IntRange | click.FloatRange):
+        return param_type._describe_range()
+    if isinstance(param_type, Duration):
+        return f"{'0<x' if param_type.positive else '0<=x'}<={MAX_DURATION_HOURS // 8760} years"
+    return None
+
+
 class Duration(click.ParamType):  # type: ignore[type-arg]
     """A duration as hours (float): ``7d``, ``36h``, ``90m``, ``45s``, ``2w``; a plain number is
-    hours. Negative values are refused; ``positive`` also refuses 0."""
+    hours. Negative values and more than :data:`MAX_DURATION_HOURS` are refused; ``positive``
+    also refuses 0."""
 
     name = "duration"
 
@@ -48,6 +73,13 @@ class Duration(click.ParamType):  # type: ignore[type-arg]
                 )
             number, unit = float(match.group(1)), match.group(2).lower() or "h"
             hours = number * _UNITS[unit] / 3600
+        if hours > MAX_DURATION_HOURS:
+            self.fail(
+                f"{value!r} is longer than {MAX_DURATION_HOURS // 8760} years, the longest "
+                "duration taken",
+                param,
+                ctx,
+            )
         if hours < 0 or (self.positive and hours == 0):
             self.fail(
                 f"{value!r} is {'negative' if hours < 0 else 'zero'}: give a duration "

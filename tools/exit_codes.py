@@ -8,12 +8,13 @@ README's table is this one). Every failure also prints one line on stderr,
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
     or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
-    ``repair`` cannot fill, an unsafe store.
+    ``repair`` cannot fill, missing commits a checkpoint covers (``history``, as ``audit``),
+    an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no
     ``_delta_log``, storage or credential errors that outlasted the retries, a snapshot that
-    cannot be rebuilt (missing or damaged commit or checkpoint it needs), a commit history
-    cannot read, a refused table (catalog-managed, unknown reader feature); also a refused
+    cannot be rebuilt (missing or damaged commit or checkpoint it needs: ``history`` too), a
+    commit that cannot be read or parsed, a refused table (catalog-managed, unknown reader feature); also a refused
     setting or argument, and a probe that could not run or decide. Whatever could be read is
     still printed (audit findings, history entries with their ``problem``).
 ``3`` (:attr:`ExitCode.DELETE_FAILED`)
@@ -31,8 +32,15 @@ README's table is this one). Every failure also prints one line on stderr,
     (under the state directory, :func:`deltaguard.tools.state_dir.trace_log_path`);
     ``--debug`` prints it instead.
 ``130`` (:attr:`ExitCode.SIGINT`), ``143`` (:attr:`ExitCode.SIGTERM`)
-    any other command stopped by Ctrl-C (SIGINT) or SIGTERM (128 + the signal number, what a
-    shell reports for a process killed by it): nothing was changed.
+    every other command, read-only ones included, stopped by Ctrl-C (SIGINT) or SIGTERM (128 +
+    the signal number, what a shell reports for a process killed by it), with one line
+    ``deltaguard <command>: interrupted (...)``, at once (requests in flight are not waited
+    for): nothing was changed, except what ``repair``'s line says was done.
+``141`` (:attr:`ExitCode.SIGPIPE`)
+    stdout was closed by its reader (``deltaguard history T | head -1``): the command dies of
+    SIGPIPE at the write that failed, silently, as coreutils and git do; a shell reports 128 +
+    13 (a process's parent sees the signal). Neither a finding (1) nor a failure line: under
+    ``set -o pipefail`` the pipeline fails with 141, as ``yes | head -1`` does.
 
 Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an unknown AWS
 profile) are code 2 too, as click gives them.
@@ -60,6 +68,7 @@ class ExitCode(IntEnum):
     INTERRUPTED = 4
     UNEXPECTED = 70
     SIGINT = 130
+    SIGPIPE = 141
     SIGTERM = 143
 
 
@@ -73,6 +82,17 @@ def audit_exit_code(report: AuditReport) -> ExitCode:
 
 
 def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
-    """``deltaguard history``'s code: UNREADABLE if some commit could not be read or parsed
-    (its entry has a ``problem``), else CLEAN."""
-    return ExitCode.UNREADABLE if any(e.problem for e in entries) else ExitCode.CLEAN
+    """``deltaguard history``'s code, the audit's for the same trouble: UNREADABLE if some
+    commit could not be read or parsed, or a commit the latest version needs is missing (the
+    audit's ``version-gap``, an error: its snapshot cannot be rebuilt); FOUND if the only
+    trouble is missing commits a checkpoint covers (``version-gap-covered``, a warning);
+    else CLEAN."""
+    from deltaguard.tools.deltalog.findings import CODES, Severity
+    from deltaguard.tools.deltalog.history import CommitState
+
+    trouble = [e for e in entries if e.state is not CommitState.OK]
+    if any(e.state is not CommitState.MISSING for e in trouble):
+        return ExitCode.UNREADABLE
+    if any(e.finding and CODES[e.finding][0] is Severity.ERROR for e in trouble):
+        return ExitCode.UNREADABLE
+    return ExitCode.FOUND if trouble else ExitCode.CLEAN

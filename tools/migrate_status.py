@@ -154,7 +154,7 @@ def migrate_status(
             if c.version in listing.commits
         },
     )
-    engines = {h.version: h.engine for h in read_history(store, listing=recent)}
+    engines = {h.version: h.engine for h in read_history(store, listing=recent, gaps=False)}
     evidence.commits = [label_by_content(c, engines.get(c.version)) for c in evidence.commits]
     return MigrationStatus(
         store.uri,

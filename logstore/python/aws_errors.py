@@ -26,8 +26,13 @@ def is_precondition_failed(exc: Exception) -> bool:
 
 
 def describe(exc: Exception) -> str:
-    """``HTTP <status> <code>: <message>`` for service errors, ``<type>: <text>`` otherwise."""
+    """``HTTP <status> <code>: <message>`` for service errors (``HTTP 403 AccessDenied: Access
+    Denied``), ``<type>: <text>`` otherwise. An answer without a body (HEAD: botocore makes the
+    status its code and the reason its message) is ``HTTP 403 Forbidden``, one phrase."""
     if isinstance(exc, ClientError):
-        message = exc.response.get("Error", {}).get("Message", "")
-        return f"HTTP {http_status(exc) or '?'} {error_code(exc) or '?'}: {message}".rstrip(": ")
+        status, code = http_status(exc), error_code(exc)
+        message = str(exc.response.get("Error", {}).get("Message", ""))
+        if code in ("", str(status)):
+            return f"HTTP {status or '?'} {message}".rstrip()
+        return f"HTTP {status or '?'} {code}: {message}".rstrip(": ")
     return f"{type(exc).__name__}: {exc}"

@@ -26,6 +26,7 @@ from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFo
 from deltaguard.tools.deltalog.external import Presence, check_external
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
+from deltaguard.tools.deltalog.gaps import check_versions
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
     LogListing,
@@ -34,7 +35,7 @@ from deltaguard.tools.deltalog.listing import (
 )
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
-from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
+from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -220,63 +221,8 @@ def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> Non
 
 
 def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:
-    commits = sorted(listing.commits)
-    if not commits:
-        return
-    first, last = commits[0], commits[-1]
-    latest = listing.latest_version if target is None else target
-    chain_ok = False
-    missing: int | None = None
-    for ref in [
-        *reversed([c for c in listing.checkpoints if latest is not None and c.version <= latest]),
-        None,
-    ]:
-        start = ref.version + 1 if ref is not None else 0
-        chain = _json_chain(listing, start, latest if latest is not None else last)
-        if not isinstance(chain, int):
-            chain_ok = True
-            break
-        if missing is None:
-            missing = chain  # the newest checkpoint's view: what the latest state lacks
-    if not chain_ok:
-        if first > 0 and not any(c.version >= first - 1 for c in listing.checkpoints):
-            out.add(
-                "history-truncated",
-                f"the oldest retained commit is {first} and no checkpoint covers versions "
-                f"before it",
-                _log(listing.commits[first]),
-            )
-        else:
-            out.add(
-                "version-gap",
-                f"commit {missing} is missing: version {latest} cannot be reconstructed",
-                _log(commit_file_name(missing or 0)),  # set: a chain that fails names its gap
-            )
-    have = set(commits)
-    holes: list[tuple[int, int]] = []
-    v = first
-    while v <= last:
-        if v not in have:
-            start = v
-            while v not in have:
-                v += 1
-            holes.append((start, v - 1))
-        v += 1
-    for start, end in holes:
-        if chain_ok:  # the requested state was reconstructable, so no hole is on its path
-            span = f"{start}" if start == end else f"{start}-{end}"
-            out.add(
-                "version-gap-covered",
-                f"commits {span} are missing between retained commits (a later checkpoint or a "
-                "compaction covers them)",
-                _log(commit_file_name(start)),
-            )
-        elif not chain_ok and not (missing is not None and start <= missing <= end):
-            out.add(
-                "version-gap", f"commits {start}-{end} are missing", _log(commit_file_name(start))
-            )
-    if first > 0 and any(c.version >= first - 1 for c in listing.checkpoints):
-        out.add("log-cleaned-up", f"commits before version {first} were removed by log cleanup")
+    for finding in check_versions(listing, target).findings:
+        out.add(finding.code, finding.message, finding.file)
 
 
 def _footer_ok(store: TableStore, rel: str) -> str | None:

@@ -1,17 +1,26 @@
-"""``deltaguard history``: one entry per retained commit, newest first, from the commits'
-``commitInfo`` and ``txn`` actions (what ``DESCRIBE HISTORY`` shows, without Spark).
+"""``deltaguard history``: one entry per version of the retained log (from the oldest to the
+newest listed commit), newest first, from the commits' ``commitInfo`` and ``txn`` actions (what
+``DESCRIBE HISTORY`` shows, without Spark).
 
-A commit whose lines cannot all be parsed still gets an entry, with ``problem`` set; reading
-history never fails on a damaged commit.
+Every version gets an entry, whatever its commit file's :class:`CommitState`: a commit whose
+lines cannot all be parsed (``damaged``), one that exists but cannot be read (``unreadable``: a
+directory in its place, a dangling symbolic link, S3 403), and one that is not there
+(``missing``) have ``problem`` set and ``finding``, the audit's code for it
+(:mod:`deltaguard.tools.deltalog.gaps` gives a missing version's). Reading history never fails
+on a damaged log.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
+from deltaguard.tools.deltalog.findings import Finding
+from deltaguard.tools.deltalog.gaps import check_versions
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.progress import phase
 from deltaguard.tools.storage import (
@@ -21,13 +30,30 @@ from deltaguard.tools.storage import (
     read_each,
     table_not_found,
 )
-from deltaguard.tools.storage.errors import StorageError
+from deltaguard.tools.storage.errors import FileMissingError, StorageError
+
+
+class CommitState(StrEnum):
+    """What became of a version's commit file."""
+
+    OK = "ok"
+    #: read, but some lines are not valid actions (finding corrupt-json-line/incomplete-action)
+    DAMAGED = "damaged"
+    #: it exists but could not be read (finding commit-unreadable)
+    UNREADABLE = "unreadable"
+    #: no commit file for a version between retained ones (finding version-gap(-covered))
+    MISSING = "missing"
 
 
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One version. ``timestamp_ms`` is None when the commit is not listed (missing, or there
+    but not a file) and could not be read; ``problem``
+    says what is wrong and ``finding`` is the audit's code for it (None when ``state`` is
+    ``ok``)."""
+
     version: int
-    timestamp_ms: int
+    timestamp_ms: int | None
     operation: str | None
     parameters: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -36,13 +62,16 @@ class HistoryEntry:
     user_metadata: str | None = None
     file: str = ""
     problem: str | None = None
+    state: CommitState = CommitState.OK
+    finding: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: str(v) if isinstance(v, CommitState) else v for k, v in asdict(self).items()}
 
 
-#: ``history --json``'s ``schema``. Version 1 was a bare JSON list of the entries.
-HISTORY_SCHEMA = "deltaguard.history/2"
+#: ``history --json``'s ``schema``. Version 1 was a bare JSON list of the entries; version 2
+#: had no ``state`` and ``finding``, no entry for a missing version, and always a timestamp.
+HISTORY_SCHEMA = "deltaguard.history/3"
 
 
 def history_json(table: str, entries: list[HistoryEntry]) -> dict[str, Any]:
@@ -59,60 +88,92 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _entry(
+    version: int, rel: str, data: bytes | StorageError, mtime_ms: int | None, previous: int | None
+) -> HistoryEntry:
+    """The entry of a commit file read as ``data`` (its bytes, or the error reading it): its
+    in-commit timestamp, else ``mtime_ms`` (None if unlisted) made later than ``previous``."""
+    ts = mtime_ms
+    if ts is not None and previous is not None and ts <= previous:
+        ts = previous + 1
+    if isinstance(data, StorageError):
+        return HistoryEntry(
+            version, ts, None, file=rel, problem=str(data), state=CommitState.UNREADABLE,
+            finding="commit-unreadable",
+        )  # fmt: skip
+    parsed = parse_json_actions(data)
+    actions = parsed.actions
+    info = next((a for a in actions if isinstance(a, CommitInfo)), CommitInfo({}))
+    ict = info.raw.get("inCommitTimestamp")
+    if isinstance(ict, int) and not isinstance(ict, bool):
+        ts = ict
+    problem, state, finding = None, CommitState.OK, None
+    if parsed.errors:
+        error = parsed.errors[0]
+        problem = f"line {error.line}: {error.message}"
+        state = CommitState.DAMAGED
+        finding = "incomplete-action" if error.incomplete else "corrupt-json-line"
+    return HistoryEntry(
+        version,
+        ts,
+        _str(info.get("operation")),
+        _dict(info.get("operationParameters")),
+        _dict(info.get("operationMetrics")),
+        {a.app_id: a.version for a in actions if isinstance(a, Txn)},
+        _str(info.get("engineInfo")),
+        _str(info.get("userMetadata")),
+        rel,
+        problem,
+        state,
+        finding,
+    )
+
+
+def _missing(version: int, rel: str, finding: Finding) -> HistoryEntry:
+    return HistoryEntry(
+        version, None, None, file=rel, problem=finding.message, state=CommitState.MISSING,
+        finding=finding.code,
+    )  # fmt: skip
+
+
 def read_history(
     table: str | TableStore,
     *,
     s3: S3Options | None = None,
     limit: int | None = None,
     listing: LogListing | None = None,
+    gaps: bool = True,
 ) -> list[HistoryEntry]:
-    """The retained commits, newest first (at most ``limit``). The timestamp is the in-commit
-    timestamp when the commit has one, else the commit file's modification time, made strictly
-    increasing as Delta does. Raises :class:`TableNotFoundError` or :class:`StorageError`."""
+    """Every version of the retained log, newest first (at most ``limit``). The timestamp is
+    the in-commit timestamp when the commit has one, else the commit file's modification time,
+    made strictly increasing as Delta does. With ``gaps`` (the default), a version with no
+    listed commit file between the oldest and the newest listed one is an entry too: its file
+    is read once more, so one that is there but unlisted (a directory, a dangling link) or
+    unreadable is ``unreadable``, one that is not there ``missing`` (``gaps=False``: the
+    listed commits only, for a ``listing`` that holds some commits only). Raises
+    :class:`TableNotFoundError` or :class:`StorageError` (the log cannot be listed)."""
     store = open_table(table, s3) if isinstance(table, str) else table
     if listing is None:
         with phase("history: listing the log"):
             listing = list_log(store)
     if not listing.commits:
         raise table_not_found(store, f"no commits in {LOG_DIR}/")
-    versions = sorted(listing.commits)
-    entries: list[HistoryEntry] = []
-    previous: int | None = None
-    rels = [f"{LOG_DIR}/{listing.commits[v]}" for v in versions]
+    missing = check_versions(listing).missing if gaps else {}
+    versions = sorted([*listing.commits, *missing])
+    rels = [f"{LOG_DIR}/{listing.commits.get(v) or commit_file_name(v)}" for v in versions]
     with phase(f"history: reading {len(rels):,} commits", total=len(rels)) as shown:
         read = read_each(store, rels, on_read=shown.advance)
+    entries: list[HistoryEntry] = []
+    previous: int | None = None
     for version, rel, data in zip(versions, rels, read, strict=True):
-        name = listing.commits[version]
-        problem = None
-        if isinstance(data, StorageError):
-            actions, problem = [], str(data)
-        else:
-            parsed = parse_json_actions(data)
-            actions = parsed.actions
-            if parsed.errors:
-                problem = f"line {parsed.errors[0].line}: {parsed.errors[0].message}"
-        info = next((a for a in actions if isinstance(a, CommitInfo)), CommitInfo({}))
-        txns = {a.app_id: a.version for a in actions if isinstance(a, Txn)}
-        ts = listing.mtime_ms(name)
-        ict = info.raw.get("inCommitTimestamp")
-        if isinstance(ict, int) and not isinstance(ict, bool):
-            ts = ict
-        elif previous is not None and ts <= previous:
-            ts = previous + 1
-        previous = ts
-        entries.append(
-            HistoryEntry(
-                version,
-                ts,
-                _str(info.get("operation")),
-                _dict(info.get("operationParameters")),
-                _dict(info.get("operationMetrics")),
-                txns,
-                _str(info.get("engineInfo")),
-                _str(info.get("userMetadata")),
-                rel,
-                problem,
-            )
-        )
+        if version in missing and isinstance(data, FileMissingError):
+            entries.append(_missing(version, rel, missing[version]))
+            continue
+        name = rel[len(LOG_DIR) + 1 :]
+        mtime = listing.mtime_ms(name) if name in listing.files else None
+        entry = _entry(version, rel, data, mtime, previous)
+        if entry.timestamp_ms is not None:
+            previous = entry.timestamp_ms
+        entries.append(entry)
     entries.reverse()
     return entries[:limit] if limit is not None else entries

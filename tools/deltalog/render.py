@@ -52,6 +52,11 @@ def print_audit(report: AuditReport, console: Console) -> None:
     )
 
 
+def _trouble(e: HistoryEntry) -> str:
+    """A version's trouble: ``<state> (<finding>): <problem>``."""
+    return f"{e.state} ({e.finding}): {e.problem}"
+
+
 def print_history(entries: list[HistoryEntry], console: Console) -> None:
     """One row per commit, with its txn (app id=version) and userMetadata: what a writer looks
     for after a commit outcome the store could not settle (docs/guides/commit-path.md)."""
@@ -68,10 +73,11 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
     ):
         table.add_column(column, overflow="fold")
     for e in entries:
+        trouble = f"[red]{_trouble(e)}[/]" if e.problem else None
         table.add_row(
             str(e.version),
             iso_utc(e.timestamp_ms),
-            e.operation or (f"[red]{e.problem}[/]" if e.problem else "-"),
+            " ".join(filter(None, (e.operation, trouble))) or "-",
             json.dumps(e.parameters, separators=(",", ":")) if e.parameters else "",
             json.dumps(e.metrics, separators=(",", ":")) if e.metrics else "",
             ", ".join(f"{k}={v}" for k, v in e.txn_app_ids.items()),
@@ -95,6 +101,8 @@ HISTORY_TSV_COLUMNS = (
     "engine",
     "file",
     "problem",
+    "state",
+    "finding",
 )
 
 
@@ -113,7 +121,7 @@ def history_tsv(entries: list[HistoryEntry]) -> None:
         (
             (
                 e.version,
-                iso_utc(e.timestamp_ms),
+                None if e.timestamp_ms is None else iso_utc(e.timestamp_ms),
                 e.operation,
                 json.dumps(e.parameters, separators=(",", ":")) if e.parameters else None,
                 json.dumps(e.metrics, separators=(",", ":")) if e.metrics else None,
@@ -122,6 +130,8 @@ def history_tsv(entries: list[HistoryEntry]) -> None:
                 e.engine,
                 e.file,
                 e.problem,
+                str(e.state),
+                e.finding,
             )
             for e in entries
         ),

@@ -230,7 +230,8 @@ def version_at(store: TableStore, listing: LogListing, timestamp_ms: int) -> int
     """The newest version committed at or before ``timestamp_ms`` (the latest version for a
     time after it). Raises :class:`VersionNotFoundError` for a time before the oldest
     retained commit."""
-    stamps = {e.version: e.timestamp_ms for e in read_history(store, listing=listing)}
+    history = read_history(store, listing=listing, gaps=False)
+    stamps = {e.version: e.timestamp_ms for e in history if e.timestamp_ms is not None}
     eligible = [v for v, ts in stamps.items() if ts <= timestamp_ms]
     if not eligible:
         oldest = min(stamps.values()) if stamps else None

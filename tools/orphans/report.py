@@ -43,7 +43,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from deltaguard.tools.deltalog.times import iso_utc
+from deltaguard.tools.deltalog.times import duration_text, iso_utc
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.storage import TableStore
@@ -172,10 +172,9 @@ def print_report(
 ) -> None:
     """Totals by class, the :data:`SHOWN_PARTITIONS` partitions with the most bytes (of
     ``partitions``, default: :func:`by_partition` of the candidates), and the first files."""
-    hours = result.retention_ms / 3_600_000
     console.print(
         f"[bold]{result.table}[/] version {result.version}: {result.listed_files} files listed, "
-        f"{result.referenced_files} live; retention {hours:g} h ({result.retention_source}); "
+        f"{result.referenced_files} live; retention {duration_text(result.retention_ms)} ({result.retention_source}); "
         f"scan {result.scan_s:.1f} s"
     )
     if result.inventory is not None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from deltaguard.tools.deltalog.times import duration_text
+
 #: The shortest retention cleanup accepts without ``unsafe_retention`` (as Iceberg's procedure).
 MIN_SAFE_RETENTION_MS = 24 * 3600 * 1000
 LOG_DIR = "_delta_log"
@@ -70,10 +72,10 @@ def check_retention(retention_ms: int, unsafe_retention: bool) -> None:
     """Raises :class:`RetentionTooShortError` (or ValueError for a negative window) unless the
     retention is at least 24 hours or the caller explicitly accepted the risk."""
     if retention_ms < 0:
-        raise ValueError(f"retention must not be negative, got {retention_ms / 3_600_000:g} hours")
+        raise ValueError(f"retention must not be negative, got {duration_text(retention_ms)}")
     if retention_ms < MIN_SAFE_RETENTION_MS and not unsafe_retention:
         raise RetentionTooShortError(
-            f"a retention of {retention_ms / 3_600_000:g} hours is under 24 hours: files of a "
+            f"a retention of {duration_text(retention_ms)} is under 24 hours: files of a "
             "writer still in flight could be deleted; pass --unsafe-retention to accept that"
         )
 

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from deltaguard.tools.output import TSV, format_option
 from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,7 +25,8 @@ commit's outcome is unknown (nothing committed unless the message says so)."""
 
 
 def repair_options(f: F) -> F:
-    """--check, --commit-protocol, --yes, --json."""
+    """--check, --commit-protocol, --yes, --json and --format (text, json, tsv: the shared
+    :func:`~deltaguard.tools.output.format_option`)."""
     for option in reversed(
         (
             click.option(
@@ -42,17 +44,19 @@ def repair_options(f: F) -> F:
                 "transition need --dynamodb-table)",
             ),
             click.option("--yes", is_flag=True, help="really commit (default: a dry run)"),
-            click.option("--json", "as_json", is_flag=True, help="print the report as JSON"),
+            click.option(
+                "--json", "as_json", is_flag=True, help="print the report as JSON (= --format json)"
+            ),
         )
     ):
         f = option(f)
-    return f
+    return format_option(f)
 
 
 def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
     """The :class:`~deltaguard.tools.repair.run.RepairRequest` of the command line: TABLE, the
     DynamoDB check the shared options built, and the remaining options by name (``endpoint``,
-    ``region``, ``path_style``, ``check``, ``commit_protocol``, ``yes``, ``as_json``)."""
+    ``region``, ``path_style``, ``check``, ``commit_protocol``, ``yes``, ``as_json``, ``fmt``)."""
     from deltaguard.tools.repair.run import RepairRequest
     from deltaguard.tools.storage import S3Options
 
@@ -65,4 +69,5 @@ def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
         CheckMode(options["check"]),
         options["yes"],
         options["as_json"],
+        tsv=options["fmt"] == TSV,
     )

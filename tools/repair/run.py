@@ -17,7 +17,8 @@
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to repair, or all
 repaired; 1 dry run with something to repair, or damage no repair can fix (a gap with no
 source) left after the run; 2 the table could not be read or was refused, a setting was
-refused, or a commit's outcome is unknown. Each line of output is printed when its step is
+refused, or a commit's outcome is unknown; 130 stopped by Ctrl-C (143 SIGTERM, the command's
+generic line). Each line of output is printed when its step is
 done, so an interrupted run leaves a true record of what it did.
 """
 
@@ -38,6 +39,7 @@ from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_dangling
@@ -65,6 +67,8 @@ class RepairRequest:
     yes: bool = False
     as_json: bool = False
     attempts: int = 20
+    #: ``--format tsv``: no text lines; one row per action at the end (:data:`REPAIR_TSV_COLUMNS`)
+    tsv: bool = False
 
 
 @dataclass
@@ -88,6 +92,30 @@ class _Record:
 
     def to_json(self, exit_code: int) -> dict[str, Any]:
         return {"schema": "deltaguard.repair/1", **self.__dict__, "exit_code": exit_code}
+
+    def rows(self) -> list[tuple[object, ...]]:
+        """``--format tsv``'s rows (:data:`REPAIR_TSV_COLUMNS`): what was done or would be."""
+        done = "planned" if self.dry_run else "done"
+        rows: list[tuple[object, ...]] = []
+        for version in self.restored:
+            rows.append(("restore-commit", version, None, "from its DynamoDB temp commit", "done"))
+        for version in self.to_restore:
+            rows.append(("restore-commit", version, None, "from its DynamoDB temp commit", done))
+        for name in self.completed_entries:
+            rows.append(("complete-dynamodb-entry", None, name, "", done))
+        for version in self.gaps:
+            reason = "no commit file and no temp commit"
+            rows.append(("gap", version, None, reason, "not-repairable"))
+        removed = "done" if self.committed_version is not None else "planned"
+        for d in self.dangling:
+            rows.append(
+                ("remove-dangling", self.committed_version, d["path"], d["reason"], removed)
+            )
+        return rows
+
+
+#: ``repair --format tsv``'s columns (docs/reference/output.md): one row per action.
+REPAIR_TSV_COLUMNS = ("action", "version", "path", "reason", "state")
 
 
 class _Out:
@@ -248,7 +276,7 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
 def run_repair(req: RepairRequest) -> int:
     """Runs the command (see the module docstring) and returns its exit code. Errors are one
     line on stderr, never a traceback."""
-    out = _Out(req.as_json)
+    out = _Out(req.as_json or req.tsv)
     rec = _Record(req.table, not req.yes, req.check.value)
     try:
         code = _repair(req, rec, out)
@@ -268,7 +296,9 @@ def run_repair(req: RepairRequest) -> int:
             else ""
         )
         print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
-        code = ExitCode.UNREADABLE
+        code = ExitCode.SIGINT
     if req.as_json:
         print(orjson.dumps(rec.to_json(int(code)), option=orjson.OPT_INDENT_2).decode())
+    elif req.tsv:
+        write_tsv(REPAIR_TSV_COLUMNS, rec.rows())
     return int(code)

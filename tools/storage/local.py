@@ -19,6 +19,17 @@ from deltaguard.tools.storage.table_store import (
 )
 
 
+def _not_found(path: Path) -> StorageError:
+    """Opening ``path`` found no file: :class:`FileMissingError`, unless ``path`` is a symbolic
+    link whose target is missing (something is there, and it cannot be read)."""
+    if path.is_symlink():
+        return StorageError(
+            f"cannot read {path}: a symbolic link to {os.readlink(path)}, which does not exist",
+            str(path),
+        )
+    return FileMissingError(f"{path} does not exist", str(path))
+
+
 class LocalTableStore:
     """A table on the local filesystem."""
 
@@ -73,11 +84,14 @@ class LocalTableStore:
                 yield FileInfo(prefix + name, st.st_size, st.st_mtime_ns // 1_000_000)
 
     def read(self, rel_path: str) -> bytes:
+        """The file's bytes. Raises :class:`FileMissingError` when nothing is at the path, and
+        :class:`StorageError` for what is there but cannot be read (a directory, a symbolic
+        link to a missing file, no permission)."""
         path = self._abs(rel_path)
         try:
             return path.read_bytes()
         except FileNotFoundError:
-            raise FileMissingError(f"{path} does not exist", str(path)) from None
+            raise _not_found(path) from None
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc.strerror}", str(path)) from None
 
@@ -89,7 +103,7 @@ class LocalTableStore:
             with path.open("rb") as f:
                 yield from f
         except FileNotFoundError:
-            raise FileMissingError(f"{path} does not exist", str(path)) from None
+            raise _not_found(path) from None
         except OSError as exc:
             raise StorageError(f"cannot read {path}: {exc.strerror}", str(path)) from None
 

@@ -43,8 +43,11 @@ def read_each(
         return [one(p) for p in rel_paths]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(workers) as pool:
+    pool = ThreadPoolExecutor(workers)
+    try:
         return list(pool.map(one, rel_paths))
+    finally:  # an interrupt does not wait for the reads in flight (all are done otherwise)
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def read_many(store: TableStore, rel_paths: list[str]) -> list[bytes]:
