@@ -222,9 +222,12 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
         main, ["orphans", table, "--delete", "--yes", "--json", "--manifest", str(manifest)]
     )
     assert done.exit_code == 0, done.output  # everything planned was deleted
-    written = read_manifest(manifest)
-    assert written.summary["status"] == "done"
-    assert json.loads(done.output)["cleanup"] == {**written.summary, "manifest_path": str(manifest)}
+    written = read_manifest(manifest)  # its latest run: the one run directory in it
+    assert written.summary["status"] == "done" and written.directory.parent == manifest
+    assert json.loads(done.output)["cleanup"] == {
+        **written.summary,
+        "manifest_path": str(written.directory),
+    }
     assert written.paths("deleted") == [
         "_change_data/cdc-orphan.parquet",
         "_delta_log/.00000000000000000009.json.1234.tmp",

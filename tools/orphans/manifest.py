@@ -198,7 +198,7 @@ def read_manifests(directory: Path | str) -> list[Manifest]:
         if not (candidate / SUMMARY_FILE).is_file():
             continue
         try:
-            found.append(read_manifest(candidate))
+            found.append(_read_one(candidate))
         except (OSError, ValueError):
             continue
     return sorted(found, key=lambda m: (str(m.summary.get("started_at")), m.directory.name))
@@ -426,9 +426,15 @@ def _read_records(path: Path) -> pa.Table:
 
 
 def read_manifest(directory: Path | str) -> Manifest:
-    """Reads the summary of the manifest in ``directory``; the records are read on demand
-    (:class:`Manifest`). Raises ValueError for a summary of another schema."""
-    directory = Path(directory)
+    """Reads the summary of the manifest in ``directory``: the latest of
+    :func:`read_manifests` (for a ``--manifest`` directory, its latest run), else the one
+    ``directory`` is; the records are read on demand (:class:`Manifest`). Raises OSError if
+    there is none, ValueError for a summary of another schema."""
+    runs = read_manifests(directory)
+    return runs[-1] if runs else _read_one(Path(directory))
+
+
+def _read_one(directory: Path) -> Manifest:
     summary = orjson.loads((directory / SUMMARY_FILE).read_bytes())
     if summary.get("schema") != MANIFEST_SCHEMA:
         raise ValueError(

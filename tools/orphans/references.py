@@ -35,11 +35,13 @@ from deltaguard.tools.deltalog.actions import (
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
 from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.filetable import FileActions
+from deltaguard.tools.deltalog.findings import CODES
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.paths import relative_paths, relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.orphans.pathset import PathSet, PathUnion, chunked
 from deltaguard.tools.storage import TableStore
+from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
 _READ_WORKERS = 8
 #: Actions of a commit parsed before their paths go to Arrow (bounds the Python objects held).
@@ -203,12 +205,36 @@ def relativize_all(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.A
     return pa.array([relative_to_root(p, store) for p in paths.to_pylist()], pa.string())
 
 
+class ReferencesUnreadableError(DeltaLogError):
+    """A retained commit or checkpoint the reference sets need cannot be read, although the
+    snapshot could be (the audit reads the table): the message says which file, what is
+    wrong, why orphans stops and what to do (:func:`unreadable_reference`)."""
+
+
+def unreadable_reference(exc: DeltaLogError, store: TableStore, checkpoint: bool) -> str:
+    """The one line for ``exc``, raised reading a retained commit (or, ``checkpoint``, a
+    checkpoint :func:`checkpoints_to_read` picks) while collecting the reference sets: the
+    file and what is wrong (``exc``), why orphans refuses the table the audit can read, and
+    the audit finding (and its hint) that says what to do."""
+    if isinstance(exc, StorageError):
+        code = "commit-unreadable"
+    else:
+        code = "checkpoint-unreadable" if checkpoint else "corrupt-json-line"
+    return (
+        f"{exc}: to tell an orphan from a file an older version still needs, orphans reads "
+        "what every retained commit and the oldest checkpoint (and any after a gap) name, so "
+        "it stops without this file (nothing deleted), although the latest version reads "
+        f"without it. `deltaguard audit {store.uri}` reports it as {code}: {CODES[code][1]}"
+    )
+
+
 def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     """The reference sets of ``snapshot`` for a deletion cut-off (``now - retention``).
     Reads every retained JSON commit and the checkpoints :func:`checkpoints_to_read` picks
     (a few at a time, each commit in chunks, keeping only the paths not already known).
     Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` (naming the file) if any
-    of them cannot be read."""
+    of them cannot be read: a :class:`ReferencesUnreadableError` saying why orphans needs
+    it."""
     store = snapshot.store
     refs = References(snapshot.version, cutoff_ms)
     refs.live = PathUnion([PathSet(table_paths(snapshot.adds.table, store))])
@@ -222,11 +248,19 @@ def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     extra: list[pa.Array | pa.ChunkedArray] = []
     change_data: list[pa.Array] = []
     with ThreadPoolExecutor(_READ_WORKERS, thread_name_prefix="log-read") as pool:
-        for found in pool.map(lambda n: read_json_paths(store, n, base), json_files(listing)):
-            extra.append(found.new)
-            change_data.append(found.change_data)
+        try:
+            for found in pool.map(lambda n: read_json_paths(store, n, base), json_files(listing)):
+                extra.append(found.new)
+                change_data.append(found.change_data)
+        except DeltaLogError as exc:
+            message = unreadable_reference(exc, store, checkpoint=False)
+            raise ReferencesUnreadableError(message, exc.path, exc.line) from exc
     for i in checkpoints_to_read(listing, snapshot):
-        state = read_checkpoint(store, listing.checkpoints[i])
+        try:
+            state = read_checkpoint(store, listing.checkpoints[i])
+        except DeltaLogError as exc:
+            message = unreadable_reference(exc, store, checkpoint=True)
+            raise ReferencesUnreadableError(message, exc.path, exc.line) from exc
         extra += [base.new_paths(table_paths(part, store)) for part in (state.adds, state.removes)]
         del state
     refs.named_in_log = PathUnion([*base.layers, PathSet(chunked(extra))])
