@@ -33,7 +33,7 @@ from deltaguard.tools.deltalog.actions import (
     iter_json_actions,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
-from deltaguard.tools.deltalog.errors import CorruptLogError
+from deltaguard.tools.deltalog.errors import CorruptLogError, IncompleteActionError
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.findings import CODES
 from deltaguard.tools.deltalog.listing import LogListing
@@ -144,7 +144,8 @@ def read_json_paths(store: TableStore, name: str, known: PathUnion | None = None
     for item in iter_json_actions(store.read_lines(rel)):
         if isinstance(item, LineError):
             location = store.location(rel)
-            raise CorruptLogError(f"{location}:{item.line}: {item.message}", rel, item.line)
+            kind = IncompleteActionError if item.incomplete else CorruptLogError
+            raise kind(f"{location}:{item.line}: {item.message}", rel, item.line)
         chunk.append(item)
         if len(chunk) >= _PARSE_CHUNK:
             flush()
@@ -218,6 +219,8 @@ def unreadable_reference(exc: DeltaLogError, store: TableStore, checkpoint: bool
     the audit finding (and its hint) that says what to do."""
     if isinstance(exc, StorageError):
         code = "commit-unreadable"
+    elif isinstance(exc, IncompleteActionError):
+        code = "incomplete-action"
     else:
         code = "checkpoint-unreadable" if checkpoint else "corrupt-json-line"
     return (
