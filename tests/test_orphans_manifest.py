@@ -16,7 +16,7 @@ from test_orphans_cleanup_failures import PLANNED
 from test_orphans_interrupt import OLD, stray_table
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
-from deltaguard.tools.orphans import execute, read_manifest, scan
+from deltaguard.tools.orphans import execute, read_manifest, read_manifests, scan
 from deltaguard.tools.orphans import manifest as manifest_module
 from deltaguard.tools.orphans.engine import OrphansRequest
 from deltaguard.tools.orphans.local_engine import LocalEngine
@@ -192,9 +192,12 @@ def test_a_rerun_continues_a_crashed_run_in_the_old_layout(
     assert len(gone) == 5
     code, report = _cleanup(tmp_path / "t", tmp_path / "m", capsys)
     assert code == 0, report["cleanup"]
-    assert read_manifest(tmp_path / "m").summary == crashed  # kept as it was
     (run,) = [p for p in _runs(tmp_path / "m") if p.name not in ("plan", "outcome")]
-    doc = read_manifest(run).summary
+    both = read_manifests(tmp_path / "m")  # oldest first: m itself, kept as it was, then run
+    assert [m.directory for m in both] == [tmp_path / "m", run]
+    assert both[0].summary == crashed
+    doc = read_manifest(tmp_path / "m").summary  # the latest run in m
+    assert read_manifest(run).summary == doc
     assert report["cleanup"] == {**doc, "manifest_path": str(run)}
     assert doc["continues"] == {
         "run": "m",
@@ -234,7 +237,7 @@ def test_a_rerun_with_nothing_left_says_it_finished_the_earlier_run(
     assert (doc["status"], doc["counts"]["planned"], doc["planned"]) == ("done", 0, 0)
     assert doc["continues"]["rechecked"] == doc["continues"]["gone"] == 4
     assert "nothing to clean up" in out, out
-    assert f"continues the unfinished run {crashed_run.name} (deleting;" in out, out
+    assert f"continues the unfinished run {crashed_run.name} (status deleting;" in out, out
     assert "of its 4 files of unknown outcome, 4 are gone and 0 were planned again" in out
     assert f"manifest: {run} (status done)" in out, out
     assert run_orphans(req, LocalEngine()) == 0

@@ -186,7 +186,7 @@ def continues_line(manifest: dict[str, Any]) -> str | None:
     earlier = manifest.get("continues")
     if not earlier:
         return None
-    how = earlier["status"] + (f", {earlier['signal']}" if earlier.get("signal") else "")
+    how = f"status {earlier['status']}" + (f", {earlier['signal']}" if earlier["signal"] else "")
     line = (
         f"continues the unfinished run {earlier['run']} ({how}; it deleted "
         f"{earlier['deleted']} files, not counted here)"
