@@ -2,9 +2,9 @@
 process (its own local Spark session), a real signal once the executors have begun deleting.
 The stop marker and the cancelled job group stop the tasks at their next batch, every batch a
 task sent is recorded (its answers, or ``unknown``), and the manifest's counts bound the
-files really gone, as for the local engine (:mod:`test_orphans_interrupt`); the same
-command again, the same ``--manifest`` included, finishes the job and names the run it
-continues (:func:`test_orphans_interrupt.check_rerun`)."""
+files really gone, as for the local engine (:mod:`test_orphans_interrupt`); a re-run with
+the same ``--manifest`` finishes the job and names the Spark run it continues
+(:func:`test_orphans_interrupt.check_rerun`)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ def test_signal_mid_delete_with_the_spark_engine(
     assert (tmp_path / "t" / "p=a/live.parquet").exists()
     if sig is signal.SIGTERM:
         return  # the re-run below is the same for either signal
-    check_rerun(run_cli(*args, "--json", env=env), manifests, manifest, doc, planned, gone)
+    # the re-run that continues it: the local engine (no second JVM; the Spark engine's own
+    # continuation is checked in test_orphans_spark_engine, in its module's session)
+    local = [a for a in args if a not in ("--engine", "spark", "--spark-master", "local[2]")]
+    check_rerun(run_cli(*local, "--json", env=env), manifests, manifest, doc, planned, gone)
     assert not any((tmp_path / "t" / p).exists() for p in planned)
     assert (tmp_path / "t" / "p=a/live.parquet").exists()
