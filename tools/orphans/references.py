@@ -206,6 +206,14 @@ def relativize_all(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.A
     return pa.array([relative_to_root(p, store) for p in paths.to_pylist()], pa.string())
 
 
+#: Why orphans stops at a log file it cannot read (both engines' refusal lines).
+WHY_EVERY_LOG_FILE = (
+    "to tell an orphan from a file an older version still needs, orphans reads what every "
+    "retained commit and the oldest checkpoint (and any after a gap) name, so it stops "
+    "without this file (nothing deleted)"
+)
+
+
 class ReferencesUnreadableError(DeltaLogError):
     """A retained commit or checkpoint the reference sets need cannot be read, although the
     snapshot could be (the audit reads the table): the message says which file, what is
@@ -224,10 +232,8 @@ def unreadable_reference(exc: DeltaLogError, store: TableStore, checkpoint: bool
     else:
         code = "checkpoint-unreadable" if checkpoint else "corrupt-json-line"
     return (
-        f"{exc}: to tell an orphan from a file an older version still needs, orphans reads "
-        "what every retained commit and the oldest checkpoint (and any after a gap) name, so "
-        "it stops without this file (nothing deleted), although the latest version reads "
-        f"without it. `deltaguard audit {store.uri}` reports it as {code}: {CODES[code][1]}"
+        f"{exc}: {WHY_EVERY_LOG_FILE}, although the latest version reads without it. "
+        f"`deltaguard audit {store.uri}` reports it as {code}: {CODES[code][1]}"
     )
 
 

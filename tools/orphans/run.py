@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 from rich.console import Console
 
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
@@ -52,6 +53,7 @@ from deltaguard.tools.orphans.cleanup import (
 from deltaguard.tools.orphans.engine import EngineScan, OrphansEngine, OrphansRequest
 from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
 from deltaguard.tools.orphans.manifest import Manifest, new_run_dir, unfinished_run
+from deltaguard.tools.orphans.references import WHY_EVERY_LOG_FILE
 from deltaguard.tools.orphans.report import largest_first, print_report, to_json, write_tsv_report
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.output import stdout_console
@@ -81,6 +83,16 @@ def damage_line(damaged: int) -> str | None:
         f"damage: {damaged} DynamoDB temp commit(s) of retained versions whose N.json is "
         "missing (class stranded-commit): never deleted; see their reasons and "
         "docs/guides/cleanup.md"
+    )
+
+
+def log_hint(what: str, req: OrphansRequest) -> str:
+    """For an engine's scan failure naming a file in ``_delta_log`` (the Spark engine reads
+    the log in jobs): why orphans stops there, and where to find what to do; else ""."""
+    if f"{LOG_DIR}/" not in what:
+        return ""
+    return (
+        f": {WHY_EVERY_LOG_FILE}. `deltaguard audit {req.table}` says what is wrong and what to do"
     )
 
 
@@ -168,7 +180,7 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
         if (what := engine.failure(exc)) is None:
             raise
         verb = "nothing deleted" if req.delete and req.yes else "scan failed"
-        err.print(f"deltaguard orphans: {verb}: {what}", highlight=False)
+        err.print(f"deltaguard orphans: {verb}: {what}{log_hint(what, req)}", highlight=False)
         return ExitCode.UNREADABLE
     classes = cleanup_classes(req.include_tombstones)
     planned, planned_bytes = scan.count(classes)
