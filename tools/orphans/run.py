@@ -106,9 +106,7 @@ def stopping_line(signal_name: str) -> None:
     sys.stderr.flush()
 
 
-def stopped_before_deleting_line(
-    stopped: CleanupStopped, manifest: Any, req: OrphansRequest
-) -> str:
+def stopped_before_deleting_line(stopped: CleanupStopped, manifest: Any) -> str:
     """What stderr says when a signal stopped the cleanup before deleting began: nothing
     deleted, the manifest, and how to finish."""
     return (
@@ -205,7 +203,7 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
             with stop_on_signals(stopping_line) as stop:
                 done = engine.delete(req, scan, manifest, stop, earlier)
         except CleanupStopped as stopped:
-            err.print(stopped_before_deleting_line(stopped, manifest, req), highlight=False)
+            err.print(stopped_before_deleting_line(stopped, manifest), highlight=False)
             return ExitCode.INTERRUPTED
         except CleanupInterruptedError as exc:  # deleting had begun: never "nothing deleted"
             err.print(
