@@ -214,12 +214,6 @@ WHY_EVERY_LOG_FILE = (
 )
 
 
-class ReferencesUnreadableError(DeltaLogError):
-    """A retained commit or checkpoint the reference sets need cannot be read, although the
-    snapshot could be (the audit reads the table): the message says which file, what is
-    wrong, why orphans stops and what to do (:func:`unreadable_reference`)."""
-
-
 def unreadable_reference(exc: DeltaLogError, store: TableStore, checkpoint: bool) -> str:
     """The one line for ``exc``, raised reading a retained commit (or, ``checkpoint``, a
     checkpoint :func:`checkpoints_to_read` picks) while collecting the reference sets: the
@@ -242,8 +236,8 @@ def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     Reads every retained JSON commit and the checkpoints :func:`checkpoints_to_read` picks
     (a few at a time, each commit in chunks, keeping only the paths not already known).
     Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` (naming the file) if any
-    of them cannot be read: a :class:`ReferencesUnreadableError` saying why orphans needs
-    it."""
+    of them cannot be read, of the class it was raised with, its message saying why orphans
+    needs the file (:func:`unreadable_reference`)."""
     store = snapshot.store
     refs = References(snapshot.version, cutoff_ms)
     refs.live = PathUnion([PathSet(table_paths(snapshot.adds.table, store))])
@@ -263,13 +257,13 @@ def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
                 change_data.append(found.change_data)
         except DeltaLogError as exc:
             message = unreadable_reference(exc, store, checkpoint=False)
-            raise ReferencesUnreadableError(message, exc.path, exc.line) from exc
+            raise type(exc)(message, exc.path, exc.line) from exc
     for i in checkpoints_to_read(listing, snapshot):
         try:
             state = read_checkpoint(store, listing.checkpoints[i])
         except DeltaLogError as exc:
             message = unreadable_reference(exc, store, checkpoint=True)
-            raise ReferencesUnreadableError(message, exc.path, exc.line) from exc
+            raise type(exc)(message, exc.path, exc.line) from exc
         extra += [base.new_paths(table_paths(part, store)) for part in (state.adds, state.removes)]
         del state
     refs.named_in_log = PathUnion([*base.layers, PathSet(chunked(extra))])
