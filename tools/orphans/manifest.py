@@ -271,8 +271,8 @@ def refuse_existing(path: Path) -> None:
     except (OSError, orjson.JSONDecodeError, AttributeError):
         held = ""
     raise ManifestPathError(
-        f"{path} already holds a manifest{held}: a manifest is never replaced; choose "
-        "another directory with --manifest (or move this one away)"
+        f"{path} already holds a manifest{held}: a manifest is never replaced; give a new "
+        "directory (or new_run_dir(): the command's --manifest makes a new one every run)"
     )
 
 
