@@ -188,8 +188,8 @@ def new_run_dir(directory: Path, table: str, now: datetime | None = None) -> Pat
 
 def read_manifests(directory: Path | str) -> list[Manifest]:
     """Every readable manifest in ``directory`` (its run directories, and ``directory``
-    itself if it is one), oldest first (by ``started_at``, then name). A summary that cannot
-    be read or has another schema is left out."""
+    itself if it is one), oldest first (:func:`_started`). A summary that cannot be read or
+    has another schema is left out."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
@@ -201,7 +201,17 @@ def read_manifests(directory: Path | str) -> list[Manifest]:
             found.append(_read_one(candidate))
         except (OSError, ValueError):
             continue
-    return sorted(found, key=lambda m: (str(m.summary.get("started_at")), m.directory.name))
+    return sorted(found, key=_started)
+
+
+def _started(m: Manifest) -> tuple[str, int, str]:
+    """When a run started: its ``started_at`` (to the second), then when its summary was
+    last written (a later run's first write follows an earlier run's last), then its name."""
+    try:
+        written = (m.directory / SUMMARY_FILE).stat().st_mtime_ns
+    except OSError:
+        written = 0
+    return str(m.summary.get("started_at")), written, m.directory.name
 
 
 def needs_finishing(summary: dict[str, Any]) -> bool:
