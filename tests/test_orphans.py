@@ -4,6 +4,7 @@ writer in flight, S3 (LocalStack) listing and batched deletes."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -222,9 +223,12 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
         main, ["orphans", table, "--delete", "--yes", "--json", "--manifest", str(manifest)]
     )
     assert done.exit_code == 0, done.output  # everything planned was deleted
-    written = read_manifest(manifest)
-    assert written.summary["status"] == "done"
-    assert json.loads(done.output)["cleanup"] == {**written.summary, "manifest_path": str(manifest)}
+    written = read_manifest(manifest)  # its latest run: the one run directory in it
+    assert written.summary["status"] == "done" and written.directory.parent == manifest
+    assert json.loads(done.output)["cleanup"] == {
+        **written.summary,
+        "manifest_path": str(written.directory),
+    }
     assert written.paths("deleted") == [
         "_change_data/cdc-orphan.parquet",
         "_delta_log/.00000000000000000009.json.1234.tmp",
@@ -407,3 +411,45 @@ def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) 
     assert {"lake/tbl2/part-sibling.parquet", "lake/part-above.parquet"} <= keys
     assert "lake/tbl/p=a/live.parquet" in keys and "lake/tbl/p=b/gone.parquet" in keys
     assert [k for k in keys if "orphan" in k] == ["lake/tbl/p=a/.part-orphan.parquet.crc"]  # hidden
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [("checkpoint", "checkpoint-unreadable"), ("commit", "corrupt-json-line")],
+)
+def test_a_table_the_audit_reads_is_refused_with_one_line_saying_why(
+    tmp_path: Path, damage: str, code: str
+) -> None:
+    """Issue 49: a delta-rs table whose one checkpoint is truncated (every commit retained),
+    or with a damaged line in a commit older than its checkpoint: the audit replays the
+    latest version (exit 1), while orphans, which needs what every retained file names,
+    refuses (exit 2, nothing deleted) in one line naming the file, what is wrong, why, and
+    the audit finding that says what to do."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    root = tmp_path / "t"
+    for i in range(4):
+        write_deltalake(str(root), pa.table({"x": [i]}), mode="append")
+    DeltaTable(str(root)).create_checkpoint()
+    write_deltalake(str(root), pa.table({"x": [9]}), mode="append")
+    stray = root / "part-stray.parquet"
+    stray.write_bytes(b"x")
+    os.utime(stray, (1, 1))
+    log = root / "_delta_log"
+    if damage == "checkpoint":
+        bad = next(log.glob("*.checkpoint.parquet"))
+        bad.write_bytes(bad.read_bytes()[:100])
+    else:
+        bad = log / f"{1:020d}.json"
+        bad.write_bytes(bad.read_bytes() + b"{bad\n")
+    runner = CliRunner()
+    audit = runner.invoke(main, ["audit", str(root)])
+    assert audit.exit_code == 1 and code in audit.output, audit.output
+    refused = runner.invoke(main, ["orphans", str(root), "--delete", "--yes"])
+    assert refused.exit_code == 2, refused.output
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith(f"deltaguard orphans: cannot read {root}: {bad}"), line
+    assert "nothing deleted" in line and "the latest version reads without it" in line
+    assert f"`deltaguard audit {root}` reports it as {code}: " in line, line
+    assert stray.exists()

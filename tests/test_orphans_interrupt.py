@@ -4,7 +4,8 @@ whose delay holds the DeleteObjects requests in flight while the signal lands). 
 checked against the files really gone: the manifest says ``interrupted`` with counts such
 that deleted + missing <= gone <= deleted + missing + unknown, no delete was sent after the
 signal, the exit code is 4, the terminal says what was deleted and how to finish, and a
-re-run of the same command finishes the job. A later run never replaces a manifest."""
+re-run of the same command, the same ``--manifest`` included, finishes the job: its manifest
+goes beside the interrupted one (never replacing it) and says which run it continues."""
 
 from __future__ import annotations
 
@@ -52,20 +53,26 @@ def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
     )
 
 
+def run_dirs(manifests: Path) -> list[Path]:
+    """The run directories in the ``--manifest`` directory ``manifests``, by name."""
+    return sorted(p for p in manifests.iterdir() if p.is_dir()) if manifests.is_dir() else []
+
+
 def wait_for_status(
-    manifest: Path, status: str, proc: subprocess.Popen[str], timeout_s: float = 120
-) -> None:
-    summary = manifest / "manifest.json"
+    manifests: Path, status: str, proc: subprocess.Popen[str], timeout_s: float = 120
+) -> Path:
+    """Waits until the one run directory in ``manifests`` says ``status``; returns it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            if json.loads(summary.read_bytes())["status"] == status:
-                return
-        except (OSError, ValueError):
-            pass
+        for run in run_dirs(manifests):
+            try:
+                if json.loads((run / "manifest.json").read_bytes())["status"] == status:
+                    return run
+            except (OSError, ValueError):
+                pass
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.002)
-    raise AssertionError(f"{summary} never said {status}")
+    raise AssertionError(f"no manifest in {manifests} said {status}")
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -111,34 +118,72 @@ def check_interrupted(
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, run_cli) -> None:
     planned = stray_table(tmp_path / "t", 8_000)
-    manifest = tmp_path / "m"
-    args = ["orphans", str(tmp_path / "t"), "--delete", "--yes", "--manifest", str(manifest)]
+    manifests = tmp_path / "m"
+    args = ["orphans", str(tmp_path / "t"), "--delete", "--yes", "--manifest", str(manifests)]
     as_json = sig is signal.SIGTERM  # a scheduler's stop of a scripted run
     proc = start_cli(*args, *(["--json"] if as_json else []))
-    wait_for_status(manifest, "deleting", proc)
+    manifest = wait_for_status(manifests, "deleting", proc)
     first = tmp_path / "t" / planned[0]
     while first.exists():  # the first batch is being deleted: the signal lands mid-run
         assert proc.poll() is None
     proc.send_signal(sig)
     ended = finish(proc)
     gone = {p for p in planned if not (tmp_path / "t" / p).exists()}
-    check_interrupted(ended, manifest, planned, gone, sig.name, as_json)
+    first = check_interrupted(ended, manifest, planned, gone, sig.name, as_json)
     if sig is signal.SIGTERM:
         return  # the re-run below is the same for either signal
-    # the same command is refused (the manifest is kept); with a new directory it finishes
-    again = run_cli(*args)
-    assert again.returncode == 2, again.stdout + again.stderr
-    assert again.stderr.count("\n") == 1 and str(manifest) in again.stderr
-    assert "already holds a manifest (status interrupted" in again.stderr
-    assert "choose another directory with --manifest" in again.stderr
-    spark = run_cli(*args, "--engine", "spark")  # the same refusal, before a JVM starts
-    assert spark.returncode == 2 and spark.stderr == again.stderr, spark.stderr
-    assert read_manifest(manifest).summary["status"] == "interrupted"  # not replaced
-    args[-1] = str(tmp_path / "m2")
-    finished = run_cli(*args)
-    assert finished.returncode == 0, finished.stdout + finished.stderr
+    check_rerun(run_cli(*args, "--json"), manifests, manifest, first, planned, gone)
     assert not any((tmp_path / "t" / p).exists() for p in planned)
     assert (tmp_path / "t" / "p=a/live.parquet").exists()
+    again = run_cli(*args)  # finished: the next run continues nothing, and writes nothing
+    assert again.returncode == 0 and "nothing to clean up" in again.stdout, again.stderr
+    assert "continues" not in again.stdout and len(run_dirs(manifests)) == 2
+
+
+def check_rerun(
+    ended: subprocess.CompletedProcess[str],
+    manifests: Path,
+    interrupted: Path,
+    first: dict[str, Any],
+    planned: list[str],
+    gone: set[str],
+) -> dict[str, Any]:
+    """The re-run (``--json``) of an interrupted run with the same ``--manifest``: exit 0, a
+    second manifest beside the first (kept as it was), naming it in ``continues``; the files
+    of unknown outcome re-checked (gone or planned again), and every stray counted once
+    across both runs. Returns the re-run's summary."""
+    assert ended.returncode == 0, ended.stdout + ended.stderr
+    runs = run_dirs(manifests)
+    assert len(runs) == 2 and interrupted in runs, runs
+    assert read_manifest(interrupted).summary == first  # never replaced
+    rerun = next(r for r in runs if r != interrupted)
+    doc = read_manifest(rerun).summary
+    assert json.loads(ended.stdout)["cleanup"] == {**doc, "manifest_path": str(rerun)}
+    link = doc["continues"]
+    unknown = first["counts"]["unknown"]
+    assert link == {
+        "run": interrupted.name,
+        "manifest": str(interrupted),
+        "status": "interrupted",
+        "signal": first["signal"],
+        "error": None,
+        "deleted": first["counts"]["deleted"],
+        "rechecked": unknown,
+        "planned_again": link["planned_again"],
+        "gone": unknown - link["planned_again"],
+    }, link
+    earlier = read_manifest(interrupted)
+    unsure = set(earlier.paths("unknown"))
+    assert link["gone"] == len(unsure & gone)  # what the interrupted run deleted unrecorded
+    again = set(read_manifest(rerun).paths("deleted"))
+    assert link["planned_again"] == len(unsure & again)
+    assert not again & set(earlier.paths("deleted")), "a file deleted twice"
+    counts, before = doc["counts"], first["counts"]
+    assert doc["status"] == "done" and counts["failed"] == counts["unknown"] == 0, doc
+    assert before["deleted"] + before["missing"] + link["gone"] + counts["deleted"] == len(
+        planned
+    ), (before, link, counts)
+    return doc
 
 
 def test_a_signal_before_deleting_began_deletes_nothing(
@@ -186,16 +231,16 @@ def test_signal_mid_delete_on_s3(
     planned = stray_table(tmp_path / "t", 4_500)
     client = moto.endpoint.s3_client()
     upload_table(tmp_path / "t", client, moto_bucket, "lake/t", workers=16)
-    manifest = tmp_path / "m"
+    manifests = tmp_path / "m"
     with FaultProxy(moto.endpoint, tmp_path / "proxy", seed=1) as proxy:
         proxy.set_rules([FaultRule(action="delay", method="POST", delay_s=3.0)])  # deletes
         env = {"AWS_ACCESS_KEY_ID": moto.endpoint.access_key,
                "AWS_SECRET_ACCESS_KEY": moto.endpoint.secret_key}  # fmt: skip
         args = ["orphans", f"s3://{moto_bucket}/lake/t", "--endpoint", proxy.endpoint.url,
                 "--region", moto.endpoint.region, "--path-style", "--retention", "0",
-                "--unsafe-retention", "--delete", "--yes", "--manifest", str(manifest)]  # fmt: skip
+                "--unsafe-retention", "--delete", "--yes", "--manifest", str(manifests)]  # fmt: skip
         proc = start_cli(*args, env=env)
-        wait_for_status(manifest, "deleting", proc)
+        manifest = wait_for_status(manifests, "deleting", proc)
         while proxy.fired() != [4]:  # the first four requests are in the proxy's hands
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)

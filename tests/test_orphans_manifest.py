@@ -5,21 +5,30 @@ The Spark engine's manifest is compared with this one in test_orphans_spark_engi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pyarrow.parquet as pq
 import pytest
 from test_orphans import DAY, NOW
 from test_orphans import _table as orphans_table
 from test_orphans_cleanup_failures import PLANNED
+from test_orphans_interrupt import OLD, stray_table
 
-from deltaguard.tools.orphans import execute, read_manifest, scan
+from deltaguard.localstack.synthetic_table import SyntheticTable
+from deltaguard.tools.orphans import execute, read_manifest, read_manifests, scan
 from deltaguard.tools.orphans import manifest as manifest_module
+from deltaguard.tools.orphans.engine import OrphansRequest
+from deltaguard.tools.orphans.local_engine import LocalEngine
 from deltaguard.tools.orphans.manifest import (
     MANIFEST_SCHEMA,
     RECORD_SCHEMA,
     ManifestPathError,
     check_manifest_path,
+    check_manifests_dir,
+    new_run_dir,
 )
+from deltaguard.tools.orphans.run import run_orphans
 from deltaguard.tools.storage import LocalTableStore, open_table
 
 
@@ -108,3 +117,146 @@ def test_a_manifest_path_that_is_not_a_manifest_directory_is_refused(tmp_path: P
     execute(store, scan(store), manifest_path=tmp_path / "m2")  # nothing left: no records
     again = read_manifest(tmp_path / "m2")
     assert again.summary["counts"]["planned"] == 0 and again.records().num_rows == 0
+
+
+def _cleanup(table: Path, manifests: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    """``orphans TABLE --delete --yes --manifest MANIFESTS --json`` in this process (the
+    command's orchestrator and local engine): its exit code and JSON report."""
+    req = OrphansRequest(
+        table=str(table), delete=True, yes=True, as_json=True, manifest_path=manifests
+    )
+    code = run_orphans(req, LocalEngine())
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def _runs(manifests: Path) -> list[Path]:
+    return sorted(p for p in manifests.iterdir() if p.is_dir())
+
+
+def test_a_fixed_manifest_directory_works_on_every_run(tmp_path: Path, capsys) -> None:
+    """A scheduled job with one ``--manifest``: three runs in a row, the second finding new
+    strays, the third nothing. Each run that deletes writes a new manifest beside the
+    earlier ones (never replacing one); a run after a finished one continues nothing; a run
+    with nothing to delete writes nothing."""
+    strays = stray_table(tmp_path / "t", 3)
+    manifests = tmp_path / "deleted"
+    code, first = _cleanup(tmp_path / "t", manifests, capsys)
+    assert code == 0 and first["cleanup"]["counts"]["deleted"] == 3, first["cleanup"]
+    assert first["cleanup"]["continues"] is None
+    (run1,) = _runs(manifests)
+    kept = read_manifest(run1).summary
+    more = [f"p=b/late-{k}.parquet" for k in range(2)]
+    table = SyntheticTable(tmp_path / "t")
+    for p in more:
+        table.write_file(p, OLD)
+    code, second = _cleanup(tmp_path / "t", manifests, capsys)
+    assert code == 0 and second["cleanup"]["counts"]["deleted"] == 2, second["cleanup"]
+    assert second["cleanup"]["continues"] is None  # the first run finished
+    runs = _runs(manifests)
+    assert len(runs) == 2 and read_manifest(run1).summary == kept
+    assert read_manifest(Path(second["cleanup"]["manifest_path"])).paths("deleted") == more
+    code, third = _cleanup(tmp_path / "t", manifests, capsys)
+    assert (code, third["cleanup"]) == (0, None) and _runs(manifests) == runs
+    assert not any((tmp_path / "t" / p).exists() for p in [*strays, *more])
+
+
+def _crash_after_deleting(monkeypatch: pytest.MonkeyPatch, share: float) -> None:
+    """The process dies inside its first delete request, after ``share`` of its files were
+    really deleted and before the answer is recorded."""
+    real = LocalTableStore.delete_batch
+
+    def crash(self, rel_paths, attempts, stop=None):  # type: ignore[no-untyped-def]
+        real(self, rel_paths[: round(len(rel_paths) * share)], attempts, stop)
+        raise _Crash
+
+    monkeypatch.setattr(LocalTableStore, "delete_batch", crash)
+
+
+def test_a_rerun_continues_a_crashed_run_in_the_old_layout(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """A run that died mid-request in ``--manifest m`` written as one manifest (the layout of
+    earlier versions: ``m/manifest.json``): the same command finishes the job, writes its
+    manifest beside it (``m/<run>``, ``m`` kept as it was), and names it in ``continues``:
+    every unsettled file of the crashed run re-checked, the half deleted before the crash
+    ``gone``, the other half planned again and deleted now (each file counted once)."""
+    strays = stray_table(tmp_path / "t", 10)
+    store = open_table(str(tmp_path / "t"))
+    _crash_after_deleting(monkeypatch, 0.5)
+    with pytest.raises(_Crash):
+        execute(store, scan(store), manifest_path=tmp_path / "m")
+    monkeypatch.undo()
+    crashed = read_manifest(tmp_path / "m").summary
+    assert crashed["status"] == "deleting"
+    gone = {p for p in strays if not (tmp_path / "t" / p).exists()}
+    assert len(gone) == 5
+    code, report = _cleanup(tmp_path / "t", tmp_path / "m", capsys)
+    assert code == 0, report["cleanup"]
+    (run,) = [p for p in _runs(tmp_path / "m") if p.name not in ("plan", "outcome")]
+    both = read_manifests(tmp_path / "m")  # oldest first: m itself, kept as it was, then run
+    assert [m.directory for m in both] == [tmp_path / "m", run]
+    assert both[0].summary == crashed
+    doc = read_manifest(tmp_path / "m").summary  # the latest run in m
+    assert read_manifest(run).summary == doc
+    assert report["cleanup"] == {**doc, "manifest_path": str(run)}
+    assert doc["continues"] == {
+        "run": "m",
+        "manifest": str(tmp_path / "m"),
+        "status": "deleting",
+        "signal": None,
+        "error": None,
+        "deleted": 0,
+        "rechecked": 10,
+        "planned_again": 5,
+        "gone": 5,
+    }
+    assert set(read_manifest(run).paths("deleted")) == set(strays) - gone
+    assert doc["counts"]["deleted"] == 5 and doc["status"] == "done"
+    assert not any((tmp_path / "t" / p).exists() for p in strays)
+
+
+def test_a_rerun_with_nothing_left_says_it_finished_the_earlier_run(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The crashed run had deleted everything before it died: the re-run finds nothing to
+    delete, yet writes a ``done`` manifest continuing it (all its unsettled files ``gone``)
+    and says so on the terminal; the run after that continues nothing and writes nothing."""
+    stray_table(tmp_path / "t", 4)
+    store = open_table(str(tmp_path / "t"))
+    manifests = tmp_path / "deleted"
+    crashed_run = new_run_dir(manifests, store.uri)
+    _crash_after_deleting(monkeypatch, 1.0)
+    with pytest.raises(_Crash):
+        execute(store, scan(store), manifest_path=crashed_run)
+    monkeypatch.undo()
+    req = OrphansRequest(table=str(tmp_path / "t"), delete=True, yes=True, manifest_path=manifests)
+    assert run_orphans(req, LocalEngine()) == 0
+    out = capsys.readouterr().out
+    (run,) = [r for r in _runs(manifests) if r != crashed_run]
+    doc = read_manifest(run).summary
+    assert (doc["status"], doc["counts"]["planned"], doc["planned"]) == ("done", 0, 0)
+    assert doc["continues"]["rechecked"] == doc["continues"]["gone"] == 4
+    assert "nothing to clean up" in out, out
+    assert f"continues the unfinished run {crashed_run.name} (status deleting;" in out, out
+    assert "of its 4 files of unknown outcome, 4 are gone and 0 were planned again" in out
+    assert f"manifest: {run} (status done)" in out, out
+    assert run_orphans(req, LocalEngine()) == 0
+    assert "continues" not in capsys.readouterr().out and len(_runs(manifests)) == 2
+
+
+def test_a_manifests_directory_holding_other_files_is_refused(tmp_path: Path) -> None:
+    """``--manifest DIR`` holds run directories (and perhaps a manifest of its own): a
+    directory with anything else in it is refused (one line naming it), never written into;
+    an empty, missing or manifests-only one is taken."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("x")
+    with pytest.raises(ManifestPathError, match=r"src: holds main.py, which is not a cleanup"):
+        check_manifests_dir(tmp_path / "src")
+    for bad in ("m.json", "src/main.py"):
+        with pytest.raises(ManifestPathError):
+            check_manifests_dir(tmp_path / bad)
+    runs = tmp_path / "runs"
+    new_run_dir(runs, "s3://lake/t")  # a run that has not written its summary yet
+    check_manifests_dir(runs)
+    check_manifests_dir(tmp_path / "new")
+    assert not (tmp_path / "new").exists()

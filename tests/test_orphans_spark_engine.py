@@ -436,6 +436,24 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
         assert deleted and deleted | unknown == expected and not deleted & unknown
         assert not any((root / p).exists() for p in deleted)
         assert (root / poison).exists()
+        # issue 49: the re-run (a healthy store) continues this run: its unknown file is
+        # re-checked, still there, planned again and deleted now
+        plain = StoreSpec(str(root))
+        again = scan_spark(spark, plain, str(tmp_path / "r2"))
+        rerun = execute_spark(spark, plain, again, manifest_dir=tmp_path / "m2", continues=written)
+        assert rerun["continues"] == {
+            "run": "m",
+            "manifest": str(manifest),
+            "status": "done",
+            "signal": None,
+            "error": None,
+            "deleted": len(deleted),
+            "rechecked": 1,
+            "planned_again": 1,
+            "gone": 0,
+        }
+        assert read_manifest(tmp_path / "m2").paths("deleted") == [poison]
+        assert not (root / poison).exists() and rerun["status"] == "done"
     from deltaguard.tools.orphans.cleanup import summary, unfinished  # new in this change
 
     assert unfinished(doc)

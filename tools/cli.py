@@ -389,14 +389,14 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
 
 
 def _manifest_dir(path: Path | None) -> Path | None:
-    """``--manifest``: a path that can be a manifest directory, else a usage error (exit 2)
-    before anything is scanned."""
+    """``--manifest``: a path that can hold the runs' manifest directories, else a usage error
+    (exit 2) before anything is scanned."""
     if path is None:
         return None
-    from deltaguard.tools.orphans.manifest import ManifestPathError, check_manifest_path
+    from deltaguard.tools.orphans.manifest import ManifestPathError, check_manifests_dir
 
     try:
-        check_manifest_path(path)
+        check_manifests_dir(path)
     except ManifestPathError as exc:
         raise click.BadParameter(str(exc)) from exc
     return path
@@ -431,9 +431,11 @@ def _manifest_dir(path: Path | None) -> Path | None:
     "manifest_path",
     type=click.Path(file_okay=False, path_type=Path),
     callback=lambda _ctx, _param, value: _manifest_dir(value),
-    help="the directory where --delete --yes writes its manifest: manifest.json and Parquet "
-    "records, both engines (docs/guides/cleanup.md; a .json path is refused; default: under the "
-    "state directory, $DELTAGUARD_STATE_DIR or $XDG_STATE_HOME/deltaguard/orphans/)",
+    help="the directory of --delete --yes manifests: each run adds a new one (manifest.json and "
+    "Parquet records, both engines) and continues the table's latest unfinished run there, so "
+    "the same --manifest works on every run (docs/guides/cleanup.md; a .json path is refused; "
+    "default: the state directory's orphans/, $DELTAGUARD_STATE_DIR or "
+    "$XDG_STATE_HOME/deltaguard)",
 )
 @click.option(
     "--workers",

@@ -26,14 +26,20 @@ def state_dir() -> Path:
     return (base or Path.home() / ".local" / "state") / "deltaguard"
 
 
+def manifests_dir() -> Path:
+    """``<state dir>/orphans``: where cleanup manifests go without ``--manifest``."""
+    return state_dir() / "orphans"
+
+
 def default_manifest_path(table: str, now: datetime) -> Path:
-    """``<state dir>/orphans/<table slug>-<UTC time>``, a manifest directory
-    (:mod:`deltaguard.tools.orphans.manifest`): the slug is the table location with unsafe
-    characters replaced, plus a short hash so distinct tables never collide."""
+    """``<state dir>/orphans/<table slug>-<UTC time>`` (:func:`manifests_dir`), the name a
+    run's manifest directory starts with (:mod:`deltaguard.tools.orphans.manifest`): the slug
+    is the table location with unsafe characters replaced, plus a short hash so distinct
+    tables never collide."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", table).strip("_.")[-60:] or "table"
     digest = hashlib.sha256(table.encode()).hexdigest()[:8]
     stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
-    return state_dir() / "orphans" / f"{slug}-{digest}-{stamp}"
+    return manifests_dir() / f"{slug}-{digest}-{stamp}"
 
 
 def trace_log_path(command: str, now: datetime) -> Path:

@@ -10,7 +10,8 @@ Public API:
   re-reads the log, deletes in batches, writes a manifest directory (safety argument in
   :mod:`~deltaguard.tools.orphans.cleanup`);
 * :func:`~deltaguard.tools.orphans.manifest.read_manifest` ``(directory)``: a manifest's
-  summary and its per-file records (both engines write the same format);
+  summary and its per-file records (both engines write the same format; for a
+  ``--manifest`` directory, its latest run), :func:`~.manifest.read_manifests`: every run;
 * :func:`~deltaguard.tools.orphans.report.to_json` / ``print_report``: the report.
 
 Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3://``,
@@ -20,7 +21,7 @@ Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3
 from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, scan
 from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute, targets
 from deltaguard.tools.orphans.deleter import OutsideTableError, delete_files
-from deltaguard.tools.orphans.manifest import Manifest, read_manifest
+from deltaguard.tools.orphans.manifest import Manifest, read_manifest, read_manifests
 from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooShortError
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "delete_files",
     "execute",
     "read_manifest",
+    "read_manifests",
     "scan",
     "targets",
 ]

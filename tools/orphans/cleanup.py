@@ -31,7 +31,8 @@ Safety argument (why a file that any retained version references is never delete
 7. An interrupted cleanup (SIGINT, SIGTERM) sends no delete after the signal and leaves a
    true record: settled outcomes, ``unknown`` for a request whose answer was not read,
    ``not_sent`` for the rest (:mod:`.interrupt`); the re-run that finishes it is a new scan,
-   so all of the above applies to it again.
+   so all of the above applies to it again (its manifest names the run it continues:
+   :func:`.manifest.continuation`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ from deltaguard.tools.orphans.manifest import (
     PLAN_DIR,
     RECORDS,
     SUMMARY_FILE,
+    Manifest,
     RecordWriter,
+    continuation,
     prepare_manifest_dir,
     write_summary,
 )
@@ -170,11 +173,30 @@ def how_to_finish(manifest: dict[str, Any], explicit_manifest: bool) -> str:
         )
     again = "run the same command again"
     if explicit_manifest:
-        again += " with a new --manifest directory (a manifest is never replaced)"
+        again += " (the same --manifest: its manifest goes beside this one)"
     return (
-        f"{what}. To finish, {again}: it scans the table again and plans what is left "
-        "from a fresh re-read of the log"
+        f"{what}. To finish, {again}: it scans the table again, plans what is left "
+        "from a fresh re-read of the log, and re-checks the files of unknown outcome"
     )
+
+
+def continues_line(manifest: dict[str, Any]) -> str | None:
+    """The line saying which earlier run a cleanup continues (both engines; from its
+    manifest summary's ``continues``, :func:`.manifest.continuation`), or None."""
+    earlier = manifest.get("continues")
+    if not earlier:
+        return None
+    how = f"status {earlier['status']}" + (f", {earlier['signal']}" if earlier["signal"] else "")
+    line = (
+        f"continues the unfinished run {earlier['run']} ({how}; it deleted "
+        f"{earlier['deleted']} files, not counted here)"
+    )
+    if earlier.get("rechecked"):
+        line += (
+            f": of its {earlier['rechecked']} files of unknown outcome, {earlier['gone']} are "
+            f"gone and {earlier['planned_again']} were planned again"
+        )
+    return line
 
 
 def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
@@ -259,11 +281,17 @@ def spared_because(
 
 
 def manifest_start(
-    result: ScanResult, classes: tuple[FileClass, ...], planned: int, to_delete: int, spared: int
+    result: ScanResult,
+    classes: tuple[FileClass, ...],
+    planned: int,
+    to_delete: int,
+    spared: int,
+    continues: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The manifest summary's first write (``status: deleting``, see :mod:`.manifest`), both
-    engines: what was scanned, the cut-off, the classes, the files the scan planned, and the
-    counts once the re-read of the log kept ``to_delete`` of them and spared ``spared``."""
+    engines: what was scanned, the cut-off, the classes, the files the scan planned, the
+    counts once the re-read of the log kept ``to_delete`` of them and spared ``spared``, and
+    the earlier run it ``continues`` (:func:`.manifest.continuation`)."""
     return {
         "schema": MANIFEST_SCHEMA,
         "status": "deleting",
@@ -289,6 +317,7 @@ def manifest_start(
         "error": None,
         "signal": None,
         "requests": None,
+        "continues": continues,
     }
 
 
@@ -304,6 +333,7 @@ def execute(
     manifest_path: Path,
     options: CleanupOptions = DEFAULT_CLEANUP,
     stop: StopSignal | None = None,
+    continues: Manifest | None = None,
 ) -> CleanupResult:
     """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
     ``manifest_path`` as it goes (:mod:`.manifest`): the plan records and the ``deleting``
@@ -320,12 +350,15 @@ def execute(
     ``interrupted`` with the counts of what was settled, ``unknown`` and ``not_sent``. Once
     deleting has begun nothing is raised: the counts say what was deleted, failed or is
     unknown, and a failed manifest write is in ``manifest_error`` (and the summary's
-    ``error``), the records it could not write in ``unwritten``."""
+    ``error``), the records it could not write in ``unwritten``. ``continues``: the unfinished
+    earlier run this one finishes (:func:`.manifest.unfinished_run`), named in the summary's
+    ``continues`` with the re-check of its files of unknown outcome."""
     check_retention(result.retention_ms, options.unsafe_retention)
     prepare_manifest_dir(manifest_path)
     classes = cleanup_classes(options.include_tombstones)
     planned = targets(result, options.include_tombstones)
-    doc = manifest_start(result, classes, len(planned), 0, 0)
+    link = None if continues is None else continuation(continues)
+    doc = manifest_start(result, classes, len(planned), 0, 0, link)
     try:
         with phase("orphans: re-reading the log before deleting"):
             checked = recheck(
@@ -346,7 +379,10 @@ def execute(
     except CleanupStopped as stopped:
         stopped_before_deleting(manifest_path, doc, stopped.signal_name)
         raise
-    doc = manifest_start(result, classes, len(planned), len(checked.targets), len(checked.spared))
+    link = None if continues is None else continuation(continues, manifest_path)
+    doc = manifest_start(
+        result, classes, len(planned), len(checked.targets), len(checked.spared), link
+    )
     doc["version_rechecked"] = checked.version
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
     to_delete = len(checked.targets)
@@ -381,6 +417,19 @@ def execute(
     if problems:
         return CleanupResult(checked, doc, manifest_error=doc["error"], unwritten=sink.unwritten)
     return CleanupResult(checked, doc)
+
+
+def nothing_left(
+    run_dir: Path, result: ScanResult, classes: tuple[FileClass, ...], continues: Manifest
+) -> dict[str, Any]:
+    """Writes and returns the summary of a run that found nothing to delete while an earlier
+    run was unfinished (both engines): ``done``, nothing planned, no re-read of the log, and
+    the run it ``continues`` (every file of unknown outcome there is ``gone``), so that run
+    counts as finished from now on."""
+    doc = manifest_start(result, classes, 0, 0, 0, continuation(continues, run_dir))
+    doc.update(status="done", finished_at=now_iso())
+    write_summary(run_dir, doc)
+    return doc
 
 
 def stopped_before_deleting(manifest_path: Path, doc: dict[str, Any], signal_name: str) -> None:

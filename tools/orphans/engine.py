@@ -5,7 +5,7 @@ retained version references) and deletes (re-reads the log, checks containment, 
 deletes, writes the manifest). Everything else is written once, in the orchestrator
 :mod:`.run`: the request checks, the 24-hour retention floor, the manifest that must not
 already exist, signal handling, exit codes, error messages and the terminal, JSON and TSV
-reports. Two engines implement :class:`OrphansEngine`: the local one
+reports, where each run's manifest goes. Two engines implement :class:`OrphansEngine`: the local one
 (:mod:`.local_engine`, one process) and the Spark one
 (:mod:`deltaguard.tools.spark_engine.orphans_engine`, jobs in executors). Both apply the same
 rules (:mod:`.rules`, :mod:`.classify`, :func:`.cleanup.spared_because`, the manifest of
@@ -25,6 +25,7 @@ from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
+from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.storage import S3Options, TableStore
 
 
@@ -133,21 +134,18 @@ class OrphansEngine(Protocol):
         """The scanned table's store (its locations for the reports); after :meth:`scan`."""
         ...
 
-    def default_manifest(self) -> Path:
-        """The manifest directory when ``--manifest`` is not given; after :meth:`scan`."""
-        ...
-
     def delete(
         self,
         req: OrphansRequest,
         scan: EngineScan,
         manifest: Path,
         stop: StopSignal,
+        continues: Manifest | None = None,
     ) -> EngineCleanup:
         """Deletes the scan's targets (:func:`.cleanup.cleanup_classes`) after re-reading the
         log (at the retention given, else the table's as it is then), writing the manifest
-        directory ``manifest``: the contract of
-        :func:`.cleanup.execute`. Before anything is deleted it raises what that raises
+        directory ``manifest`` (a new run directory; ``continues``: the unfinished earlier
+        run it finishes): the contract of :func:`.cleanup.execute`. Before anything is deleted it raises what that raises
         (:class:`~.interrupt.CleanupStopped` with the summary ``interrupted``; ValueError,
         OSError, :class:`~deltaguard.tools.deltalog.errors.DeltaLogError`); once deleting
         began it raises nothing but

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
@@ -21,9 +20,9 @@ from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.inventory import InventorySource
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.listing import ListingProgress
+from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.orphans.report import by_partition, totals
 from deltaguard.tools.progress import phase
-from deltaguard.tools.state_dir import default_manifest_path
 from deltaguard.tools.storage import S3Options, TableStore, open_table
 
 
@@ -95,11 +94,13 @@ class LocalEngine:
         assert self._store is not None, "scan first"
         return self._store
 
-    def default_manifest(self) -> Path:
-        return default_manifest_path(self.store().uri, datetime.now(UTC))
-
     def delete(
-        self, req: OrphansRequest, scan: EngineScan, manifest: Path, stop: StopSignal
+        self,
+        req: OrphansRequest,
+        scan: EngineScan,
+        manifest: Path,
+        stop: StopSignal,
+        continues: Manifest | None = None,
     ) -> EngineCleanup:
         done = execute(
             self.store(),
@@ -107,6 +108,7 @@ class LocalEngine:
             manifest_path=manifest,
             options=req.cleanup,
             stop=stop,
+            continues=continues,
         )
         return EngineCleanup(done.manifest, done.unwritten)
 

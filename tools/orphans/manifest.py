@@ -1,12 +1,23 @@
 """The cleanup manifest, one format for both engines: a directory holding a JSON summary and
-Parquet records, one per file.
+Parquet records, one per file; each run of ``--delete --yes`` writes a new one.
 
-Layout (``--manifest DIR``)::
+Layout of one manifest (a *run directory*)::
 
-    DIR/manifest.json        the summary (below), rewritten atomically as the run goes
-    DIR/plan/*.parquet       one record per file the scan planned: outcome planned or spared
-    DIR/outcome/*.parquet    one record per file deleting settled: deleted, missing, failed
+    RUN/manifest.json        the summary (below), rewritten atomically as the run goes
+    RUN/plan/*.parquet       one record per file the scan planned: outcome planned or spared
+    RUN/outcome/*.parquet    one record per file deleting settled: deleted, missing, failed
                              or unknown
+
+**Where runs go** (``--manifest DIR``, by default ``<state dir>/orphans``): every run creates
+a new run directory ``DIR/<table>-<hash>-<UTC time>-<random>`` (:func:`new_run_dir`: created
+exclusively, never an existing one), so no manifest is ever replaced and the same
+``--manifest`` works on every run. A ``DIR`` that is itself a manifest (the layout of earlier
+versions: ``DIR/manifest.json``) counts as one of the runs in it. Before writing, a run looks
+for the latest earlier run of the same table in ``DIR`` (:func:`unfinished_run`); if that run
+did not finish (status ``deleting`` or ``interrupted``, or ``failed``/``unknown`` files, or an
+``error``), the new run *continues* it: its summary's ``continues`` (:func:`continuation`)
+names it, and the files whose outcome it did not know are re-checked against the new run's
+plan.
 
 Every record has the columns of :data:`RECORD_SCHEMA`, in both engines:
 ``path`` (relative to the table root), ``class``, ``size``, ``mtime_ms``, ``outcome`` (one of
@@ -29,10 +40,20 @@ The summary (``schema`` = :data:`MANIFEST_SCHEMA`) holds no per-file lists::
                  "spared": int, "deleted": int, "missing": int,
                  "failed": int, "unknown": int,
                  "not_sent": int},    # planned, never sent: a signal stopped the run
-      "records": {"plan": "plan", "outcome": "outcome"},   # relative to DIR
+      "records": {"plan": "plan", "outcome": "outcome"},   # relative to RUN
       "error": str | null,            # a failure after deleting began
       "signal": "SIGINT" | "SIGTERM" | null,   # what stopped the run (status interrupted)
-      "requests": int | null          # delete requests sent (local engine)
+      "requests": int | null,         # delete requests sent (local engine)
+      "continues": null | {           # the unfinished earlier run this one finishes
+        "run": str,                   # its run directory's name
+        "manifest": str,              # its run directory
+        "status": str, "signal": str | null, "error": str | null,
+        "deleted": int,               # what it deleted (counted there, never here)
+        "rechecked": int | null,      # its files of unknown outcome (for a run that
+                                      # crashed while deleting: its unsettled ones too)
+        "planned_again": int | null,  # of those, in this run's plan: still there
+        "gone": int | null            # of those, not found by this run's scan
+      }                               # (the three are null until the plan is written)
     }
 
 Order of writes: the plan records first, then the summary with ``"status": "deleting"``, and
@@ -46,26 +67,32 @@ sent after the signal; ``deleted`` <= files gone <= ``deleted`` + ``unknown``, t
 files never sent counted in ``not_sent`` and still ``planned`` in the records), without it
 the Spark engine's delete job failed (every file without an outcome record is ``unknown``).
 
-A manifest is never replaced: a run whose ``--manifest`` directory already holds one is
-refused before anything is scanned (:func:`refuse_existing`), so the record of an earlier
-(perhaps interrupted) run survives; the default directory is new for every run.
+A manifest is never replaced: writing into a run directory that already holds one is refused
+(:func:`refuse_existing`; the Python API's ``manifest_path`` is one run directory).
 
-Read it with :func:`read_manifest`, or directly: ``pyarrow.parquet.read_table("DIR/outcome")``,
-``duckdb -c "select outcome, count(*) from 'DIR/outcome/*.parquet' group by all"``.
+Read it with :func:`read_manifest` (one run) or :func:`read_manifests` (every run in a
+directory), or directly: ``pyarrow.parquet.read_table("RUN/outcome")``,
+``duckdb -c "select outcome, count(*) from 'RUN/outcome/*.parquet' group by all"``.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import secrets
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+
+from deltaguard.tools.state_dir import default_manifest_path
 
 MANIFEST_SCHEMA = "deltaguard.orphans.manifest/2"
 SUMMARY_FILE = "manifest.json"
@@ -90,6 +117,12 @@ RECORD_SCHEMA = pa.schema(
 #: Records per Parquet file the local engine writes (the most it holds at once).
 BATCH_ROWS = 10_000
 _SPARK_TYPES = {pa.string(): "string", pa.int64(): "long"}
+
+
+#: The end of a run directory's name (:func:`new_run_dir`): UTC time and a random token.
+RUN_NAME_END = re.compile(r"-\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{8}$")
+#: The entries of a manifest directory itself (an earlier version's ``--manifest DIR``).
+_MANIFEST_ENTRIES = frozenset({SUMMARY_FILE, PLAN_DIR, OUTCOME_DIR})
 
 
 class ManifestPathError(ValueError):
@@ -117,6 +150,125 @@ def check_manifest_path(path: Path) -> None:
         raise ManifestPathError(f"{path}: a non-empty directory that is not a manifest")
 
 
+def check_manifests_dir(path: Path) -> None:
+    """Raises :class:`ManifestPathError` for a ``--manifest`` path that cannot hold run
+    directories: one ending in ``.json``, an existing file, or an existing directory holding
+    anything but manifests (run directories, a manifest of its own, hidden temp files): a
+    directory of other content is never written into."""
+    if path.suffix.lower() == ".json" or (path.exists() and not path.is_dir()):
+        check_manifest_path(path)
+    if not path.is_dir():
+        return
+    for entry in path.iterdir():
+        if entry.name.startswith(".") or entry.name in _MANIFEST_ENTRIES:
+            continue
+        if entry.is_dir() and (RUN_NAME_END.search(entry.name) or (entry / SUMMARY_FILE).is_file()):
+            continue
+        raise ManifestPathError(
+            f"{path}: holds {entry.name}, which is not a cleanup manifest: --manifest is a "
+            "directory of manifests (docs/guides/cleanup.md); choose another one"
+        )
+
+
+def new_run_dir(directory: Path, table: str, now: datetime | None = None) -> Path:
+    """Creates and returns a new run directory in ``directory`` (created with its parents):
+    ``<table>-<hash>-<UTC time>-<random>`` (the name of
+    :func:`~deltaguard.tools.state_dir.default_manifest_path` plus 8 random hex digits),
+    created exclusively: an existing directory is never reused."""
+    stamp = now or datetime.now(UTC)
+    base = default_manifest_path(table, stamp).name
+    while True:
+        run = directory / f"{base}-{secrets.token_hex(4)}"
+        try:
+            run.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return run
+
+
+def read_manifests(directory: Path | str) -> list[Manifest]:
+    """Every readable manifest in ``directory`` (its run directories, and ``directory``
+    itself if it is one), oldest first (:func:`_started`). A summary that cannot be read or
+    has another schema is left out."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found: list[Manifest] = []
+    for candidate in [directory, *sorted(p for p in directory.iterdir() if p.is_dir())]:
+        if not (candidate / SUMMARY_FILE).is_file():
+            continue
+        try:
+            found.append(_read_one(candidate))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=_started)
+
+
+def _started(m: Manifest) -> tuple[str, int, str]:
+    """When a run started: its ``started_at`` (to the second), then when its summary was
+    last written (a later run's first write follows an earlier run's last), then its name."""
+    try:
+        written = (m.directory / SUMMARY_FILE).stat().st_mtime_ns
+    except OSError:
+        written = 0
+    return str(m.summary.get("started_at")), written, m.directory.name
+
+
+def needs_finishing(summary: dict[str, Any]) -> bool:
+    """True if the run of this summary did not finish its job: it is still ``deleting`` (it
+    crashed) or ``interrupted``, or it left ``failed`` or ``unknown`` files or an ``error``."""
+    counts = summary.get("counts") or {}
+    return (
+        summary.get("status") != "done"
+        or bool(counts.get("failed") or counts.get("unknown"))
+        or bool(summary.get("error"))
+    )
+
+
+def unfinished_run(directory: Path, table: str, exclude: Path | None = None) -> Manifest | None:
+    """The latest earlier run of ``table`` in ``directory`` (:func:`read_manifests`; not
+    ``exclude``, the new run's own directory), if it :func:`needs_finishing`; else None (no
+    earlier run, or the latest one finished)."""
+    runs = [
+        m
+        for m in read_manifests(directory)
+        if m.summary.get("table") == table and m.directory != exclude
+    ]
+    return runs[-1] if runs and needs_finishing(runs[-1].summary) else None
+
+
+def continuation(earlier: Manifest, run_dir: Path | None = None) -> dict[str, Any]:
+    """The new run's summary ``continues`` (module docstring): which run it continues, and
+    the re-check of that run's files of unknown outcome (its ``unknown`` records; for a run
+    that crashed while ``deleting``, its unsettled ``planned`` ones too) against the plan
+    records in ``run_dir`` (None: the plan is not written yet, the re-check counts are
+    null). A file of the plan is still there (``planned_again``: this run deletes it or
+    spares it); one missing from the plan was not found by this run's scan (``gone``)."""
+    doc = earlier.summary
+    out: dict[str, Any] = {
+        "run": earlier.directory.name,
+        "manifest": str(earlier.directory),
+        "status": doc.get("status"),
+        "signal": doc.get("signal"),
+        "error": doc.get("error"),
+        "deleted": (doc.get("counts") or {}).get("deleted", 0),
+        "rechecked": None,
+        "planned_again": None,
+        "gone": None,
+    }
+    if run_dir is None:
+        return out
+    records = earlier.records()
+    unsure = ["unknown", "planned"] if doc.get("status") == "deleting" else ["unknown"]
+    paths = records.filter(pc.is_in(records["outcome"], value_set=pa.array(unsure)))["path"]
+    again = 0
+    if len(paths) and (run_dir / PLAN_DIR).is_dir():
+        plan = ds.dataset(run_dir / PLAN_DIR, format="parquet", schema=RECORD_SCHEMA)
+        again = plan.count_rows(filter=pc.field("path").isin(paths.unique()))
+    out.update(rechecked=len(paths), planned_again=again, gone=len(paths) - again)
+    return out
+
+
 def refuse_existing(path: Path) -> None:
     """Raises :class:`ManifestPathError` (one line: the path, what it holds, what to do) if
     ``path`` already holds a manifest: a manifest is never replaced."""
@@ -129,8 +281,8 @@ def refuse_existing(path: Path) -> None:
     except (OSError, orjson.JSONDecodeError, AttributeError):
         held = ""
     raise ManifestPathError(
-        f"{path} already holds a manifest{held}: a manifest is never replaced; choose "
-        "another directory with --manifest (or move this one away)"
+        f"{path} already holds a manifest{held}: a manifest is never replaced; give a new "
+        "directory (or new_run_dir(): the command's --manifest makes a new one every run)"
     )
 
 
@@ -284,9 +436,15 @@ def _read_records(path: Path) -> pa.Table:
 
 
 def read_manifest(directory: Path | str) -> Manifest:
-    """Reads the summary of the manifest in ``directory``; the records are read on demand
-    (:class:`Manifest`). Raises ValueError for a summary of another schema."""
-    directory = Path(directory)
+    """Reads the summary of the manifest in ``directory``: the latest of
+    :func:`read_manifests` (for a ``--manifest`` directory, its latest run), else the one
+    ``directory`` is; the records are read on demand (:class:`Manifest`). Raises OSError if
+    there is none, ValueError for a summary of another schema."""
+    runs = read_manifests(directory)
+    return runs[-1] if runs else _read_one(Path(directory))
+
+
+def _read_one(directory: Path) -> Manifest:
     summary = orjson.loads((directory / SUMMARY_FILE).read_bytes())
     if summary.get("schema") != MANIFEST_SCHEMA:
         raise ValueError(

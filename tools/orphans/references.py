@@ -33,13 +33,15 @@ from deltaguard.tools.deltalog.actions import (
     iter_json_actions,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
-from deltaguard.tools.deltalog.errors import CorruptLogError
+from deltaguard.tools.deltalog.errors import CorruptLogError, IncompleteActionError
 from deltaguard.tools.deltalog.filetable import FileActions
+from deltaguard.tools.deltalog.findings import CODES
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.paths import relative_paths, relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot
 from deltaguard.tools.orphans.pathset import PathSet, PathUnion, chunked
 from deltaguard.tools.storage import TableStore
+from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
 _READ_WORKERS = 8
 #: Actions of a commit parsed before their paths go to Arrow (bounds the Python objects held).
@@ -142,7 +144,8 @@ def read_json_paths(store: TableStore, name: str, known: PathUnion | None = None
     for item in iter_json_actions(store.read_lines(rel)):
         if isinstance(item, LineError):
             location = store.location(rel)
-            raise CorruptLogError(f"{location}:{item.line}: {item.message}", rel, item.line)
+            kind = IncompleteActionError if item.incomplete else CorruptLogError
+            raise kind(f"{location}:{item.line}: {item.message}", rel, item.line)
         chunk.append(item)
         if len(chunk) >= _PARSE_CHUNK:
             flush()
@@ -203,12 +206,38 @@ def relativize_all(paths: pa.Array | pa.ChunkedArray, store: TableStore) -> pa.A
     return pa.array([relative_to_root(p, store) for p in paths.to_pylist()], pa.string())
 
 
+#: Why orphans stops at a log file it cannot read (both engines' refusal lines).
+WHY_EVERY_LOG_FILE = (
+    "to tell an orphan from a file an older version still needs, orphans reads what every "
+    "retained commit and the oldest checkpoint (and any after a gap) name, so it stops "
+    "without this file (nothing deleted)"
+)
+
+
+def unreadable_reference(exc: DeltaLogError, store: TableStore, checkpoint: bool) -> str:
+    """The one line for ``exc``, raised reading a retained commit (or, ``checkpoint``, a
+    checkpoint :func:`checkpoints_to_read` picks) while collecting the reference sets: the
+    file and what is wrong (``exc``), why orphans refuses the table the audit can read, and
+    the audit finding (and its hint) that says what to do."""
+    if isinstance(exc, StorageError):
+        code = "commit-unreadable"
+    elif isinstance(exc, IncompleteActionError):
+        code = "incomplete-action"
+    else:
+        code = "checkpoint-unreadable" if checkpoint else "corrupt-json-line"
+    return (
+        f"{exc}: {WHY_EVERY_LOG_FILE}, although the latest version reads without it. "
+        f"`deltaguard audit {store.uri}` reports it as {code}: {CODES[code][1]}"
+    )
+
+
 def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     """The reference sets of ``snapshot`` for a deletion cut-off (``now - retention``).
     Reads every retained JSON commit and the checkpoints :func:`checkpoints_to_read` picks
     (a few at a time, each commit in chunks, keeping only the paths not already known).
     Raises :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` (naming the file) if any
-    of them cannot be read."""
+    of them cannot be read, of the class it was raised with, its message saying why orphans
+    needs the file (:func:`unreadable_reference`)."""
     store = snapshot.store
     refs = References(snapshot.version, cutoff_ms)
     refs.live = PathUnion([PathSet(table_paths(snapshot.adds.table, store))])
@@ -222,11 +251,19 @@ def collect_references(snapshot: Snapshot, cutoff_ms: int) -> References:
     extra: list[pa.Array | pa.ChunkedArray] = []
     change_data: list[pa.Array] = []
     with ThreadPoolExecutor(_READ_WORKERS, thread_name_prefix="log-read") as pool:
-        for found in pool.map(lambda n: read_json_paths(store, n, base), json_files(listing)):
-            extra.append(found.new)
-            change_data.append(found.change_data)
+        try:
+            for found in pool.map(lambda n: read_json_paths(store, n, base), json_files(listing)):
+                extra.append(found.new)
+                change_data.append(found.change_data)
+        except DeltaLogError as exc:
+            message = unreadable_reference(exc, store, checkpoint=False)
+            raise type(exc)(message, exc.path, exc.line) from exc
     for i in checkpoints_to_read(listing, snapshot):
-        state = read_checkpoint(store, listing.checkpoints[i])
+        try:
+            state = read_checkpoint(store, listing.checkpoints[i])
+        except DeltaLogError as exc:
+            message = unreadable_reference(exc, store, checkpoint=True)
+            raise type(exc)(message, exc.path, exc.line) from exc
         extra += [base.new_paths(table_paths(part, store)) for part in (state.adds, state.removes)]
         del state
     refs.named_in_log = PathUnion([*base.layers, PathSet(chunked(extra))])

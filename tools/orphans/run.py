@@ -13,11 +13,13 @@ on stderr, never a traceback. With ``--json`` stdout holds only the JSON report 
 ``cleanup``: the manifest's summary plus ``manifest_path``), with ``--format tsv`` only the
 candidates' rows (the summary line goes to stderr); stderr carries errors and, when
 :mod:`deltaguard.tools.progress` is on (``--progress``, or stderr a terminal), the progress
-display. The manifest of ``--delete --yes`` is a directory
-(:mod:`.manifest`, the same for both engines) at ``--manifest`` or, by default, under the
-state directory (:func:`deltaguard.tools.state_dir.default_manifest_path`), never the working
-directory. A ``--manifest`` directory that already holds a manifest is refused (exit 2) before
-the scan: a manifest is never replaced. A retention under 24 hours is refused with
+display. Each ``--delete --yes`` run that plans something writes a new manifest directory
+(:mod:`.manifest`, the same for both engines) in ``--manifest`` or, by default, in the state
+directory (:func:`deltaguard.tools.state_dir.manifests_dir`), never the working directory,
+never over an earlier one. If the latest earlier run of the table there did not finish
+(:func:`.manifest.unfinished_run`), the run continues it: its manifest, the terminal and the
+JSON say so (and a run with nothing left to delete writes a manifest that says so too). A
+retention under 24 hours is refused with
 ``--delete`` (exit 2) unless ``--unsafe-retention``: before the scan when given, after it when
 it is the table's.
 
@@ -35,22 +37,27 @@ from typing import Any
 import orjson
 from rich.console import Console
 
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
     CleanupInterruptedError,
     cleanup_classes,
+    continues_line,
     how_to_finish,
+    nothing_left,
     stopped_by,
     summary,
     unfinished,
 )
 from deltaguard.tools.orphans.engine import EngineScan, OrphansEngine, OrphansRequest
 from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
-from deltaguard.tools.orphans.manifest import refuse_existing
+from deltaguard.tools.orphans.manifest import Manifest, new_run_dir, unfinished_run
+from deltaguard.tools.orphans.references import WHY_EVERY_LOG_FILE
 from deltaguard.tools.orphans.report import largest_first, print_report, to_json, write_tsv_report
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
 from deltaguard.tools.output import stdout_console
+from deltaguard.tools.state_dir import manifests_dir
 from deltaguard.tools.storage.errors import DeltaLogError
 
 
@@ -79,6 +86,16 @@ def damage_line(damaged: int) -> str | None:
     )
 
 
+def log_hint(what: str, req: OrphansRequest) -> str:
+    """For an engine's scan failure naming a file in ``_delta_log`` (the Spark engine reads
+    the log in jobs): why orphans stops there, and where to find what to do; else ""."""
+    if f"{LOG_DIR}/" not in what:
+        return ""
+    return (
+        f": {WHY_EVERY_LOG_FILE}. `deltaguard audit {req.table}` says what is wrong and what to do"
+    )
+
+
 def stopping_line(signal_name: str) -> None:
     """Says on stderr, from the signal handler, that the cleanup is stopping. Written
     straight to the file: the handler may run while the console holds its lock."""
@@ -89,23 +106,13 @@ def stopping_line(signal_name: str) -> None:
     sys.stderr.flush()
 
 
-def check_manifest_free(req: OrphansRequest) -> None:
-    """``--delete --yes`` with a ``--manifest`` directory that already holds a manifest:
-    :class:`~.manifest.ManifestPathError` (exit 2) before the scan."""
-    if req.delete and req.yes and req.manifest_path is not None:
-        refuse_existing(req.manifest_path)
-
-
-def stopped_before_deleting_line(
-    stopped: CleanupStopped, manifest: Any, req: OrphansRequest
-) -> str:
+def stopped_before_deleting_line(stopped: CleanupStopped, manifest: Any) -> str:
     """What stderr says when a signal stopped the cleanup before deleting began: nothing
     deleted, the manifest, and how to finish."""
-    again = " with a new --manifest directory" if req.manifest_path else ""
     return (
         f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: nothing "
         f"deleted; manifest: {manifest} (status interrupted); to finish, run the same command "
-        f"again{again}"
+        "again"
     )
 
 
@@ -153,7 +160,6 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
     err = Console(stderr=True, soft_wrap=True)
     retention_ms = req.retention_ms
     try:
-        check_manifest_free(req)
         if retention_ms is not None and req.delete:
             check_retention(retention_ms, req.unsafe_retention)
         scan = engine.scan(req, retention_ms)
@@ -172,20 +178,32 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
         if (what := engine.failure(exc)) is None:
             raise
         verb = "nothing deleted" if req.delete and req.yes else "scan failed"
-        err.print(f"deltaguard orphans: {verb}: {what}", highlight=False)
+        err.print(f"deltaguard orphans: {verb}: {what}{log_hint(what, req)}", highlight=False)
         return ExitCode.UNREADABLE
     classes = cleanup_classes(req.include_tombstones)
     planned, planned_bytes = scan.count(classes)
     damaged, _ = scan.count((FileClass.STRANDED_COMMIT,))
     cleanup: dict[str, Any] | None = None
     unwritten: list[dict[str, Any]] = []
-    if req.delete and req.yes and planned:
-        manifest = req.manifest_path or engine.default_manifest()
+    manifests = req.manifest_path or manifests_dir()
+    earlier: Manifest | None = None
+    if req.delete and req.yes:
         try:
+            earlier = unfinished_run(manifests, scan.result.table)
+            if earlier is not None and not planned:  # say that the earlier run is finished
+                manifest = new_run_dir(manifests, scan.result.table)
+                cleanup = nothing_left(manifest, scan.result, classes, earlier)
+                cleanup["manifest_path"] = str(manifest)
+        except OSError as exc:
+            err.print(f"deltaguard orphans: nothing deleted: {exc}", highlight=False)
+            return ExitCode.UNREADABLE
+    if req.delete and req.yes and planned:
+        try:
+            manifest = new_run_dir(manifests, scan.result.table)
             with stop_on_signals(stopping_line) as stop:
-                done = engine.delete(req, scan, manifest, stop)
+                done = engine.delete(req, scan, manifest, stop, earlier)
         except CleanupStopped as stopped:
-            err.print(stopped_before_deleting_line(stopped, manifest, req), highlight=False)
+            err.print(stopped_before_deleting_line(stopped, manifest), highlight=False)
             return ExitCode.INTERRUPTED
         except CleanupInterruptedError as exc:  # deleting had begun: never "nothing deleted"
             err.print(
@@ -215,6 +233,8 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
         return code
     if code is ExitCode.INTERRUPTED:  # the report would scroll the outcome away
         assert cleanup is not None
+        if line := continues_line(cleanup):
+            out.print(line, highlight=False, soft_wrap=True)
         out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
         for text in interrupted_lines(cleanup, req):
             err.print(text, highlight=False)
@@ -228,8 +248,12 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
         out.print(f"report table: {scan.report_path}")
     if line := damage_line(damaged):
         out.print(line, highlight=False, soft_wrap=True)
+    if cleanup is not None and (line := continues_line(cleanup)):
+        out.print(line, highlight=False, soft_wrap=True)
     if not planned:
         out.print("nothing to clean up")
+        if cleanup is not None:  # it finished an earlier run: where that is written
+            out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
     elif cleanup is None:
         verb = "would delete" if req.delete else "cleanup would delete"
         hint = " (add --yes to delete)" if req.delete else " (--delete --yes to delete)"

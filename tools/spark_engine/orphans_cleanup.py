@@ -41,7 +41,9 @@ begun, so it is never reported as "nothing deleted".
 
 A crash part way leaves the ``deleting`` manifest and its plan. Running the cleanup again
 scans again: files already deleted are not listed, and the re-read spares every file a commit
-made since names, so the re-run finishes the job and deletes nothing that became referenced.
+made since names, so the re-run finishes the job and deletes nothing that became referenced;
+its manifest names the run it continues (``continues``,
+:func:`~deltaguard.tools.orphans.manifest.continuation`, the same as the local engine's).
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ from deltaguard.tools.orphans.manifest import (
     OUTCOME_DIR,
     PLAN_DIR,
     SUMMARY_FILE,
+    Manifest,
+    continuation,
     prepare_manifest_dir,
     record_ddl,
     write_record_file,
@@ -210,6 +214,7 @@ def execute_spark(
     options: CleanupOptions = DEFAULT_CLEANUP,
     stop: StopSignal | None = None,
     files_per_task: int = 10_000,
+    continues: Manifest | None = None,
 ) -> dict[str, Any]:
     """Deletes the scan's targets (see the module docstring; no file read skips a damaged
     file: :func:`~.log_refs.strict_reads`) and returns the manifest's summary (:mod:`deltaguard.tools.orphans.manifest`). Raises what
@@ -218,7 +223,8 @@ def execute_spark(
     ``interrupted``), and :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError`
     if the delete job fails. A signal once deleting began ends the summary ``interrupted``
     (module docstring). A failed final summary write is in the returned summary's
-    ``error``."""
+    ``error``. ``continues``: the unfinished earlier run this one finishes, as for
+    :func:`deltaguard.tools.orphans.cleanup.execute`."""
     from pyspark.sql import functions as F
 
     result = scan.result
@@ -237,14 +243,17 @@ def execute_spark(
 
     try:
         targets, doc = _plan(spark, spec, scan, planned, classes, manifest_dir, options)
+        if continues is not None:
+            doc["continues"] = continuation(continues, manifest_dir)
         if stop is not None:
             stop.on_stop(halt)
             stop.arm()  # from here a signal stops the deletes instead of raising
     except CleanupStopped as stopped:  # nothing deleted yet: stop the jobs, say so
         context.cancelAllJobs()
         marker.unlink(missing_ok=True)
+        link = None if continues is None else continuation(continues)
         stopped_before_deleting(
-            manifest_dir, manifest_start(result, classes, 0, 0, 0), stopped.signal_name
+            manifest_dir, manifest_start(result, classes, 0, 0, 0, link), stopped.signal_name
         )
         raise
     count = doc["counts"]["planned"]

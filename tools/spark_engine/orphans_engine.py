@@ -25,6 +25,7 @@ from deltaguard.tools.orphans.engine import (
     inventory_of,
 )
 from deltaguard.tools.orphans.interrupt import StopSignal
+from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.progress import phase
 from deltaguard.tools.spark_engine.errors import job_failure
 from deltaguard.tools.spark_engine.log_refs import require_reconstructable
@@ -57,12 +58,11 @@ class SparkOrphansEngine:
     def __init__(self, options: SparkEngineOptions) -> None:
         self._options = options
         self._spec: StoreSpec | None = None
-        self._default: Path | None = None
         self._spark: SparkSession | None = None
 
     def scan(self, req: OrphansRequest, retention_ms: int | None) -> EngineScan:
         options = self._options
-        self._default = default = default_manifest_path(req.table, datetime.now(UTC))
+        default = default_manifest_path(req.table, datetime.now(UTC))
         report = options.report_table or str(default.with_name(f"{default.name}.report.parquet"))
         inventory = inventory_of(req)  # resolved on the driver, before a JVM starts
         if not session_running():  # the session will be built from the command's options
@@ -96,12 +96,13 @@ class SparkOrphansEngine:
         assert self._spec is not None, "scan first"
         return self._spec.open()
 
-    def default_manifest(self) -> Path:
-        assert self._default is not None, "scan first"
-        return self._default
-
     def delete(
-        self, req: OrphansRequest, scan: EngineScan, manifest: Path, stop: StopSignal
+        self,
+        req: OrphansRequest,
+        scan: EngineScan,
+        manifest: Path,
+        stop: StopSignal,
+        continues: Manifest | None = None,
     ) -> EngineCleanup:
         assert self._spark is not None and self._spec is not None, "scan first"
         planned, _ = scan.count(cleanup_classes(req.include_tombstones))
@@ -113,6 +114,7 @@ class SparkOrphansEngine:
                 manifest_dir=manifest,
                 options=req.cleanup,
                 stop=stop,
+                continues=continues,
             )
         return EngineCleanup(summary)
 
