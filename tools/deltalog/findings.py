@@ -112,6 +112,25 @@ CODES: dict[str, tuple[Severity, str]] = {
         "A deletion vector file of a live entry does not exist: reads of that data file fail, "
         "and deleted rows would come back if it were ignored. Restore it from a backup.",
     ),
+    "size-mismatch": (
+        Severity.ERROR,
+        "A live data file's size differs from the size its add action records (truncated, "
+        "grown, emptied or overwritten after the commit): readers locate the Parquet footer "
+        "from the logged size, so reads fail. Restore the file from a backup or bucket "
+        "versioning, or remove the entry (`deltaguard repair`).",
+    ),
+    "unreadable-data-file": (
+        Severity.ERROR,
+        "With --check footers: a live data file of the logged size whose Parquet footer "
+        "cannot be read (wrong magic bytes, footer length or footer): reads fail. Restore the "
+        "file, or remove the entry (`deltaguard repair --check footers`).",
+    ),
+    "short-dv-file": (
+        Severity.ERROR,
+        "A deletion vector file is shorter than the descriptor of a live entry needs (offset + "
+        "4-byte size + sizeInBytes + 4-byte checksum): reads of that data file fail. Restore "
+        "it from a backup, or remove the entry (`deltaguard repair`).",
+    ),
     "external-file": (
         Severity.INFO,
         "A live file or deletion vector has an absolute path outside the table root (a shallow "

@@ -1,0 +1,134 @@
+"""``audit`` and ``repair`` on damaged local delta-rs tables, with delta-rs as the oracle: each
+damage to a live data file is a finding naming the file and a non-zero exit whenever delta-rs
+fails to read the latest version; ``repair --yes`` then leaves a table delta-rs reads and the
+audit calls healthy. The file rules: :mod:`deltaguard.tools.deltalog.live_files`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from deltaguard.tools.deltalog import load_snapshot
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.exit_codes import audit_exit_code
+from deltaguard.tools.repair.modes import CheckMode
+from deltaguard.tools.repair.run import RepairRequest, run_repair
+
+
+def _repair(root: Path, capsys: pytest.CaptureFixture[str], **kw: object) -> tuple[int, str]:
+    """``deltaguard repair`` in this process (exit code, stdout)."""
+    code = run_repair(RepairRequest(str(root), **kw))  # type: ignore[arg-type]
+    return code, capsys.readouterr().out
+
+
+def _table(root: Path, appends: int = 3) -> Path:
+    for i in range(appends):
+        write_deltalake(str(root), pa.table({"n": list(range(i * 10, i * 10 + 10))}), mode="append")
+    return root
+
+
+def _first_live(root: Path) -> Path:
+    return root / sorted(load_snapshot(str(root)).adds.paths())[0]
+
+
+def _delta_rs_reads(root: Path) -> bool:
+    try:
+        DeltaTable(str(root)).to_pyarrow_table()
+    except Exception:  # any failure of the reader is the answer
+        return False
+    return True
+
+
+def _truncate(f: Path) -> None:
+    f.write_bytes(f.read_bytes()[:100])
+
+
+def _grow(f: Path) -> None:
+    f.write_bytes(f.read_bytes() + b"\0" * 16)
+
+
+def _empty(f: Path) -> None:
+    f.write_bytes(b"")
+
+
+#: (damage, whether delta-rs still reads the table): bytes appended after the footer still
+#: read in delta-rs (it finds the footer from the file's end), but the file is not the one
+#: committed (Spark locates the footer from the logged size): a finding all the same.
+@pytest.mark.parametrize(
+    ("damage", "delta_rs_reads"),
+    [(_truncate, False), (_grow, True), (_empty, False)],
+    ids=["truncated", "grown", "zero-byte"],
+)
+def test_a_data_file_of_another_size_is_a_finding_and_repair_removes_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: Callable[[Path], None],
+    delta_rs_reads: bool,
+) -> None:
+    root = _table(tmp_path / "t")
+    broken = _first_live(root)
+    logged = broken.stat().st_size
+    damage(broken)
+    assert _delta_rs_reads(root) is delta_rs_reads
+
+    report = audit_table(str(root))
+    assert audit_exit_code(report) == 1
+    (finding,) = [f for f in report.findings if f.severity == "error"]
+    assert finding.code == "size-mismatch" and finding.file == broken.name
+    assert f"is {broken.stat().st_size} bytes" in finding.message and str(logged) in finding.message
+    assert report.summary["size_mismatches"] == 1
+
+    code, out = _repair(root, capsys)
+    assert code == 1 and broken.name in out and "would commit" in out
+    code, out = _repair(root, capsys, yes=True)
+    assert code == 0, out
+    assert _delta_rs_reads(root)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
+    assert audit_exit_code(audit_table(str(root))) == 0
+
+
+def test_a_deleted_data_file_is_missing_data_file(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    gone = _first_live(root)
+    gone.unlink()
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    assert [(f.code, f.file) for f in report.findings] == [("missing-data-file", gone.name)]
+    assert audit_exit_code(report) == 1
+
+
+def test_wrong_magic_of_the_right_size_needs_check_footers(
+    tmp_path: Path, run_cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _table(tmp_path / "t")
+    broken = _first_live(root)
+    data = broken.read_bytes()
+    broken.write_bytes(data[:-4] + b"XXXX")  # same size, the trailing "PAR1" gone
+    assert not _delta_rs_reads(root)
+
+    listing_only = audit_table(str(root))
+    assert audit_exit_code(listing_only) == 0, "the listing cannot see it, and says so:"
+    assert "contents not read" in listing_only.to_json()["summary"]["data_files_checked"]
+    text = run_cli("audit", str(root))
+    assert text.returncode == 0 and "contents not read" in text.stdout
+
+    footers = run_cli("audit", str(root), "--check", "footers", "--json")
+    assert footers.returncode == 1, footers.stdout + footers.stderr
+    doc = json.loads(footers.stdout)
+    assert [(f["code"], f["file"]) for f in doc["findings"]] == [
+        ("unreadable-data-file", broken.name)
+    ]
+    assert "Parquet footer" in doc["summary"]["data_files_checked"]
+    assert "contents not read" not in doc["summary"]["data_files_checked"]
+
+    code, out = _repair(root, capsys)
+    assert code == 0 and "nothing to repair" in out, "exists: the listing cannot see it"
+    code, out = _repair(root, capsys, check=CheckMode.FOOTERS, yes=True)
+    assert code == 0 and broken.name in out, out
+    assert _delta_rs_reads(root)
+    assert audit_exit_code(audit_table(str(root), footers=True)) == 0
