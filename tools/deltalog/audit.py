@@ -26,6 +26,7 @@ from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFo
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
 from deltaguard.tools.deltalog.listing import (
+    LastCheckpoint,
     LastCheckpointError,
     LogListing,
     list_log,
@@ -44,7 +45,9 @@ from deltaguard.tools.deltalog.live_files import (
     check_listed,
     check_outside,
     parquet_footer_problem,
+    read_parquet_footer,
 )
+from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
@@ -108,9 +111,13 @@ class AuditReport:
             ),
             None,
         )
-        if cause is None or (cause.file and cause.file in unreadable.message):
+        if cause is None:
             return unreadable.message
         where = f"{cause.file}:{cause.line}" if cause.line else cause.file
+        if where and where in unreadable.message:  # a pointer to the cause: add what it says
+            return f"{unreadable.message}: {cause.message}"
+        if cause.file and cause.file in unreadable.message:
+            return unreadable.message
         return f"{unreadable.message} ({cause.code}: {where}: {cause.message})"
 
     def counts(self) -> dict[str, int]:
@@ -173,6 +180,13 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
             f"_last_checkpoint names version {hint.version}, but {what} exists there",
             _log("_last_checkpoint"),
         )
+    else:
+        for problem in _hint_mismatches(store, listing, hint, at_version[-1]):
+            out.add(
+                "last-checkpoint-mismatch",
+                f"_last_checkpoint (version {hint.version}): {problem}",
+                _log("_last_checkpoint"),
+            )
     newest = max((c.version for c in listing.checkpoints), default=None)
     if newest is not None and newest > hint.version:
         out.add(
@@ -180,6 +194,38 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
             f"_last_checkpoint names version {hint.version}; checkpoint {newest} is newer",
             _log("_last_checkpoint"),
         )
+
+
+def _hint_mismatches(
+    store: TableStore, listing: LogListing, hint: LastCheckpoint, ref: CheckpointRef
+) -> list[str]:
+    """Where ``_last_checkpoint`` disagrees with the checkpoint it names (``ref``, the one
+    readers pick at that version): ``parts`` with its number of parts, and for a classic or
+    multi-part checkpoint ``sizeInBytes`` with the listed sizes and ``size`` with its actions
+    (the rows of its parts, from their footers). A V2 checkpoint's counts include its
+    sidecars and are not compared."""
+    problems: list[str] = []
+    multipart = ref.kind is LogFileKind.MULTIPART_CHECKPOINT
+    parts = len(ref.files) if multipart else None
+    if hint.parts != parts and not (parts is None and hint.parts == 1):
+        problems.append(f"parts is {hint.parts}, the checkpoint has {len(ref.files)} part(s)")
+    if ref.kind is LogFileKind.V2_CHECKPOINT:
+        return problems
+    listed = sum(listing.files[name].size for name in ref.files)
+    size_in_bytes = hint.raw.get("sizeInBytes")
+    if isinstance(size_in_bytes, int) and size_in_bytes != listed:
+        problems.append(f"sizeInBytes is {size_in_bytes}, the checkpoint is {listed} bytes")
+    if hint.size is not None and not any(name.endswith(".json") for name in ref.files):
+        try:
+            rows = sum(
+                read_parquet_footer(store, _log(name), listing.files[name].size).num_rows
+                for name in ref.files
+            )
+        except (StorageError, pa.ArrowException, OSError, ValueError):
+            return problems  # an unreadable part is checkpoint-unreadable's finding
+        if rows != hint.size:
+            problems.append(f"size is {hint.size} actions, the checkpoint holds {rows}")
+    return problems
 
 
 def _check_names(
@@ -535,6 +581,27 @@ def _check_dynamodb(
                 )
 
 
+def _unreplayable(version: int | None, exc: DeltaLogError, out: _Collector) -> str:
+    """The ``snapshot-unreadable`` message: when another finding names the file and line at
+    fault, a pointer to it (its message is not repeated: one error, said once), else the
+    error itself."""
+    named = next(
+        (
+            f
+            for f in out.findings
+            if exc.path
+            and f.file == exc.path
+            and f.line == exc.line
+            and f.severity is Severity.ERROR
+        ),
+        None,
+    )
+    if named is None:
+        return str(exc)
+    where = f"{named.file}:{named.line}" if named.line else named.file
+    return f"version {version} cannot be replayed: {named.code.replace('-', ' ')} at {where}"
+
+
 def audit_table(
     table: str | TableStore,
     version: int | None = None,
@@ -575,7 +642,8 @@ def audit_table(
                 raise
             out.add("snapshot-unreadable", str(exc), exc.path)
         except DeltaLogError as exc:
-            out.add("snapshot-unreadable", str(exc), exc.path, exc.line)
+            wanted = version if version is not None else listing.latest_version
+            out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
     target = snap.version if snap else version
     _check_versions(listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}

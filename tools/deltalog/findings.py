@@ -70,9 +70,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "checkpoint-unreadable": (
         Severity.ERROR,
-        "A checkpoint (or one of its sidecars) is truncated or damaged. Readers fall back to "
-        "an older checkpoint if the commits exist; delete it only after writing a new "
-        "checkpoint, and never while log cleanup depends on it.",
+        "A checkpoint (or one of its parts or sidecars) is missing, truncated or damaged. "
+        "delta-rs (delta-kernel) fails on the newest one rather than fall back to an older "
+        "checkpoint or the commits. Write a new checkpoint from a reader that still can read "
+        "the table (Spark falls back), and never delete it while log cleanup depends on it.",
     ),
     "checkpoint-parts-missing": (
         Severity.WARNING,
@@ -80,9 +81,17 @@ CODES: dict[str, tuple[Severity, str]] = {
         "the parts present can be removed once a newer checkpoint exists.",
     ),
     "last-checkpoint-missing": (
+        Severity.ERROR,
+        "_last_checkpoint names a checkpoint that does not exist (or lacks parts): delta-rs "
+        "(delta-kernel) fails to open the table (\"Had a _last_checkpoint hint but didn't find "
+        'any checkpoints"); Spark lists the log instead. Write a new checkpoint (it rewrites '
+        "_last_checkpoint), or restore the one it names.",
+    ),
+    "last-checkpoint-mismatch": (
         Severity.WARNING,
-        "_last_checkpoint names a checkpoint that does not exist; readers must list the log "
-        "instead. Write a new checkpoint (it rewrites _last_checkpoint).",
+        "_last_checkpoint disagrees with the checkpoint it names (parts, sizeInBytes or size): "
+        "it was not written for that checkpoint. Readers tested (delta-rs) still read the "
+        "table; the next checkpoint rewrites it.",
     ),
     "last-checkpoint-corrupt": (
         Severity.WARNING,

@@ -267,19 +267,26 @@ class _RangeFile(io.RawIOBase):
         return len(data)
 
 
+def read_parquet_footer(store: TableStore, rel: str, size: int) -> pq.FileMetaData:
+    """The Parquet footer of ``rel`` (``size`` bytes, as listed): magic bytes, footer length,
+    footer parse. Raises pyarrow's errors (``ArrowException``, ``OSError``, ``ValueError``)
+    for a damaged file and :class:`StorageError` when it cannot be read."""
+    if isinstance(store, LocalTableStore):
+        source: Any = str(store.root / rel)
+    elif isinstance(store, S3TableStore):
+        source = _RangeFile(store, rel, size)
+    else:
+        source = pa.BufferReader(store.read(rel))
+    return pq.ParquetFile(source).metadata
+
+
 def parquet_footer_problem(store: TableStore, rel: str, size: int) -> str | None:
-    """Why the Parquet footer of ``rel`` (``size`` bytes, as listed) cannot be read (magic
-    bytes, footer length, footer parse), or None when it can. The one footer check of data
-    files, checkpoints and sidecars. Raises :class:`StorageError` when the file cannot be read
-    (a file that vanished meanwhile is a problem, not an error)."""
+    """Why the Parquet footer of ``rel`` cannot be read (:func:`read_parquet_footer`), or
+    None when it can. The one footer check of data files, checkpoints and sidecars. Raises
+    :class:`StorageError` when the file cannot be read (a file that vanished meanwhile is a
+    problem, not an error)."""
     try:
-        if isinstance(store, LocalTableStore):
-            source: Any = str(store.root / rel)
-        elif isinstance(store, S3TableStore):
-            source = _RangeFile(store, rel, size)
-        else:
-            source = pa.BufferReader(store.read(rel))
-        pq.ParquetFile(source).metadata  # noqa: B018
+        read_parquet_footer(store, rel, size)
     except FileMissingError:
         return "it disappeared while being checked"
     except (pa.ArrowException, ValueError) as exc:
