@@ -6,6 +6,7 @@ audit calls healthy. The file rules: :mod:`deltaguard.tools.deltalog.live_files`
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
 from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.repair.run import RepairRequest, run_repair
@@ -132,3 +134,125 @@ def test_wrong_magic_of_the_right_size_needs_check_footers(
     assert code == 0 and broken.name in out, out
     assert _delta_rs_reads(root)
     assert audit_exit_code(audit_table(str(root), footers=True)) == 0
+
+
+def _log(root: Path, name: str) -> Path:
+    return root / "_delta_log" / name
+
+
+def _checkpointed(root: Path) -> Path:
+    """Versions 0-2, a checkpoint at 2 (with ``_last_checkpoint``), versions 3-4."""
+    _table(root)
+    DeltaTable(str(root)).create_checkpoint()
+    for i in range(2):
+        write_deltalake(str(root), pa.table({"n": [100 + i]}), mode="append")
+    return root
+
+
+CHECKPOINT = f"{2:020d}.checkpoint.parquet"
+
+
+def _set_hint(root: Path, **fields: object) -> None:
+    hint = _log(root, "_last_checkpoint")
+    hint.write_text(json.dumps({**json.loads(hint.read_text()), **fields}))
+
+
+def _truncate_checkpoint(root: Path) -> None:
+    _truncate(_log(root, CHECKPOINT))
+
+
+def _delete_checkpoint(root: Path) -> None:
+    _log(root, CHECKPOINT).unlink()
+
+
+#: damage -> (the error finding it gives, naming this file), delta-rs fails on each
+@pytest.mark.parametrize(
+    ("damage", "code", "file"),
+    [
+        (_truncate_checkpoint, "checkpoint-unreadable", CHECKPOINT),
+        (_delete_checkpoint, "last-checkpoint-missing", "_last_checkpoint"),
+        (lambda r: _set_hint(r, version=3), "last-checkpoint-missing", "_last_checkpoint"),
+        (lambda r: _log(r, f"{3:020d}.json").unlink(), "version-gap", f"{3:020d}.json"),
+    ],
+    ids=["checkpoint-truncated", "checkpoint-deleted", "hint-names-no-checkpoint", "gap"],
+)
+def test_checkpoint_and_log_damage_delta_rs_fails_on_is_an_error_naming_the_file(
+    tmp_path: Path, damage: Callable[[Path], None], code: str, file: str
+) -> None:
+    root = _checkpointed(tmp_path / "t")
+    damage(root)
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    assert audit_exit_code(report) != 0
+    errors = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert (code, f"_delta_log/{file}") in errors, report.findings
+
+
+@pytest.mark.parametrize(
+    "fields", [{"parts": 2}, {"sizeInBytes": 1}, {"size": 99}], ids=["parts", "bytes", "size"]
+)
+def test_a_last_checkpoint_that_disagrees_with_its_checkpoint_is_a_warning(
+    tmp_path: Path, fields: dict[str, int]
+) -> None:
+    root = _checkpointed(tmp_path / "t")
+    _set_hint(root, **fields)
+    assert _delta_rs_reads(root)
+    report = audit_table(str(root))
+    assert [(f.code, f.severity) for f in report.findings] == [
+        ("last-checkpoint-mismatch", "warning")
+    ]
+    assert next(iter(fields)) in report.findings[0].message
+    assert audit_exit_code(report) == 1
+
+
+def test_a_corrupt_line_after_the_checkpoint_is_said_once(tmp_path: Path, run_cli) -> None:
+    root = _checkpointed(tmp_path / "t")
+    commit = _log(root, f"{3:020d}.json")
+    lines = commit.read_text().split("\n")
+    lines[1] = lines[1][:20]
+    commit.write_text("\n".join(lines))
+    assert not _delta_rs_reads(root)
+    out = run_cli("audit", str(root), "--format", "tsv")
+    assert out.returncode == 2
+    detail = "not valid JSON"
+    assert out.stdout.count(detail) == 1, out.stdout  # the corrupt-json-line row only
+    assert out.stderr.count("\n") == 1 and out.stderr.count(detail) == 1, out.stderr
+    assert f"_delta_log/{3:020d}.json:2" in out.stderr
+
+
+def _strand(root: Path, version: int, age_s: float) -> str:
+    """Moves commit ``version`` (the newest) to a DynamoDB temp commit ``age_s`` old."""
+    name = f".tmp/{version:020d}.json.0b1f6a2e-4c1d-4c59-9d8e-2f0a7f3c9a11"
+    (root / "_delta_log" / ".tmp").mkdir()
+    temp = _log(root, name)
+    _log(root, f"{version:020d}.json").rename(temp)
+    stamp = temp.stat().st_mtime - age_s
+    os.utime(temp, (stamp, stamp))
+    return name
+
+
+def test_an_old_temp_commit_newer_than_the_latest_version_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _table(tmp_path / "t", appends=4)
+    name = _strand(root, 3, age_s=2 * WRITER_WINDOW_MS / 1000)
+    report = audit_table(str(root))
+    (finding,) = report.findings
+    assert finding.code == "temp-file" and finding.file == f"_delta_log/{name}"
+    assert "may be a stranded commit: give `--dynamodb-table` to check" in finding.message
+    assert audit_exit_code(report) == 1
+    code, out = _repair(root, capsys)
+    assert code == 1 and "nothing to repair" not in out
+    assert name in out and "may be a stranded commit: give `--dynamodb-table` to check" in out
+    code, out = _repair(root, capsys, yes=True)
+    assert code == 1 and name in out and load_snapshot(str(root)).version == 2
+
+
+def test_a_fresh_temp_commit_is_left_to_its_writer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _table(tmp_path / "t", appends=4)
+    _strand(root, 3, age_s=0)
+    code, out = _repair(root, capsys)
+    assert code == 0 and "nothing to repair" in out
+    assert "may be pending" in audit_table(str(root)).findings[0].message

@@ -10,6 +10,7 @@ reads; it writes and deletes nothing.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -229,10 +230,10 @@ def _hint_mismatches(
 
 
 def _check_names(
-    listing: LogListing, entries: dict[str, EntryState] | None, out: _Collector
+    listing: LogListing, entries: dict[str, EntryState] | None, now_ms: int, out: _Collector
 ) -> None:
     for name in listing.temp_files:
-        verdict = judge_temp(name, listing, entries)
+        verdict = judge_temp(name, listing, entries, now_ms)
         detail = f": {verdict.reason}" if verdict is not None else ""
         out.add("temp-file", f"leftover temp file {name}{detail}", _log(name))
     for name in listing.stray_files:
@@ -628,7 +629,8 @@ def audit_table(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"
         )
     out = _Collector()
-    _check_names(listing, read_entries(dynamodb) if dynamodb is not None else None, out)
+    entries = read_entries(dynamodb) if dynamodb is not None else None
+    _check_names(listing, entries, int(time.time() * 1000), out)
     _check_last_checkpoint(store, listing, out)
     _check_commits(store, listing, out)
     report = AuditReport(store.uri, None, listing.latest_version)
