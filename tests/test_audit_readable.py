@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
@@ -256,3 +258,55 @@ def test_a_fresh_temp_commit_is_left_to_its_writer(
     code, out = _repair(root, capsys)
     assert code == 0 and "nothing to repair" in out
     assert "may be pending" in audit_table(str(root)).findings[0].message
+
+
+DV_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["deletionVectors", "v2Checkpoint"],
+    "writerFeatures": ["deletionVectors", "v2Checkpoint"],
+}
+
+
+def test_deletion_vector_files_missing_or_too_short_for_their_descriptor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Synthetic files (the layout is what is checked): each descriptor needs ``offset`` + 4 +
+    ``sizeInBytes`` + 4 bytes (PROTOCOL.md, Deletion Vector File Storage Format)."""
+    t = SyntheticTable(tmp_path / "t", protocol=DV_PROTOCOL)
+    t.create(1_000)
+    ids = [uuid.UUID(int=i + 1) for i in range(3)]
+    adds = []
+    for i, dv_id in enumerate(ids):
+        t.write_file(f"p=a/f{i}.parquet", 1_000, size=10)
+        adds.append({"add": t.add_action(f"p=a/f{i}.parquet", 1_000, dv_descriptor(dv_id), 10)})
+    need = 1 + 4 + 34 + 4
+    t.write_file(dv_file_name(ids[0]), 1_000, size=need)  # exactly long enough
+    t.write_file(dv_file_name(ids[1]), 1_000, size=need - 1)  # one byte short
+    t.commit(adds, 2_000)  # ids[2]'s file is never written
+    report = audit_table(str(t.root))
+    assert sorted((f.code, f.file) for f in report.findings) == [
+        ("missing-dv-file", dv_file_name(ids[2])),
+        ("short-dv-file", dv_file_name(ids[1])),
+    ]
+    short = next(f for f in report.findings if f.code == "short-dv-file")
+    assert f"is {need - 1} bytes" in short.message and f"needs {need}" in short.message
+    code, out = _repair(root=t.root, capsys=capsys)
+    assert code == 1 and "removing 2 file(s)" in out
+
+
+def test_a_v2_checkpoint_sidecar_missing_or_of_another_size(tmp_path: Path) -> None:
+    t = SyntheticTable(tmp_path / "t", protocol=DV_PROTOCOL)
+    t.create(1_000)
+    t.write_file("p=a/f.parquet", 1_000, size=10)
+    t.commit([{"add": t.add_action("p=a/f.parquet", 1_000, size=10)}], 2_000)
+    checkpoint = t.v2_checkpoint()
+    (sidecar,) = (t.log / "_sidecars").iterdir()
+    sidecar.write_bytes(sidecar.read_bytes() + b"\0")
+    for damaged in (True, False):
+        report = audit_table(str(t.root))
+        assert audit_exit_code(report) != 0
+        (finding,) = [f for f in report.findings if f.code == "checkpoint-unreadable"]
+        assert finding.file == f"_delta_log/{checkpoint}" and sidecar.name in finding.message
+        if damaged:
+            sidecar.unlink()
