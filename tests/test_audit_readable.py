@@ -310,3 +310,15 @@ def test_a_v2_checkpoint_sidecar_missing_or_of_another_size(tmp_path: Path) -> N
         assert finding.file == f"_delta_log/{checkpoint}" and sidecar.name in finding.message
         if damaged:
             sidecar.unlink()
+
+
+def test_repair_names_the_audit_errors_a_remove_commit_cannot_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _checkpointed(tmp_path / "t")
+    _truncate_checkpoint(root)
+    for yes in (False, True):
+        code, out = _repair(root, capsys, yes=yes)
+        assert code == 1 and "nothing to repair" not in out
+        assert f"not repaired: checkpoint-unreadable: _delta_log/{CHECKPOINT}" in out
+    assert load_snapshot(str(root)).version == 4, "nothing committed"
