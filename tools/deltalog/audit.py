@@ -40,6 +40,7 @@ from deltaguard.tools.deltalog.live_files import (
     SHORT_DV,
     SIZE_MISMATCH,
     UNREADABLE_DATA,
+    UNREADABLE_DV,
     External,
     FileProblem,
     check_footers,
@@ -480,6 +481,7 @@ _SUMMARY_KEYS = {
     SIZE_MISMATCH: "size_mismatches",
     SHORT_DV: "short_dv_files",
     UNREADABLE_DATA: "unreadable_data_files",
+    UNREADABLE_DV: "unreadable_dv_files",
 }
 
 
@@ -513,7 +515,7 @@ def record_file_findings(store: TableStore, found: FileFindings, out: _Collector
 #: ``summary.data_files_checked``: how far the data files were checked (the text report says it)
 _CHECKED = {
     False: "existence and sizes, from the listing; contents not read (--check footers reads them)",
-    True: "existence and sizes, from the listing, and each Parquet footer",
+    True: "existence and sizes, from the listing, each Parquet footer and deletion vector",
 }
 #: ... when the file check was skipped (``--no-check-files``)
 NOT_CHECKED = "not checked (--no-check-files)"
@@ -538,7 +540,7 @@ def check_live_files(footers: bool = False) -> FileCheck:
         problems, external = check_listed(store, snap, sizes)
         if footers:
             broken = {p.key for p in problems if p.code in (MISSING_DATA, SIZE_MISMATCH)}
-            with phase(f"audit: reading {len(snap.adds) - len(broken):,} Parquet footers"):
+            with phase("audit: reading Parquet footers and deletion vectors"):
                 problems += check_footers(store, snap, sizes, broken)
             problems.sort(key=lambda p: (p.path, p.key, FILE_CODES.index(p.code)))
         kept, totals = first_per_code(problems)
