@@ -462,12 +462,18 @@ class FileFindings:
     footers: bool = False
 
 
+def _problem_order(p: FileProblem) -> tuple[int, str, str]:
+    """Findings of a file check are listed by code (:data:`.live_files.FILE_CODES`), then by
+    the file at fault and the entry: the same order from both engines."""
+    return FILE_CODES.index(p.code), p.file, p.path
+
+
 def first_per_code(problems: list[FileProblem]) -> tuple[list[FileProblem], dict[str, int]]:
-    """The first :data:`MAX_FINDINGS_PER_CODE` problems of each code (in the given order),
-    and the totals per code."""
+    """The first :data:`MAX_FINDINGS_PER_CODE` problems of each code (by file at fault, then
+    entry: what the Spark engine keeps too), and the totals per code."""
     totals: Counter[str] = Counter()
     kept: list[FileProblem] = []
-    for p in problems:
+    for p in sorted(problems, key=_problem_order):
         totals[p.code] += 1
         if totals[p.code] <= MAX_FINDINGS_PER_CODE:
             kept.append(p)
@@ -489,7 +495,7 @@ def record_file_findings(store: TableStore, found: FileFindings, out: _Collector
     """Adds the findings of a file check (the files outside the root checked here, one by one:
     :func:`.live_files.check_outside`) and returns the summary's counts. One definition of the
     file findings for both engines (codes and messages: :mod:`.live_files`)."""
-    for p in found.problems:
+    for p in sorted(found.problems, key=_problem_order):
         out.add(p.code, p.message, None if p.outside else p.file)
     counts = Counter(found.totals)
     for code, total in found.totals.items():
