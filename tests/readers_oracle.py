@@ -92,6 +92,23 @@ def spark_rows_per_file(spark: Any, table: str) -> dict[str, int]:
     return {unquote(r.f.removeprefix("file://").removeprefix("file:")): int(r[1]) for r in counts}
 
 
+def delta_rs_live_files(table: str, storage_options: dict[str, str] | None = None) -> set[str]:
+    """delta-rs' live files of the latest version of ``table``, relative to it, as stored."""
+    from deltalake import DeltaTable
+
+    base = table.rstrip("/") + "/"
+    uris = DeltaTable(table, storage_options=storage_options).file_uris()
+    return {u.removeprefix("file://").removeprefix(base) for u in uris}
+
+
+def spark_live_files(spark: Any, table: str) -> set[str]:
+    """Spark's live files of the latest version of ``table`` (``inputFiles()``: Hadoop paths,
+    not URI-encoded), relative to it."""
+    base = table.rstrip("/") + "/"
+    files = spark.read.format("delta").load(table).inputFiles()
+    return {f.removeprefix("file://").removeprefix("file:").removeprefix(base) for f in files}
+
+
 def audit_texts(stdout: str, stderr: str) -> list[str]:
     """The texts of a ``--json`` report (each finding's file and message) and of stderr; the
     raw stdout when it is not JSON."""
