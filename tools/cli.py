@@ -39,6 +39,7 @@ from deltaguard.tools.cli_options import (
 )
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
+from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
 from deltaguard.tools.repair.options import repair_options, repair_request
 
@@ -600,7 +601,17 @@ def _fail(command: str, exc: Exception) -> None:
     "--check-files/--no-check-files",
     default=True,
     show_default=True,
-    help="list the table to find live files and deletion vectors that are missing",
+    help="list the table to find live files and deletion vectors that are missing or of "
+    "another size than the log's",
+)
+@click.option(
+    "--check",
+    "check_mode",
+    type=click.Choice([m.value for m in CheckMode]),
+    default=CheckMode.EXISTS.value,
+    show_default=True,
+    help="exists: the file check uses the listing only (existence, sizes); footers: also "
+    "reads each live data file's Parquet footer, as repair --check footers does",
 )
 @dynamodb_table_path_option
 @engine_option(
@@ -617,6 +628,7 @@ def audit_command(
     as_json: bool,
     fmt: str,
     check_files: bool,
+    check_mode: str,
     table_paths: tuple[str, ...],
     engine: str,
     spark_master: str | None,
@@ -642,6 +654,10 @@ def audit_command(
         raise click.UsageError("give --version or --timestamp, not both")
     if engine == "spark" and (version is not None or timestamp is not None):
         raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
+    if engine == "spark" and check_mode == CheckMode.FOOTERS.value:
+        raise click.UsageError(
+            "--check footers reads the footers in this process: use --engine local"
+        )
     timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
     dynamodb = _dynamodb_check(
         table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
@@ -665,6 +681,7 @@ def audit_command(
             dynamodb=dynamodb,
             check_files=check_files,
             file_check=file_check,
+            footers=check_mode == CheckMode.FOOTERS.value,
         )
     except (DeltaLogError, OSError) as exc:
         _fail("audit", exc)

@@ -10,6 +10,7 @@ reads; it writes and deletes nothing.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,16 +24,31 @@ from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_ac
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
 from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
-from deltaguard.tools.deltalog.external import Presence, check_external
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
 from deltaguard.tools.deltalog.listing import (
+    LastCheckpoint,
     LastCheckpointError,
     LogListing,
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.paths import relative_to_root
+from deltaguard.tools.deltalog.live_files import (
+    FILE_CODES,
+    MISSING_DATA,
+    MISSING_DV,
+    SHORT_DV,
+    SIZE_MISMATCH,
+    UNREADABLE_DATA,
+    External,
+    FileProblem,
+    check_footers,
+    check_listed,
+    check_outside,
+    parquet_footer_problem,
+    read_parquet_footer,
+)
+from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, _json_chain, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
@@ -96,9 +112,13 @@ class AuditReport:
             ),
             None,
         )
-        if cause is None or (cause.file and cause.file in unreadable.message):
+        if cause is None:
             return unreadable.message
         where = f"{cause.file}:{cause.line}" if cause.line else cause.file
+        if where and where in unreadable.message:  # a pointer to the cause: add what it says
+            return f"{unreadable.message}: {cause.message}"
+        if cause.file and cause.file in unreadable.message:
+            return unreadable.message
         return f"{unreadable.message} ({cause.code}: {where}: {cause.message})"
 
     def counts(self) -> dict[str, int]:
@@ -161,6 +181,13 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
             f"_last_checkpoint names version {hint.version}, but {what} exists there",
             _log("_last_checkpoint"),
         )
+    else:
+        for problem in _hint_mismatches(store, listing, hint, at_version[-1]):
+            out.add(
+                "last-checkpoint-mismatch",
+                f"_last_checkpoint (version {hint.version}): {problem}",
+                _log("_last_checkpoint"),
+            )
     newest = max((c.version for c in listing.checkpoints), default=None)
     if newest is not None and newest > hint.version:
         out.add(
@@ -170,11 +197,43 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
         )
 
 
+def _hint_mismatches(
+    store: TableStore, listing: LogListing, hint: LastCheckpoint, ref: CheckpointRef
+) -> list[str]:
+    """Where ``_last_checkpoint`` disagrees with the checkpoint it names (``ref``, the one
+    readers pick at that version): ``parts`` with its number of parts, and for a classic or
+    multi-part checkpoint ``sizeInBytes`` with the listed sizes and ``size`` with its actions
+    (the rows of its parts, from their footers). A V2 checkpoint's counts include its
+    sidecars and are not compared."""
+    problems: list[str] = []
+    multipart = ref.kind is LogFileKind.MULTIPART_CHECKPOINT
+    parts = len(ref.files) if multipart else None
+    if hint.parts != parts and not (parts is None and hint.parts == 1):
+        problems.append(f"parts is {hint.parts}, the checkpoint has {len(ref.files)} part(s)")
+    if ref.kind is LogFileKind.V2_CHECKPOINT:
+        return problems
+    listed = sum(listing.files[name].size for name in ref.files)
+    size_in_bytes = hint.raw.get("sizeInBytes")
+    if isinstance(size_in_bytes, int) and size_in_bytes != listed:
+        problems.append(f"sizeInBytes is {size_in_bytes}, the checkpoint is {listed} bytes")
+    if hint.size is not None and not any(name.endswith(".json") for name in ref.files):
+        try:
+            rows = sum(
+                read_parquet_footer(store, _log(name), listing.files[name].size).num_rows
+                for name in ref.files
+            )
+        except (StorageError, pa.ArrowException, OSError, ValueError):
+            return problems  # an unreadable part is checkpoint-unreadable's finding
+        if rows != hint.size:
+            problems.append(f"size is {hint.size} actions, the checkpoint holds {rows}")
+    return problems
+
+
 def _check_names(
-    listing: LogListing, entries: dict[str, EntryState] | None, out: _Collector
+    listing: LogListing, entries: dict[str, EntryState] | None, now_ms: int, out: _Collector
 ) -> None:
     for name in listing.temp_files:
-        verdict = judge_temp(name, listing, entries)
+        verdict = judge_temp(name, listing, entries, now_ms)
         detail = f": {verdict.reason}" if verdict is not None else ""
         out.add("temp-file", f"leftover temp file {name}{detail}", _log(name))
     for name in listing.stray_files:
@@ -279,22 +338,31 @@ def _check_versions(listing: LogListing, target: int | None, out: _Collector) ->
         out.add("log-cleaned-up", f"commits before version {first} were removed by log cleanup")
 
 
-def _footer_ok(store: TableStore, rel: str) -> str | None:
+def _footer_ok(
+    store: TableStore, rel: str, size: int | None, logged: int | None = None
+) -> str | None:
+    """Why a checkpoint part or sidecar ``rel`` cannot be read, or None: a JSON one is parsed,
+    a Parquet one has its footer read (:func:`.live_files.parquet_footer_problem`, the one
+    footer check). ``size`` is its listed size (None: asked for here); ``logged`` the size
+    the checkpoint records for a sidecar, which must match."""
     try:
-        data = store.read(rel)
         if rel.endswith(".json"):
-            parsed = parse_json_actions(data)
+            parsed = parse_json_actions(store.read(rel))
             return (
                 f"line {parsed.errors[0].line}: {parsed.errors[0].message}"
                 if parsed.errors
                 else None
             )
-        pq.ParquetFile(pa.BufferReader(data)).metadata  # noqa: B018
+        if size is None:
+            info = store.stat(rel)
+            if info is None:
+                return f"{rel} does not exist"
+            size = info.size
+        if logged is not None and logged != size:
+            return f"{rel} is {size} bytes, the checkpoint says {logged}"
+        return parquet_footer_problem(store, rel, size)
     except StorageError as exc:
         return str(exc)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        return f"unreadable parquet ({exc})"
-    return None
 
 
 def _check_checkpoints(
@@ -311,7 +379,7 @@ def _check_checkpoints(
             out.add("checkpoint-unreadable", skipped[ref], _log(ref.files[0]))
             continue
         for name in ref.files:
-            problem = _footer_ok(store, _log(name))
+            problem = _footer_ok(store, _log(name), listing.files[name].size)
             if problem:
                 out.add("checkpoint-unreadable", f"{name}: {problem}", _log(name))
                 break
@@ -342,7 +410,7 @@ def _check_sidecars(store: TableStore, ref: CheckpointRef, out: _Collector) -> N
         return
     for sidecar in sidecars:
         rel = sidecar_rel_path(sidecar)
-        problem = _footer_ok(store, rel)
+        problem = _footer_ok(store, rel, None, sidecar.size_in_bytes)
         if problem:
             out.add("checkpoint-unreadable", f"sidecar of {name}: {problem}", rel)
 
@@ -381,91 +449,102 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
 
 @dataclass
 class FileFindings:
-    """What a file check found, from either engine (local: :func:`_check_files`; Spark:
-    :mod:`deltaguard.tools.spark_engine.audit_files`): the missing live files inside the
-    root (``missing_data``: the first :data:`MAX_FINDINGS_PER_CODE` by path, of
-    ``missing_data_total``), the missing deletion vector files as (DV file, its data file)
-    (``missing_dv``, sorted, of ``missing_dv_total``), and every file outside the root as
-    (location, the data file of a DV or None), sorted."""
+    """What a file check found, from either engine (local: :func:`check_live_files`; Spark:
+    :mod:`deltaguard.tools.spark_engine.audit_files`): the problems inside the root
+    (:mod:`.live_files`), at most :data:`MAX_FINDINGS_PER_CODE` per code (the first by path),
+    ``totals`` per code, and every file outside the root (sorted by location), checked here
+    by :func:`record_file_findings`. ``footers``: whether each data file's Parquet footer was read."""
 
-    missing_data: list[str]
-    missing_data_total: int
-    missing_dv: list[tuple[str, str]]
-    missing_dv_total: int
-    external: list[tuple[str, str | None]]
+    problems: list[FileProblem]
+    totals: dict[str, int]
+    external: list[External]
+    footers: bool = False
 
 
-def record_file_findings(store: TableStore, found: FileFindings, out: _Collector) -> dict[str, int]:
+def first_per_code(problems: list[FileProblem]) -> tuple[list[FileProblem], dict[str, int]]:
+    """The first :data:`MAX_FINDINGS_PER_CODE` problems of each code (in the given order),
+    and the totals per code."""
+    totals: Counter[str] = Counter()
+    kept: list[FileProblem] = []
+    for p in problems:
+        totals[p.code] += 1
+        if totals[p.code] <= MAX_FINDINGS_PER_CODE:
+            kept.append(p)
+    return kept, dict(totals)
+
+
+#: ``summary`` key per file-check code (counts of live entries)
+_SUMMARY_KEYS = {
+    MISSING_DATA: "missing_data_files",
+    MISSING_DV: "missing_dv_files",
+    SIZE_MISMATCH: "size_mismatches",
+    SHORT_DV: "short_dv_files",
+    UNREADABLE_DATA: "unreadable_data_files",
+}
+
+
+def record_file_findings(store: TableStore, found: FileFindings, out: _Collector) -> dict[str, Any]:
     """Adds the findings of a file check (the files outside the root checked here, one by one:
-    :mod:`.external`) and returns the summary's counts. One definition of the file findings'
-    codes and messages for both engines."""
-    for rel in found.missing_data:
-        out.add("missing-data-file", f"live file {rel} does not exist", rel)
-    out.per_code["missing-data-file"] += found.missing_data_total - len(found.missing_data)
-    for rel, data_file in found.missing_dv:
-        out.add("missing-dv-file", f"deletion vector {rel} of {data_file} does not exist", rel)
-    out.per_code["missing-dv-file"] += found.missing_dv_total - len(found.missing_dv)
-    missing, missing_dv = found.missing_data_total, found.missing_dv_total
-    results = check_external(store, [location for location, _ in found.external])
-    for (location, owner), (presence, why) in zip(found.external, results, strict=True):
-        what = f"deletion vector {location} of {owner}" if owner else f"live file {location}"
-        if presence is Presence.MISSING:
-            if owner:
-                missing_dv += 1
-                out.add("missing-dv-file", f"{what} (outside the table root) does not exist")
-            else:
-                missing += 1
-                out.add("missing-data-file", f"{what} (outside the table root) does not exist")
-            continue
-        checked = "exists" if presence is Presence.PRESENT else f"not checked: {why}"
+    :func:`.live_files.check_outside`) and returns the summary's counts. One definition of the
+    file findings for both engines (codes and messages: :mod:`.live_files`)."""
+    for p in found.problems:
+        out.add(p.code, p.message, None if p.outside else p.file)
+    counts = Counter(found.totals)
+    for code, total in found.totals.items():
+        shown = sum(1 for p in found.problems if p.code == code)
+        out.per_code[code] += total - shown
+    missing, seen = check_outside(store, found.external)
+    for p in missing:
+        counts[p.code] += 1
+        out.add(p.code, p.message)
+    for e, checked in seen:
+        what = (
+            f"deletion vector {e.location} of {e.owner}" if e.owner else f"live file {e.location}"
+        )
         out.add("external-file", f"{what} is outside the table root ({checked})")
     return {
-        "missing_data_files": missing,
-        "missing_dv_files": missing_dv,
-        "external_files": sum(1 for _, owner in found.external if owner is None),
-        "external_dv_files": sum(1 for _, owner in found.external if owner is not None),
+        **{key: counts.get(code, 0) for code, key in _SUMMARY_KEYS.items()},
+        "external_files": sum(1 for e in found.external if e.owner is None),
+        "external_dv_files": sum(1 for e in found.external if e.owner is not None),
+        "data_files_checked": _CHECKED[found.footers],
     }
+
+
+#: ``summary.data_files_checked``: how far the data files were checked (the text report says it)
+_CHECKED = {
+    False: "existence and sizes, from the listing; contents not read (--check footers reads them)",
+    True: "existence and sizes, from the listing, and each Parquet footer",
+}
+#: ... when the file check was skipped (``--no-check-files``)
+NOT_CHECKED = "not checked (--no-check-files)"
 
 
 #: A file check: the snapshot's live files and DV files against a listing of the table.
 FileCheck = Callable[[TableStore, Snapshot], FileFindings]
 
 
-def _check_files(store: TableStore, snap: Snapshot) -> FileFindings:
-    """Every live file and deletion vector file must exist: those inside the root against one
-    listing (held in this process), those outside it (absolute paths elsewhere:
-    ``external-file``) are returned for :func:`record_file_findings`."""
-    present: set[str] = set()
-    with phase("audit: listing the table's files") as shown:
-        for info in store.walk(""):
-            shown.advance()
-            if not info.path.startswith(f"{LOG_DIR}/"):
-                present.add(info.path)
-    missing: list[str] = []
-    missing_dv: list[tuple[str, str]] = []
-    external: list[tuple[str, str | None]] = []  # (location, data file of a DV, or None)
-    for path in snap.adds.paths():
-        rel = relative_to_root(path, store)
-        if rel is None:
-            external.append((path, None))
-        elif rel not in present:
-            missing.append(rel)
-    for path, dv in snap.adds.deletion_vectors():
-        dv_path = dv.file_path()
-        if dv_path is None:
-            continue  # inline
-        rel = relative_to_root(dv_path, store)
-        if rel is None:
-            external.append((dv_path, path))
-        elif rel not in present:
-            missing_dv.append((rel, path))
-    return FileFindings(
-        sorted(missing)[:MAX_FINDINGS_PER_CODE],
-        len(missing),
-        sorted(missing_dv)[:MAX_FINDINGS_PER_CODE],
-        len(missing_dv),
-        sorted(external, key=lambda e: (e[0], e[1] or "")),
-    )
+def check_live_files(footers: bool = False) -> FileCheck:
+    """The local engine's file check: one listing held in this process
+    (:func:`.live_files.check_listed`), and with ``footers`` each remaining data
+    file's footer (:func:`.live_files.check_footers`)."""
+
+    def check(store: TableStore, snap: Snapshot) -> FileFindings:
+        with phase("audit: listing the table's files") as shown:
+            sizes: dict[str, int] = {}
+            for info in store.walk(""):
+                shown.advance()
+                if not info.path.startswith(f"{LOG_DIR}/"):
+                    sizes[info.path] = info.size
+        problems, external = check_listed(store, snap, sizes)
+        if footers:
+            broken = {p.key for p in problems if p.code in (MISSING_DATA, SIZE_MISMATCH)}
+            with phase(f"audit: reading {len(snap.adds) - len(broken):,} Parquet footers"):
+                problems += check_footers(store, snap, sizes, broken)
+            problems.sort(key=lambda p: (p.path, p.key, FILE_CODES.index(p.code)))
+        kept, totals = first_per_code(problems)
+        return FileFindings(kept, totals, external, footers)
+
+    return check
 
 
 def _check_dynamodb(
@@ -503,6 +582,27 @@ def _check_dynamodb(
                 )
 
 
+def _unreplayable(version: int | None, exc: DeltaLogError, out: _Collector) -> str:
+    """The ``snapshot-unreadable`` message: when another finding names the file and line at
+    fault, a pointer to it (its message is not repeated: one error, said once), else the
+    error itself."""
+    named = next(
+        (
+            f
+            for f in out.findings
+            if exc.path
+            and f.file == exc.path
+            and f.line == exc.line
+            and f.severity is Severity.ERROR
+        ),
+        None,
+    )
+    if named is None:
+        return str(exc)
+    where = f"{named.file}:{named.line}" if named.line else named.file
+    return f"version {version} cannot be replayed: {named.code.replace('-', ' ')} at {where}"
+
+
 def audit_table(
     table: str | TableStore,
     version: int | None = None,
@@ -512,10 +612,12 @@ def audit_table(
     dynamodb: DynamoDBCheck | None = None,
     check_files: bool = True,
     file_check: FileCheck | None = None,
+    footers: bool = False,
 ) -> AuditReport:
     """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
-    ``file_check`` lists the table and finds the missing files (default: this process lists
-    it; the Spark engine's: :func:`deltaguard.tools.spark_engine.audit_files.spark_file_check`).
+    ``file_check`` lists the table and finds the live files no reader can read (default:
+    :func:`check_live_files` (reading each Parquet footer with ``footers``), in this process; the Spark engine's:
+    :func:`deltaguard.tools.spark_engine.audit_files.spark_file_check`, listing only).
     See the module docstring for what raises (a ``file_check`` raises its own errors)."""
     store = open_table(table, s3) if isinstance(table, str) else table
     with phase("audit: listing the log"):
@@ -527,7 +629,8 @@ def audit_table(
             f"{store.uri} has no version {version} (latest: {listing.latest_version})"
         )
     out = _Collector()
-    _check_names(listing, read_entries(dynamodb) if dynamodb is not None else None, out)
+    entries = read_entries(dynamodb) if dynamodb is not None else None
+    _check_names(listing, entries, int(time.time() * 1000), out)
     _check_last_checkpoint(store, listing, out)
     _check_commits(store, listing, out)
     report = AuditReport(store.uri, None, listing.latest_version)
@@ -541,7 +644,8 @@ def audit_table(
                 raise
             out.add("snapshot-unreadable", str(exc), exc.path)
         except DeltaLogError as exc:
-            out.add("snapshot-unreadable", str(exc), exc.path, exc.line)
+            wanted = version if version is not None else listing.latest_version
+            out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
     target = snap.version if snap else version
     _check_versions(listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
@@ -552,10 +656,10 @@ def audit_table(
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
-        file_counts = {}
+        file_counts: dict[str, Any] = {"data_files_checked": NOT_CHECKED}
         if check_files:
-            with phase(f"audit: checking that {len(snap.adds):,} live files exist"):
-                found = (file_check or _check_files)(store, snap)
+            with phase(f"audit: checking {len(snap.adds):,} live files"):
+                found = (file_check or check_live_files(footers))(store, snap)
             file_counts = record_file_findings(store, found, out)
         report.summary = {
             "version": snap.version,

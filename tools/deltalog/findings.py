@@ -70,9 +70,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "checkpoint-unreadable": (
         Severity.ERROR,
-        "A checkpoint (or one of its sidecars) is truncated or damaged. Readers fall back to "
-        "an older checkpoint if the commits exist; delete it only after writing a new "
-        "checkpoint, and never while log cleanup depends on it.",
+        "A checkpoint (or one of its parts or sidecars) is missing, truncated or damaged. "
+        "delta-rs (delta-kernel) fails on the newest one rather than fall back to an older "
+        "checkpoint or the commits. Write a new checkpoint from a reader that still can read "
+        "the table (Spark falls back), and never delete it while log cleanup depends on it.",
     ),
     "checkpoint-parts-missing": (
         Severity.WARNING,
@@ -80,9 +81,17 @@ CODES: dict[str, tuple[Severity, str]] = {
         "the parts present can be removed once a newer checkpoint exists.",
     ),
     "last-checkpoint-missing": (
+        Severity.ERROR,
+        "_last_checkpoint names a checkpoint that does not exist (or lacks parts): delta-rs "
+        "(delta-kernel) fails to open the table (\"Had a _last_checkpoint hint but didn't find "
+        'any checkpoints"); Spark lists the log instead. Write a new checkpoint (it rewrites '
+        "_last_checkpoint), or restore the one it names.",
+    ),
+    "last-checkpoint-mismatch": (
         Severity.WARNING,
-        "_last_checkpoint names a checkpoint that does not exist; readers must list the log "
-        "instead. Write a new checkpoint (it rewrites _last_checkpoint).",
+        "_last_checkpoint disagrees with the checkpoint it names (parts, sizeInBytes or size): "
+        "it was not written for that checkpoint. Readers tested (delta-rs) still read the "
+        "table; the next checkpoint rewrites it.",
     ),
     "last-checkpoint-corrupt": (
         Severity.WARNING,
@@ -111,6 +120,25 @@ CODES: dict[str, tuple[Severity, str]] = {
         Severity.ERROR,
         "A deletion vector file of a live entry does not exist: reads of that data file fail, "
         "and deleted rows would come back if it were ignored. Restore it from a backup.",
+    ),
+    "size-mismatch": (
+        Severity.ERROR,
+        "A live data file's size differs from the size its add action records (truncated, "
+        "grown, emptied or overwritten after the commit): readers locate the Parquet footer "
+        "from the logged size, so reads fail. Restore the file from a backup or bucket "
+        "versioning, or remove the entry (`deltaguard repair`).",
+    ),
+    "unreadable-data-file": (
+        Severity.ERROR,
+        "With --check footers: a live data file of the logged size whose Parquet footer "
+        "cannot be read (wrong magic bytes, footer length or footer): reads fail. Restore the "
+        "file, or remove the entry (`deltaguard repair --check footers`).",
+    ),
+    "short-dv-file": (
+        Severity.ERROR,
+        "A deletion vector file is shorter than the descriptor of a live entry needs (offset + "
+        "4-byte size + sizeInBytes + 4-byte checksum): reads of that data file fail. Restore "
+        "it from a backup, or remove the entry (`deltaguard repair`).",
     ),
     "external-file": (
         Severity.INFO,

@@ -43,6 +43,8 @@ class LogListing:
     compactions: list[LogFileName] = field(default_factory=list)
     temp_files: list[str] = field(default_factory=list)
     stray_files: list[str] = field(default_factory=list)
+    #: The listing's entry of each file in ``temp_files`` under ``.tmp/`` (size, mtime).
+    temp_infos: dict[str, FileInfo] = field(default_factory=dict)
     #: Hadoop ``.<name>.crc`` checksum files directly in ``_delta_log``.
     hadoop_checksums: list[str] = field(default_factory=list)
     #: Files under ``_staged_commits/`` (or ``_commits/``), e.g. ``_staged_commits/x.json``.
@@ -125,7 +127,9 @@ def _list_once(store: TableStore, after_version: int | None) -> LogListing:
     listing.checkpoints, listing.incomplete_checkpoints = group_checkpoints(names)
     if after_version is None:
         for info in store.list_dir(f"{LOG_DIR}/.tmp"):
-            listing.temp_files.append(info.path[len(LOG_DIR) + 1 :])
+            name = info.path[len(LOG_DIR) + 1 :]
+            listing.temp_files.append(name)
+            listing.temp_infos[name] = info
         for staged in STAGED_COMMIT_DIRS:
             for info in store.list_dir(f"{LOG_DIR}/{staged}"):
                 listing.staged_commits.append(info.path[len(LOG_DIR) + 1 :])

@@ -30,6 +30,7 @@ def print_audit(report: AuditReport, console: Console) -> None:
             f"JSON file(s); {s.get('commits')} commits retained (oldest {s.get('oldest_commit')}), "
             f"{s.get('checkpoints')} checkpoint(s)"
         )
+        console.print(f"  data files checked: {s.get('data_files_checked')}")
     if not report.findings:
         console.print("[bold green]healthy: no findings[/]")
         return

@@ -19,7 +19,11 @@ created exclusively, such as ``N.crc``):
   the only copy of commit N until a reader or writer copies it. Never deleted, whatever its
   age: deleting it loses commit N, and every later listing fails because the repair has no
   source. (Whether an entry names it does not matter: a writer between its temp write and its
-  commit point looks the same, and an entry only ever makes it more needed.)
+  commit point looks the same, and an entry only ever makes it more needed.) Once it is
+  older than :data:`WRITER_WINDOW_MS` (:func:`is_unclaimed`) no writer is still committing
+  it: it is stranded if the DynamoDB entry of ``N.json`` names it (``repair
+  --dynamodb-table`` restores it), a loser's or an unfinished writer's if no entry does; only
+  the DynamoDB table can tell which (:func:`pending_note` says so).
 * ``F`` is the commit of a version inside the retained log (from the oldest retained commit to
   the latest version) and ``N.json`` is missing: :attr:`TempState.STRANDED`, damage. The file
   may hold the missing commit; it is reported and never deleted.
@@ -47,6 +51,13 @@ from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.storage.errors import StorageError
 
 TEMP_DIR = ".tmp"
+
+#: How long a DynamoDB writer may take from writing its temp commit ``.tmp/N.json.<uuid>`` to
+#: copying it to ``N.json`` (a PUT, a DynamoDB put, a copy: seconds; a writer stalled by a
+#: long GC pause or a network outage for minutes still fits). A temp commit of a version
+#: newer than the latest that is older than this was left by a writer that stopped: the one
+#: age rule of ``audit`` and ``repair``.
+WRITER_WINDOW_MS = 15 * 60 * 1000
 
 
 @dataclass(frozen=True)
@@ -116,18 +127,57 @@ def read_entries(check: DynamoDBCheck) -> dict[str, EntryState]:
     return out
 
 
+def is_unclaimed(name: str, listing: LogListing, now_ms: int) -> bool:
+    """Whether temp file ``name`` (under ``.tmp/``) is older than :data:`WRITER_WINDOW_MS` by
+    its listed modification time (False when the listing did not see it)."""
+    info = listing.temp_infos.get(name)
+    return info is not None and now_ms - info.mtime_ms > WRITER_WINDOW_MS
+
+
+def pending_note(name: str, entries: Mapping[str, EntryState] | None) -> str:
+    """What an unclaimed temp commit of a version newer than the latest is (module
+    docstring): ``entries`` is :func:`read_entries`' answer, or None without the table."""
+    target = temp_target(name) or name
+    window = f"{WRITER_WINDOW_MS // 60_000} minutes"
+    if entries is None:
+        return (
+            f"older than a writer takes to commit ({window}): may be a stranded commit: give "
+            "`--dynamodb-table` to check"
+        )
+    entry = entries.get(target)
+    if entry is not None and entry.temp_path == name:
+        return (
+            f"older than a writer takes to commit ({window}) and the DynamoDB entry of {target} "
+            "names it: a stranded commit; `deltaguard repair --dynamodb-table` restores it"
+        )
+    return (
+        f"older than a writer takes to commit ({window}) and no DynamoDB entry names it: a "
+        "writer that lost the race or never reached its commit point; not a commit"
+    )
+
+
 def judge_temp(
-    name: str, listing: LogListing, entries: Mapping[str, EntryState] | None
+    name: str,
+    listing: LogListing,
+    entries: Mapping[str, EntryState] | None,
+    now_ms: int | None = None,
 ) -> TempVerdict | None:
     """The state of DynamoDB temp file ``name`` (relative to ``_delta_log``) by the rule of
     the module docstring, or None if it is not one. ``entries`` is :func:`read_entries`'s
-    answer, or None when the DynamoDB table was not given."""
+    answer, or None when the DynamoDB table was not given; with ``now_ms``, a pending temp
+    commit older than :data:`WRITER_WINDOW_MS` says what it may be (:func:`pending_note`)."""
     target = temp_target(name)
     if target is None:
         return None
     version = commit_version(target)
     latest = listing.latest_version
     if version is not None and (latest is None or version > latest):
+        if now_ms is not None and is_unclaimed(name, listing, now_ms):
+            return TempVerdict(
+                TempState.PENDING,
+                f"temp commit of version {version}, newer than the latest version {latest}, "
+                f"{pending_note(name, entries)}; never deleted",
+            )
         return TempVerdict(
             TempState.PENDING,
             f"temp commit of version {version}, newer than the latest version {latest}: a "

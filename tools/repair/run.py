@@ -16,7 +16,8 @@
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 nothing to repair, or all
 repaired; 1 dry run with something to repair, or damage no repair can fix (a gap with no
-source) left after the run; 2 the table could not be read or was refused, a setting was
+source) left after the run, or a temp commit that may be a stranded commit only
+``--dynamodb-table`` can prove; 2 the table could not be read or was refused, a setting was
 refused, or a commit's outcome is unknown. Each line of output is printed when its step is
 done, so an interrupted run leaves a true record of what it did.
 """
@@ -78,6 +79,7 @@ class _Record:
     to_restore: list[int] = field(default_factory=list)
     completed_entries: list[str] = field(default_factory=list)
     gaps: list[int] = field(default_factory=list)
+    unproven: list[str] = field(default_factory=list)
     dangling: list[dict[str, str]] = field(default_factory=list)
     committed_version: int | None = None
     commit_protocol: str | None = None
@@ -221,6 +223,9 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
         rec.completed_entries.append(str(entry["fileName"]))
     for gap in plan.gaps:
         out.line(f"gap: version {gap} has no commit file and no temp commit: not repairable")
+    rec.unproven = plan.unproven
+    for line in plan.unproven:
+        out.line(line)
     if rec.to_restore:
         out.line("dangling references are checked once the stranded commits are restored")
         return ExitCode.FOUND
@@ -228,7 +233,7 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     planned = find_dangling(store, snap, req.check)
     for d in planned:
         out.line(f"dangling: {d.reason}")
-    found = bool(planned or plan.complete)
+    found = bool(planned or plan.complete or plan.unproven)
     if not req.yes:
         rec.dangling = [{"path": d.path, "reason": d.reason} for d in planned]
         if planned:
@@ -236,13 +241,13 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
                 f"dry run: would commit version {snap.version + 1} removing {len(planned)} "
                 "file(s); run again with --yes"
             )
-        elif not found:
+        elif not found and not plan.gaps:
             out.line(f"{store.uri}: nothing to repair at version {snap.version}")
         return ExitCode.FOUND if found or plan.gaps else ExitCode.CLEAN
     code = _commit_removes(req, store, planned, rec, out) if planned else ExitCode.CLEAN
-    if not planned and not rec.restored and not plan.complete:
+    if not planned and not rec.restored and not plan.complete and not plan.unproven:
         out.line(f"{store.uri}: nothing to repair at version {snap.version}")
-    return ExitCode.FOUND if plan.gaps else code
+    return ExitCode.FOUND if plan.gaps or plan.unproven else code
 
 
 def run_repair(req: RepairRequest) -> int:

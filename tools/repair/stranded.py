@@ -10,7 +10,10 @@ no entry names. So, for each version with a temp commit and no ``N.json``:
   create-exclusive write, never an overwrite), then mark the entry complete;
 * no ``--dynamodb-table``: **refused** for a version inside the retained log (damage that
   only the entry can prove: say what to check); a newer version is left to the protocol (its
-  writer may still be between its temp write and its commit point);
+  writer may still be between its temp write and its commit point) while its temp commits
+  are younger than a writer takes (:data:`~deltaguard.tools.deltalog.temp_commits.WRITER_WINDOW_MS`);
+  an older one is **unproven**: it may be a stranded commit, reported (exit 1) with what to
+  give to check it;
 * the entry names a temp file that is not there, or no entry at all while the version is
   inside the retained log: **refused**, nothing is copied (a temp commit no entry names may
   be a loser's);
@@ -23,6 +26,7 @@ source, reported, never filled.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +39,12 @@ from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.listing import LogListing
-from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, temp_target
+from deltaguard.tools.deltalog.temp_commits import (
+    DynamoDBCheck,
+    is_unclaimed,
+    pending_note,
+    temp_target,
+)
 from deltaguard.tools.storage import LocalTableStore, S3Options, S3TableStore, TableStore
 
 
@@ -54,6 +63,9 @@ class StrandedPlan:
     complete: list[dict[str, Any]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     gaps: list[int] = field(default_factory=list)
+    #: temp commits of versions newer than the latest, older than a writer takes, that only
+    #: the DynamoDB entry could prove (no ``--dynamodb-table``): one line each
+    unproven: list[str] = field(default_factory=list)
 
 
 def _entries(check: DynamoDBCheck) -> dict[str, dict[str, Any]]:
@@ -66,9 +78,13 @@ def _entries(check: DynamoDBCheck) -> dict[str, dict[str, Any]]:
     return out
 
 
-def plan_stranded(listing: LogListing, check: DynamoDBCheck | None) -> StrandedPlan:
+def plan_stranded(
+    listing: LogListing, check: DynamoDBCheck | None, now_ms: int | None = None
+) -> StrandedPlan:
     """What to do about temp commits and gaps in ``listing`` (a full listing), by the rules of
-    the module docstring. Raises the DynamoDB client's errors."""
+    the module docstring (ages against ``now_ms``, default now). Raises the DynamoDB client's
+    errors."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     plan = StrandedPlan()
     temps: dict[int, list[str]] = {}
     for name in listing.temp_files:
@@ -90,6 +106,13 @@ def plan_stranded(listing: LogListing, check: DynamoDBCheck | None) -> StrandedP
                     "the DynamoDB entry can prove which: give --dynamodb-table (and "
                     "--dynamodb-table-path if the writers name the table otherwise)"
                 )
+            else:
+                plan.unproven += [
+                    f"temp commit {LOG_DIR}/{n} of version {version} (no {target}), "
+                    f"{pending_note(n, None)}"
+                    for n in sorted(names)
+                    if is_unclaimed(n, listing, now_ms)
+                ]
             continue
         entry = entries.get(target)
         if entry is None:
