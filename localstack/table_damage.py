@@ -1,5 +1,5 @@
 """Damage to a Delta table on local disk, kind by kind, for the "healthy means readable" property
-(tests/test_healthy_means_readable.py, tests/test_deltalog_fuzz.py), and the small delta-rs table
+(tests/test_healthy_means_readable.py), and the small delta-rs table
 it is applied to.
 
 Each kind (:class:`Kind`) damages the files of a table directory the way storage, an operator or

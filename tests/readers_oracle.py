@@ -125,5 +125,7 @@ def audit_texts(stdout: str, stderr: str) -> list[str]:
 
 
 def audit_names(stdout: str, stderr: str, rel_path: str) -> bool:
-    """Whether the output names ``rel_path`` (a path relative to the table root, as stored)."""
-    return any(rel_path in text for text in audit_texts(stdout, stderr))
+    """Whether the output names ``rel_path`` (a path relative to the table root, as stored; a
+    file of ``_delta_log/`` may be named by its name there)."""
+    name = rel_path.removeprefix("_delta_log/")
+    return any(rel_path in text or name in text for text in audit_texts(stdout, stderr))

@@ -287,12 +287,9 @@ def test_matrix_is_not_vacuous(rs_table: Pristine, tmp_path: Path) -> None:
 # --- make test: LocalStack --------------------------------------------------------------
 
 S3_SAMPLE: list[list[Damage]] = [
-    [(Kind.DATA_TRUNCATED, 3)],
-    [(Kind.DATA_ZERO, 7)],
-    [(Kind.DATA_WRONG_MAGIC, 11)],
-    [(Kind.DATA_DELETED, 1), (Kind.DATA_GROWN, 2)],
+    [(Kind.DATA_TRUNCATED, 3), (Kind.DATA_ZERO, 7), (Kind.DATA_DELETED, 1)],
+    [(Kind.DATA_WRONG_MAGIC, 11), (Kind.DATA_GROWN, 2)],
     [(Kind.CHECKPOINT_TRUNCATED, 0)],
-    [(Kind.CHECKPOINT_MISMATCHED, 0)],
     [(Kind.LAST_CHECKPOINT_MISSING, 0)],
     [(Kind.GAP_AFTER_CHECKPOINT, 0), (Kind.CORRUPT_BEFORE_CHECKPOINT, 0)],
     [(Kind.CORRUPT_AFTER_CHECKPOINT, 0)],
@@ -308,6 +305,7 @@ def s3_cli(localstack: Any) -> Cli:
     )
 
 
+# make test only (issue 49: the LocalStack sample is the make-test part), not the quick loop
 @pytest.mark.slow
 @pytest.mark.parametrize("damages", S3_SAMPLE, ids=lambda d: "+".join(k.value for k, _ in d))
 def test_localstack_damage(
