@@ -66,6 +66,7 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard audit s3://lake/events --version 1 --json": 0,
     "deltaguard audit ./events --timestamp 2026-11-01T12:00:00": 0,
     "deltaguard audit ./events --no-check-files": 0,
+    "deltaguard audit ./events --check footers": 1,  # synthetic files: no Parquet footer
     "deltaguard audit s3a://lake/events --dynamodb-table delta_log --region eu-west-1": 0,
     "deltaguard history s3://lake/events --limit 20": 0,
     "deltaguard history s3://lake/events --limit 20 --json": 0,

@@ -534,7 +534,7 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
 ) -> None:
     """``audit --engine spark``'s file check: the same findings, summary and exit code as the
     local one on healthy tables (hive-style paths with special characters, DVs and CDC) and
-    on a table with a deleted data file, a deleted DV file, a
+    on a table with a deleted data file, a deleted DV file, a truncated data file, a
     stray file in the log, an orphan and live files outside the root."""
     for name in ("partitioned", "dv_cdc"):
         local, ours, local_code, our_code = _audits(spark_tables.path(name), spark)
@@ -545,6 +545,8 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
     (table / dv.file_path()).unlink()
     plain = next(p for p in snap.adds.paths() if p != owner)
     (table / plain).unlink()
+    cut = next(p for p in snap.adds.paths() if p not in (owner, plain))
+    (table / cut).write_bytes((table / cut).read_bytes()[:100])  # size-mismatch
     (table / "_delta_log" / "notes.txt").write_text("stray")
     (table / "part-orphan.parquet").write_bytes(b"x")
     add = {"partitionValues": {}, "size": 1, "modificationTime": 1, "dataChange": True}
@@ -564,6 +566,7 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
     codes = {f["code"] for f in ours["findings"]}
     assert {"missing-data-file", "missing-dv-file", "stray-log-file", "external-file"} <= codes
     assert ours["summary"]["missing_data_files"] == 2 and ours["summary"]["missing_dv_files"] == 1
+    assert ours["summary"]["size_mismatches"] == 1 and "size-mismatch" in codes
 
 
 #: Partition values and name parts that a decoded path keeps literally.

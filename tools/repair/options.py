@@ -13,13 +13,13 @@ from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
 F = TypeVar("F", bound=Callable[..., Any])
 
 HELP = """Fix what the audit finds in TABLE (a local path, s3:// or s3a://): remove the live
-entries whose data or deletion vector file is missing (or, with --check footers, truncated or
-unreadable) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
+entries whose data or deletion vector file is missing or of another size than the log says
+(or, with --check footers, has an unreadable Parquet footer) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
 Dry run unless --yes; commits through the table's own protocol (--commit-protocol), safe next
 to live writers (docs/guides/repair.md).
 
-Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), or a gap no
-repair can fill; 2: the table could not be read or was refused, a setting was refused, or a
+Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), a gap no
+repair can fill, or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read or was refused, a setting was refused, or a
 commit's outcome is unknown (nothing committed unless the message says so)."""
 
 
@@ -32,8 +32,9 @@ def repair_options(f: F) -> F:
                 type=click.Choice([m.value for m in CheckMode]),
                 default=CheckMode.EXISTS.value,
                 show_default=True,
-                help="exists: files that are missing; footers: also a size other than the "
-                "log's and an unreadable Parquet footer (reads each footer)",
+                help="exists: files that are missing or of another size than the log's (the "
+                "listing only, as audit); footers: also an unreadable Parquet footer (reads "
+                "each footer)",
             ),
             click.option(
                 "--commit-protocol",
