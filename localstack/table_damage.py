@@ -69,8 +69,9 @@ class Kind(Enum):
 class TableFiles:
     """The files of an undamaged table, by name: ``commits`` (version -> name),
     ``checkpoints`` (version -> the names of its files; multi-part ones sorted by part),
-    ``dv_files`` and ``live_files`` (relative to the root, sorted; the live data files of the
-    latest version are the caller's, from a reader)."""
+    ``dv_files`` (relative to the root, the newest first: the last DML's, which the latest
+    version holds unless a later commit dropped it) and ``live_files`` (relative to the root,
+    sorted; the live data files of the latest version are the caller's, from a reader)."""
 
     commits: dict[int, str]
     checkpoints: dict[int, list[str]]
@@ -86,9 +87,8 @@ class TableFiles:
                 commits[int(m[1])] = path.name
             elif m := _CHECKPOINT.match(path.name):
                 checkpoints.setdefault(int(m[1]), []).append(path.name)
-        dv_files = sorted(
-            p.relative_to(root).as_posix() for p in root.rglob("deletion_vector_*.bin")
-        )
+        dvs = sorted(root.rglob("deletion_vector_*.bin"), key=lambda p: (-p.stat().st_mtime, p))
+        dv_files = [p.relative_to(root).as_posix() for p in dvs]
         return cls(commits, checkpoints, dv_files, sorted(live_files))
 
     @property
