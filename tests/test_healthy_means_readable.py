@@ -361,21 +361,15 @@ def spark_pristine(spark_tables: Any, spark: Any) -> Callable[[str], Pristine]:
 
 SPARK_SAMPLE: list[tuple[str, list[Damage]]] = [
     ("rs", [(Kind.DATA_TRUNCATED, 2)]),
-    ("rs", [(Kind.DATA_GROWN, 4)]),
     ("rs", [(Kind.CHECKPOINT_MISMATCHED, 0)]),
     ("rs", [(Kind.LAST_CHECKPOINT_MISSING, 0)]),
-    ("rs", [(Kind.LAST_CHECKPOINT_SIZE, 0)]),
+    ("rs", [(Kind.GAP_AFTER_CHECKPOINT, 0)]),
     ("dv_cdc", [(Kind.DATA_ZERO, 0)]),
-    ("dv_cdc", [(Kind.DATA_WRONG_MAGIC, 1)]),
     ("dv_cdc", [(Kind.DV_DELETED, 0)]),
     ("dv_cdc", [(Kind.DV_SHORT, 0)]),
     ("dv_cdc", [(Kind.CHECKPOINT_MISMATCHED, 0)]),
-    ("dv_cdc", [(Kind.CORRUPT_AFTER_CHECKPOINT, 0), (Kind.DATA_DELETED, 3)]),
     ("multipart", [(Kind.CHECKPOINT_PART_MISSING, 0)]),
-    ("multipart", [(Kind.CHECKPOINT_TRUNCATED, 0)]),
-    ("v2", [(Kind.CHECKPOINT_DELETED, 0)]),
-    ("v2", [(Kind.DV_DELETED, 0)]),
-    ("partitioned", [(Kind.GAP_AFTER_CHECKPOINT, 0)]),
+    ("v2", [(Kind.CHECKPOINT_DELETED, 0), (Kind.DV_DELETED, 0)]),
     ("partitioned", [(Kind.DATA_TRUNCATED, 0), (Kind.CORRUPT_BEFORE_CHECKPOINT, 0)]),
 ]
 
