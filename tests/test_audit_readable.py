@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.live_files import DV_MAGIC
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
 from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.repair.modes import CheckMode
@@ -310,3 +312,39 @@ def test_a_v2_checkpoint_sidecar_missing_or_of_another_size(tmp_path: Path) -> N
         assert finding.file == f"_delta_log/{checkpoint}" and sidecar.name in finding.message
         if damaged:
             sidecar.unlink()
+
+
+def test_repair_names_the_audit_errors_a_remove_commit_cannot_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _checkpointed(tmp_path / "t")
+    _truncate_checkpoint(root)
+    for yes in (False, True):
+        code, out = _repair(root, capsys, yes=yes)
+        assert code == 1 and "nothing to repair" not in out
+        assert f"not repaired: checkpoint-unreadable: _delta_log/{CHECKPOINT}" in out
+    assert load_snapshot(str(root)).version == 4, "nothing committed"
+
+
+def _dv_bytes(crc_ok: bool = True) -> bytes:
+    """A DV file holding one 34-byte bitmap at offset 1 (the layout, not a real bitmap)."""
+    bitmap = DV_MAGIC.to_bytes(4, "little") + bytes(30)
+    crc = zlib.crc32(bitmap) ^ (0 if crc_ok else 1)
+    return b"\x01" + len(bitmap).to_bytes(4, "big") + bitmap + crc.to_bytes(4, "big")
+
+
+def test_check_footers_reads_each_deletion_vector(tmp_path: Path) -> None:
+    t = SyntheticTable(tmp_path / "t", protocol=DV_PROTOCOL)
+    t.create(1_000)
+    ids = [uuid.UUID(int=i + 1) for i in range(2)]
+    adds = []
+    for i, dv_id in enumerate(ids):
+        t.write_file(f"p=a/f{i}.parquet", 1_000, size=10)
+        adds.append({"add": t.add_action(f"p=a/f{i}.parquet", 1_000, dv_descriptor(dv_id), 10)})
+        (t.root / dv_file_name(dv_id)).write_bytes(_dv_bytes(crc_ok=i == 0))
+    t.commit(adds, 2_000)
+    assert not [f for f in audit_table(str(t.root)).findings if "dv" in f.code]
+    report = audit_table(str(t.root), footers=True)
+    bad = [(f.code, f.file) for f in report.findings if "dv" in f.code]
+    assert bad == [("unreadable-dv-file", dv_file_name(ids[1]))]
+    assert "CRC-32" in next(f.message for f in report.findings if f.code == "unreadable-dv-file")

@@ -611,7 +611,8 @@ def _fail(command: str, exc: Exception) -> None:
     default=CheckMode.EXISTS.value,
     show_default=True,
     help="exists: the file check uses the listing only (existence, sizes); footers: also "
-    "reads each live data file's Parquet footer, as repair --check footers does",
+    "reads each live data file's Parquet footer and each deletion vector, as repair "
+    "--check footers does",
 )
 @dynamodb_table_path_option
 @engine_option(

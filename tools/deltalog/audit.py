@@ -40,6 +40,7 @@ from deltaguard.tools.deltalog.live_files import (
     SHORT_DV,
     SIZE_MISMATCH,
     UNREADABLE_DATA,
+    UNREADABLE_DV,
     External,
     FileProblem,
     check_footers,
@@ -461,12 +462,18 @@ class FileFindings:
     footers: bool = False
 
 
+def _problem_order(p: FileProblem) -> tuple[int, str, str]:
+    """Findings of a file check are listed by code (:data:`.live_files.FILE_CODES`), then by
+    the file at fault and the entry: the same order from both engines."""
+    return FILE_CODES.index(p.code), p.file, p.path
+
+
 def first_per_code(problems: list[FileProblem]) -> tuple[list[FileProblem], dict[str, int]]:
-    """The first :data:`MAX_FINDINGS_PER_CODE` problems of each code (in the given order),
-    and the totals per code."""
+    """The first :data:`MAX_FINDINGS_PER_CODE` problems of each code (by file at fault, then
+    entry: what the Spark engine keeps too), and the totals per code."""
     totals: Counter[str] = Counter()
     kept: list[FileProblem] = []
-    for p in problems:
+    for p in sorted(problems, key=_problem_order):
         totals[p.code] += 1
         if totals[p.code] <= MAX_FINDINGS_PER_CODE:
             kept.append(p)
@@ -480,6 +487,7 @@ _SUMMARY_KEYS = {
     SIZE_MISMATCH: "size_mismatches",
     SHORT_DV: "short_dv_files",
     UNREADABLE_DATA: "unreadable_data_files",
+    UNREADABLE_DV: "unreadable_dv_files",
 }
 
 
@@ -487,7 +495,7 @@ def record_file_findings(store: TableStore, found: FileFindings, out: _Collector
     """Adds the findings of a file check (the files outside the root checked here, one by one:
     :func:`.live_files.check_outside`) and returns the summary's counts. One definition of the
     file findings for both engines (codes and messages: :mod:`.live_files`)."""
-    for p in found.problems:
+    for p in sorted(found.problems, key=_problem_order):
         out.add(p.code, p.message, None if p.outside else p.file)
     counts = Counter(found.totals)
     for code, total in found.totals.items():
@@ -513,7 +521,7 @@ def record_file_findings(store: TableStore, found: FileFindings, out: _Collector
 #: ``summary.data_files_checked``: how far the data files were checked (the text report says it)
 _CHECKED = {
     False: "existence and sizes, from the listing; contents not read (--check footers reads them)",
-    True: "existence and sizes, from the listing, and each Parquet footer",
+    True: "existence and sizes, from the listing, each Parquet footer and deletion vector",
 }
 #: ... when the file check was skipped (``--no-check-files``)
 NOT_CHECKED = "not checked (--no-check-files)"
@@ -538,7 +546,7 @@ def check_live_files(footers: bool = False) -> FileCheck:
         problems, external = check_listed(store, snap, sizes)
         if footers:
             broken = {p.key for p in problems if p.code in (MISSING_DATA, SIZE_MISMATCH)}
-            with phase(f"audit: reading {len(snap.adds) - len(broken):,} Parquet footers"):
+            with phase("audit: reading Parquet footers and deletion vectors"):
                 problems += check_footers(store, snap, sizes, broken)
             problems.sort(key=lambda p: (p.path, p.key, FILE_CODES.index(p.code)))
         kept, totals = first_per_code(problems)

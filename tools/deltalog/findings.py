@@ -134,6 +134,12 @@ CODES: dict[str, tuple[Severity, str]] = {
         "cannot be read (wrong magic bytes, footer length or footer): reads fail. Restore the "
         "file, or remove the entry (`deltaguard repair --check footers`).",
     ),
+    "unreadable-dv-file": (
+        Severity.ERROR,
+        "With --check footers: a deletion vector whose size field, CRC-32 or magic number "
+        "does not match its descriptor: reads of its data file fail. Restore the file from a "
+        "backup, or remove the entry (`deltaguard repair --check footers`).",
+    ),
     "short-dv-file": (
         Severity.ERROR,
         "A deletion vector file is shorter than the descriptor of a live entry needs (offset + "

@@ -16,7 +16,8 @@ commands' ``--check exists|footers`` (:class:`deltaguard.tools.repair.modes.Chec
 ``footers`` (also :func:`check_footers`)
     also reads each remaining live data file's Parquet footer (:func:`parquet_footer_problem`:
     magic bytes, footer length, footer parse; a few ranged reads per file on S3):
-    ``unreadable-data-file``.
+    ``unreadable-data-file``; and each deletion vector (:func:`dv_problem`: its size field,
+    magic number and CRC-32; one ranged read each): ``unreadable-dv-file``.
 
 Files outside the table root (absolute paths) are returned for a presence check one by one
 (:mod:`.external`); the listing does not hold them.
@@ -25,6 +26,7 @@ Files outside the table root (absolute paths) are returned for a presence check 
 from __future__ import annotations
 
 import io
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -47,8 +49,13 @@ SIZE_MISMATCH = "size-mismatch"
 UNREADABLE_DATA = "unreadable-data-file"
 MISSING_DV = "missing-dv-file"
 SHORT_DV = "short-dv-file"
+UNREADABLE_DV = "unreadable-dv-file"
 #: Every code a file check gives, in the order they are looked for per entry.
-FILE_CODES = (MISSING_DATA, SIZE_MISMATCH, UNREADABLE_DATA, MISSING_DV, SHORT_DV)
+FILE_CODES = (MISSING_DATA, SIZE_MISMATCH, UNREADABLE_DATA, MISSING_DV, SHORT_DV, UNREADABLE_DV)
+
+#: The first four bytes (little endian) of a serialized deletion vector bitmap: PROTOCOL.md,
+#: "Deletion Vector Format".
+DV_MAGIC = 1681511377
 
 
 @dataclass(frozen=True)
@@ -211,16 +218,33 @@ def check_footers(
 ) -> list[FileProblem]:
     """The ``footers`` depth's extra problems: each live data file inside the root whose
     entry key is not in ``skip`` (those with a problem already), its footer read at its
-    listed size. Raises :class:`StorageError` when a file cannot be read (never a finding)."""
-    todo: list[tuple[str, str, str]] = []  # (key, path, rel)
+    listed size, and each deletion vector in a file inside the root long enough for it
+    (:func:`dv_problem`). Raises :class:`StorageError` when a file cannot be read (never a
+    finding)."""
+    todo: list[tuple[str, str, str, DeletionVector | None]] = []  # (key, path, rel, dv)
     table = snap.adds.table
     for key, path in zip(filetable.keys(table).to_pylist(), table["path"].to_pylist(), strict=True):
         rel = relative_to_root(path, store)
         if key not in skip and rel is not None and rel in sizes:
-            todo.append((key, path, rel))
+            todo.append((key, path, rel, None))
+    with_dv = table.filter(pc.is_valid(table["dv_storage_type"]))
+    for key, (path, dv) in zip(
+        filetable.keys(with_dv).to_pylist(), snap.adds.deletion_vectors(), strict=True
+    ):
+        dv_file = dv.file_path()
+        dv_rel = relative_to_root(dv_file, store) if dv_file is not None else None
+        if dv_rel is not None and sizes.get(dv_rel, -1) >= dv_min_size(dv):
+            todo.append((key, path, dv_rel, dv))
 
-    def one(item: tuple[str, str, str]) -> FileProblem | None:
-        key, path, rel = item
+    def one(item: tuple[str, str, str, DeletionVector | None]) -> FileProblem | None:
+        key, path, rel, dv = item
+        if dv is not None:
+            problem = dv_problem(store, rel, dv)
+            if problem is None:
+                return None
+            return FileProblem(
+                UNREADABLE_DV, key, path, rel, f"deletion vector {rel} of {path}: {problem}"
+            )
         problem = parquet_footer_problem(store, rel, sizes[rel])
         if problem is None:
             return None
@@ -229,7 +253,35 @@ def check_footers(
     workers = max(1, min(threads, store.read_threads, len(todo)))
     with ThreadPoolExecutor(workers) as pool:
         found = [p for p in pool.map(one, todo) if p is not None]
-    return sorted(found, key=lambda p: (p.path, p.key))
+    return sorted(found, key=lambda p: (p.path, p.key, FILE_CODES.index(p.code)))
+
+
+def dv_problem(store: TableStore, rel: str, dv: DeletionVector) -> str | None:
+    """Why the deletion vector ``dv`` in file ``rel`` cannot be read, or None: at ``offset``
+    (1 when unset) a 4-byte big-endian size that must be ``sizeInBytes``, the bitmap (starting
+    with :data:`DV_MAGIC`, little endian) and the big-endian CRC-32 of the bitmap (PROTOCOL.md,
+    "Deletion Vector File Storage Format"). One ranged read on S3. Raises
+    :class:`StorageError` when the file cannot be read."""
+    start = dv.offset if dv.offset is not None else 1
+    end = start + 4 + dv.size_in_bytes + 4
+    try:
+        if isinstance(store, S3TableStore):
+            data = store.read_range(rel, start, end)
+        else:
+            data = store.read(rel)[start:end]
+    except FileMissingError:
+        return "it disappeared while being checked"
+    if len(data) < end - start:
+        return f"it ends before byte {end}"
+    stored = int.from_bytes(data[:4], "big")
+    if stored != dv.size_in_bytes:
+        return f"its size field at offset {start} says {stored}, the descriptor {dv.size_in_bytes}"
+    bitmap = data[4 : 4 + dv.size_in_bytes]
+    if int.from_bytes(data[4 + dv.size_in_bytes :], "big") != zlib.crc32(bitmap):
+        return "its CRC-32 does not match its bytes"
+    if int.from_bytes(bitmap[:4], "little") != DV_MAGIC:
+        return "it does not start with the deletion vector magic number"
+    return None
 
 
 class _RangeFile(io.RawIOBase):

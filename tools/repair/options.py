@@ -33,8 +33,8 @@ def repair_options(f: F) -> F:
                 default=CheckMode.EXISTS.value,
                 show_default=True,
                 help="exists: files that are missing or of another size than the log's (the "
-                "listing only, as audit); footers: also an unreadable Parquet footer (reads "
-                "each footer)",
+                "listing only, as audit); footers: also an unreadable Parquet footer or deletion "
+                "vector (reads each)",
             ),
             click.option(
                 "--commit-protocol",

@@ -6,8 +6,10 @@
 2. With ``--yes``: restore each provable temp commit (create-exclusive), complete the entries.
 3. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
    dangling references (:mod:`.damage`).
-4. Dry run (no ``--yes``): print the plan; exit 1 if there is something to repair, else 0.
-5. ``--yes``: right before committing, re-read the log and re-check the planned files (a file
+4. Name the audit's other errors, which no remove commit fixes (``not repaired: ...``, exit 1):
+   the table is never called repaired while the audit would still fail it.
+5. Dry run (no ``--yes``): print the plan; exit 1 if there is something to repair, else 0.
+6. ``--yes``: right before committing, re-read the log and re-check the planned files (a file
    that reappeared, or a version another writer committed, changes the plan); commit one
    version through the table's protocol (:mod:`.committer`); when another writer takes the
    version, read the commits that won (:mod:`.catch_up`), drop the entries they decided
@@ -33,9 +35,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.tools.deltalog.audit import UNREADABLE_CODES, audit_table
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
+from deltaguard.tools.deltalog.findings import Finding, Severity
 from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.live_files import FILE_CODES
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode
@@ -80,6 +85,8 @@ class _Record:
     completed_entries: list[str] = field(default_factory=list)
     gaps: list[int] = field(default_factory=list)
     unproven: list[str] = field(default_factory=list)
+    #: the audit's other errors, which no remove commit fixes: {"code", "file", "message"}
+    not_repaired: list[dict[str, Any]] = field(default_factory=list)
     dangling: list[dict[str, str]] = field(default_factory=list)
     committed_version: int | None = None
     commit_protocol: str | None = None
@@ -178,6 +185,24 @@ def _commit_removes(
     raise _Refused(f"no free version after {req.attempts} attempts: nothing committed")
 
 
+#: Audit findings :func:`_repair` reports otherwise (the file check's, its gap lines) or that
+#: mean the audit could not read something the repair's own replay did read.
+_REPORTED_OTHERWISE = frozenset({*FILE_CODES, "external-file", "version-gap", *UNREADABLE_CODES})
+
+
+def _beyond_repair(store: TableStore) -> list[Finding]:
+    """The audit's errors on ``store`` that a remove commit does not fix (a damaged
+    checkpoint, ``_last_checkpoint`` naming none, a corrupt line before the checkpoint, a
+    ``.crc`` that disagrees, ...): repair names them rather than call the table repaired. The
+    audit's log checks (no file check: :func:`find_dangling` is that)."""
+    report = audit_table(store, check_files=False)
+    return [
+        f
+        for f in report.findings
+        if f.severity is Severity.ERROR and f.code not in _REPORTED_OTHERWISE
+    ]
+
+
 def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     store = open_table(req.table, req.s3)
     listing = list_log(store)
@@ -233,7 +258,11 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     planned = find_dangling(store, snap, req.check)
     for d in planned:
         out.line(f"dangling: {d.reason}")
-    found = bool(planned or plan.complete or plan.unproven)
+    for f in _beyond_repair(store):
+        where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
+        out.line(f"not repaired: {f.code}: {where + ': ' if where else ''}{f.message}")
+        rec.not_repaired.append({"code": f.code, "file": f.file, "message": f.message})
+    found = bool(planned or plan.complete or plan.unproven or rec.not_repaired)
     if not req.yes:
         rec.dangling = [{"path": d.path, "reason": d.reason} for d in planned]
         if planned:
@@ -245,9 +274,9 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
             out.line(f"{store.uri}: nothing to repair at version {snap.version}")
         return ExitCode.FOUND if found or plan.gaps else ExitCode.CLEAN
     code = _commit_removes(req, store, planned, rec, out) if planned else ExitCode.CLEAN
-    if not planned and not rec.restored and not plan.complete and not plan.unproven:
+    if not planned and not rec.restored and not plan.complete and not found:
         out.line(f"{store.uri}: nothing to repair at version {snap.version}")
-    return ExitCode.FOUND if plan.gaps or plan.unproven else code
+    return ExitCode.FOUND if plan.gaps or plan.unproven or rec.not_repaired else code
 
 
 def run_repair(req: RepairRequest) -> int:
