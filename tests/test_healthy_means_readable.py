@@ -369,7 +369,7 @@ SPARK_SAMPLE: list[tuple[str, list[Damage]]] = [
     ("dv_cdc", [(Kind.DV_SHORT, 0)]),
     ("dv_cdc", [(Kind.CHECKPOINT_MISMATCHED, 0)]),
     ("multipart", [(Kind.CHECKPOINT_PART_MISSING, 0)]),
-    ("v2", [(Kind.CHECKPOINT_DELETED, 0), (Kind.DV_DELETED, 0)]),
+    ("v2", [(Kind.CHECKPOINT_DELETED, 0)]),
     ("partitioned", [(Kind.DATA_TRUNCATED, 0), (Kind.CORRUPT_BEFORE_CHECKPOINT, 0)]),
 ]
 
