@@ -431,9 +431,9 @@ class _Handler(BaseHTTPRequestHandler):
             for state in self.server.proxy.rules:
                 if state.rule.action != "hold_until_peer":
                     continue
-                key = state.rule.hold_key(self.command, path, headers, body)
-                if key is not None and key in state.holds:
-                    released.append(state.holds.pop(key))
+                peer_key = state.rule.hold_key(self.command, path, headers, body)
+                if peer_key is not None and peer_key in state.holds:
+                    released.append(state.holds.pop(peer_key))
         status = 0
         try:
             status, out_headers, payload = self._forward(body, strip)
