@@ -21,9 +21,8 @@ probability ``rate`` at most ``times`` times. Actions:
   act on the same key in a fixed order, deterministically. The hold key is the path, plus the
   groups of ``body_regex`` if the rule has one (every DynamoDB call is a POST to ``/``: the
   key is then e.g. the item's ``fileName``). A peer is any request the rule matches apart
-  from its header conditions (``header_present``, ``header_regex``: they choose which request
-  is held, e.g. the JVM writer's, not which writer may be its peer). What happened to each
-  held request (its key, whether a peer released it, upstream's status) is in ``stats``.
+  from ``header_present`` (which chooses the request held, not its peer). What happened to
+  each held request (its key, whether a peer released it, upstream's status) is in ``stats``.
 
 Latency: ``latency_ms`` (CLI ``--latency-ms``) delays every forwarded request by that fixed
 time before it is sent upstream, rules or not (a ``delay`` rule adds to it): an emulator on
@@ -112,9 +111,6 @@ class FaultRule:
     #: A regex the request body (UTF-8) must match (``re.search``, DOTALL); its groups are
     #: part of a ``hold_until_peer`` hold key.
     body_regex: str | None = None
-    #: A regex (MULTILINE) that must match one of the request's headers, given as lines
-    #: ``name: value`` with lower-case names (e.g. ``^user-agent: aws-sdk-java/``).
-    header_regex: str | None = None
 
     def hold_key(self, method: str, path: str, headers: dict[str, str], body: bytes) -> str | None:
         """The key this request would be held or released on (the module docstring), or None
@@ -135,10 +131,6 @@ class FaultRule:
     def matches(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bool:
         if self.hold_key(method, path, headers, body) is None:
             return False
-        if self.header_regex:
-            lines = "\n".join(f"{k}: {v}" for k, v in headers.items())
-            if not re.search(self.header_regex, lines, re.MULTILINE):
-                return False
         return not (self.header_present and self.header_present.lower() not in headers)
 
 

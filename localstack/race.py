@@ -67,22 +67,17 @@ DYNAMODB_CLAIM_BODY_REGEX = (
     rf'(?=.*"fileName"\s*:\s*\{{\s*"S"\s*:\s*"(?!{re.escape(commit_file_name(0))})'
     rf"({COMMIT_FILE_PATTERN})\")"
 )
-#: The User-Agent of the JVM's AWS SDK (v1 and v2): ``header_regex`` of a rule that holds a
-#: Spark driver's request only.
-JVM_SDK_USER_AGENT = r"^user-agent: aws-sdk-java/"
 
 
-def hold_one_dynamodb_claim(timeout_s: float = 300.0, jvm_only: bool = False) -> FaultRule:
+def hold_one_dynamodb_claim(timeout_s: float = 300.0) -> FaultRule:
     """Hold the first DynamoDB claim (conditional PutItem) of a version >= 1 until a peer's
     PutItem of the same entry (same table path and version) has been answered, or
-    ``timeout_s`` passed. ``jvm_only``: only a JVM writer's claim is held (its peer may be
-    any writer)."""
+    ``timeout_s`` passed."""
     return FaultRule(
         "hold_until_peer",
         method="POST",
         target="PutItem",
         body_regex=DYNAMODB_CLAIM_BODY_REGEX,
-        header_regex=JVM_SDK_USER_AGENT if jvm_only else None,
         times=1,
         delay_s=timeout_s,
     )
