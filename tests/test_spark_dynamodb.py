@@ -73,6 +73,7 @@ def test_dynamodb_store_4_drivers_lose_nothing(
 def test_spark_and_python_dynamodb_writers_together(
     localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
 ):
+    # proves: README "the DynamoDB store never loses a commit" (Spark + Python writers)
     result = _run(
         localstack,
         ls_proxy,
