@@ -16,9 +16,13 @@ probability ``rate`` at most ``times`` times. Actions:
 - ``strip_header``: forward without ``header`` (e.g. If-None-Match: a store that ignores it);
 - ``drop_response``: forward, let the write land, then reset the client connection instead
   of answering (the client sees an error although the request succeeded);
-- ``hold_until_peer``: hold the request until another request matching the same rule and the
-  same path has been answered by upstream (or ``delay_s`` passes), then forward it. This makes
-  two writers act on the same key in a fixed order, deterministically.
+- ``hold_until_peer``: hold the request until another request on the same *hold key* has
+  been answered by upstream (or ``delay_s`` passes), then forward it. This makes two writers
+  act on the same key in a fixed order, deterministically. The hold key is the path, plus the
+  groups of ``body_regex`` if the rule has one (every DynamoDB call is a POST to ``/``: the
+  key is then e.g. the item's ``fileName``). A peer is any request the rule matches apart
+  from ``header_present`` (which chooses the request held, not its peer). What happened to
+  each held request (its key, whether a peer released it, upstream's status) is in ``stats``.
 
 Latency: ``latency_ms`` (CLI ``--latency-ms``) delays every forwarded request by that fixed
 time before it is sent upstream, rules or not (a ``delay`` rule adds to it): an emulator on
@@ -104,13 +108,28 @@ class FaultRule:
     #: neither count toward ``skip`` nor fire (e.g. hang the read-back after a dropped create,
     #: however many reads of the same keys came before it).
     after: int | None = None
+    #: A regex the request body (UTF-8) must match (``re.search``, DOTALL); its groups are
+    #: part of a ``hold_until_peer`` hold key.
+    body_regex: str | None = None
 
-    def matches(self, method: str, path: str, headers: dict[str, str]) -> bool:
+    def hold_key(self, method: str, path: str, headers: dict[str, str], body: bytes) -> str | None:
+        """The key this request would be held or released on (the module docstring), or None
+        if the rule does not match it, its header conditions aside."""
         if self.method and self.method.upper() != method.upper():
-            return False
+            return None
         if self.path_regex and not re.search(self.path_regex, path):
-            return False
+            return None
         if self.target and not headers.get("x-amz-target", "").endswith(f".{self.target}"):
+            return None
+        if self.body_regex is None:
+            return path
+        found = re.search(self.body_regex, body.decode("utf-8", "replace"), re.DOTALL)
+        if found is None:
+            return None
+        return "\n".join([path, *(g or "" for g in found.groups())])
+
+    def matches(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> bool:
+        if self.hold_key(method, path, headers, body) is None:
             return False
         return not (self.header_present and self.header_present.lower() not in headers)
 
@@ -122,6 +141,8 @@ class _RuleState:
     matched: int = 0
     fired: int = 0
     holds: dict[str, threading.Event] = field(default_factory=dict)
+    #: Per held request, once answered: ``{"key", "released_by_peer", "status"}``.
+    held: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Proxy:
@@ -152,7 +173,7 @@ class _Proxy:
             ]
 
     def decide(
-        self, method: str, path: str, headers: dict[str, str]
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
     ) -> list[tuple[_RuleState, FaultRule]]:
         """The rules that fire for this request, in rule order, each counted as fired. A rule
         that answers the request itself (``error``, ``reset``) ends the list: later rules do
@@ -161,7 +182,7 @@ class _Proxy:
         with self.lock:
             for state in self.rules:
                 rule = state.rule
-                if not rule.matches(method, path, headers):
+                if not rule.matches(method, path, headers, body):
                     continue
                 if rule.after is not None and self.rules[rule.after].fired == 0:
                     continue
@@ -185,7 +206,12 @@ class _Proxy:
                 "by_kind_status": dict(self.by_kind_status),
                 "latency_ms": self.latency_s * 1000.0,
                 "rules": [
-                    {"rule": asdict(s.rule), "matched": s.matched, "fired": s.fired}
+                    {
+                        "rule": asdict(s.rule),
+                        "matched": s.matched,
+                        "fired": s.fired,
+                        "held": list(s.held),
+                    }
                     for s in self.rules
                 ],
             }
@@ -367,7 +393,8 @@ class _Handler(BaseHTTPRequestHandler):
         strip: set[str] = set()
         drop_response = False
         released: list[threading.Event] = []
-        for state, rule in self.server.proxy.decide(self.command, path, headers):
+        held: list[tuple[_RuleState, str, bool]] = []
+        for state, rule in self.server.proxy.decide(self.command, path, headers, body):
             if rule.action == "error":
                 payload, ctype = _error_body(headers, rule.status, rule.code)
                 self._send(rule.status, [("Content-Type", ctype)], payload, head)
@@ -386,23 +413,28 @@ class _Handler(BaseHTTPRequestHandler):
             elif rule.action == "drop_response":
                 drop_response = True
             elif rule.action == "hold_until_peer":
+                key = rule.hold_key(self.command, path, headers, body) or path
                 event = threading.Event()
                 with self.server.proxy.lock:
-                    state.holds[path] = event
-                event.wait(timeout=rule.delay_s or 60.0)
-        # A request on a path someone holds for is that holder's peer: release it once answered.
+                    state.holds[key] = event
+                held.append((state, key, event.wait(timeout=rule.delay_s or 60.0)))
+        # A request on a key someone holds for is that holder's peer: release it once answered.
         with self.server.proxy.lock:
             for state in self.server.proxy.rules:
-                if state.rule.action == "hold_until_peer" and state.rule.matches(
-                    self.command, path, headers
-                ):
-                    if path in state.holds:
-                        released.append(state.holds.pop(path))
+                if state.rule.action != "hold_until_peer":
+                    continue
+                peer_key = state.rule.hold_key(self.command, path, headers, body)
+                if peer_key is not None and peer_key in state.holds:
+                    released.append(state.holds.pop(peer_key))
+        status = 0
         try:
             status, out_headers, payload = self._forward(body, strip)
         finally:
             for event in released:
                 event.set()
+            with self.server.proxy.lock:
+                for state, key, by_peer in held:
+                    state.held.append({"key": key, "released_by_peer": by_peer, "status": status})
         if drop_response:
             self._reset()
             return
@@ -495,6 +527,12 @@ class FaultProxy:
     def fired(self) -> list[int]:
         """How often each rule fired, in rule order."""
         return [r["fired"] for r in self.stats()["rules"]]
+
+    def held(self, rule: int = 0) -> list[dict[str, Any]]:
+        """The requests rule ``rule`` (a ``hold_until_peer``) held, once answered: ``[{"key",
+        "released_by_peer", "status"}, ...]`` (``status``: upstream's answer to the held
+        request, 0 if it was never answered)."""
+        return list(self.stats()["rules"][rule]["held"])
 
     def stop(self) -> None:
         if self.server is not None:

@@ -1,9 +1,11 @@
 """The DynamoDB commit protocol in Python on LocalStack (S3 + DynamoDB Local): mutual
-exclusion, lost PutItem responses, and recovery of a writer killed after its commit point."""
+exclusion (free-running and as a staged race), lost PutItem responses, and recovery of a
+writer killed after its commit point. The races' oracle is the raw log: the commit files
+listed and parsed with boto3 and ``json`` (:func:`~deltaguard.localstack.race.raw_commit_tags`),
+against the ledger of what each writer was told."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -12,9 +14,10 @@ import pytest
 from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
-from deltaguard.localstack.delta_append import append, create_table, latest_version
+from deltaguard.localstack.delta_append import append, create_table
 from deltaguard.localstack.fault_proxy import FaultRule
 from deltaguard.localstack.multi_driver import kill_when, start_job
+from deltaguard.localstack.race import hold_one_dynamodb_claim, raw_commit_tags
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_dynamodb import CommitTableMissingError, S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
@@ -51,34 +54,70 @@ def test_entry_schema_matches_delta(localstack, ls_bucket, ls_commit_table):
         create_table(store, uri, arrow_schema())
 
 
+def _assert_raw_log_holds(endpoint, bucket: str, acked: dict[str, int]) -> None:
+    """The raw log of table ``t`` (boto3 + json, not a LogStore) holds every acknowledged
+    append (``acked``: tag -> the version ``append()`` returned) once, at that version, and
+    nothing else; its versions are contiguous from 0."""
+    tags = raw_commit_tags(endpoint.s3_client(), bucket, "t")
+    assert sorted(tags) == list(range(len(acked) + 1)), f"versions contiguous: {sorted(tags)}"
+    data = [tags[v] for v in range(1, len(acked) + 1)]
+    assert sorted(data) == sorted(acked), "each acknowledged append once, no other commit"
+    assert {tags[v]: v for v in range(1, len(acked) + 1)} == acked, "at the version returned"
+
+
+def _writers(endpoint, bucket: str, commit_table: str, writers: int, appends: int):
+    """``writers`` threads released together, ``appends`` appends each to table ``t``;
+    the ledger: tag -> the version each append was told it committed."""
+    uri = f"s3a://{bucket}/t"
+    barrier = threading.Barrier(writers)
+
+    def writer(w: int) -> list[tuple[str, int]]:
+        store = _store(endpoint, commit_table)
+        put = s3_put(endpoint)
+        barrier.wait()
+        out = []
+        for b in range(appends):
+            tag = f"w{w}/b{b}"
+            out.append((tag, append(store, put, uri, rows(tag, 5), user_metadata=tag)))
+        return out
+
+    with ThreadPoolExecutor(writers) as pool:
+        futures = [pool.submit(writer, w) for w in range(writers)]
+        return dict(pair for f in futures for pair in f.result())
+
+
 @pytest.mark.parametrize(
     "appends",
     [pytest.param(5, marks=pytest.mark.slow), pytest.param(10, marks=pytest.mark.long)],
 )
 def test_concurrent_python_writers_lose_nothing(localstack, ls_bucket, ls_commit_table, appends):
     """6 threads race from a barrier; every append gets its own version, none is lost."""
+    # proves: README "the DynamoDB store never loses a commit" (free-running writers)
     uri = f"s3a://{ls_bucket}/t"
     create_table(_store(localstack.endpoint, ls_commit_table), uri, arrow_schema())
-    barrier = threading.Barrier(6)
+    acked = _writers(localstack.endpoint, ls_bucket, ls_commit_table, 6, appends)
+    assert len(acked) == 6 * appends
+    _assert_raw_log_holds(localstack.endpoint, ls_bucket, acked)
 
-    def writer(w: int) -> list[int]:
-        store = _store(localstack.endpoint, ls_commit_table)
-        barrier.wait()
-        return [
-            append(
-                store,
-                s3_put(localstack.endpoint),
-                uri,
-                rows(f"w{w}b{b}", 5),
-                user_metadata=f"w{w}/b{b}",
-            )
-            for b in range(appends)
-        ]
 
-    with ThreadPoolExecutor(6) as pool:
-        versions = [v for f in [pool.submit(writer, w) for w in range(6)] for v in f.result()]
-    assert sorted(versions) == list(range(1, 6 * appends + 1))
-    assert latest_version(_store(localstack.endpoint, ls_commit_table), uri) == 6 * appends
+def test_staged_claim_race_loses_nothing(ls_proxy, localstack, ls_bucket, ls_commit_table):
+    """The staged race of the DynamoDB protocol: the first claim (conditional PutItem) of a
+    data version is held by the proxy, after its writer read the latest version, until
+    another writer's claim of the same version is answered. The held claim is refused
+    (ConditionalCheckFailed), its writer retries at the next version: every append the
+    writers were told succeeded is in the raw log once, versions contiguous."""
+    # proves: README "the DynamoDB store never loses a commit" (the staged race)
+    create_table(
+        _store(localstack.endpoint, ls_commit_table), f"s3a://{ls_bucket}/t", arrow_schema()
+    )
+    ls_proxy.set_rules([hold_one_dynamodb_claim(timeout_s=60)])
+    acked = _writers(ls_proxy.endpoint, ls_bucket, ls_commit_table, 3, 2)
+    assert ls_proxy.fired() == [1], "one claim was held"
+    [held] = ls_proxy.held()
+    assert held["released_by_peer"], f"a peer's claim of the same version came first: {held}"
+    assert held["status"] == 400, f"the held claim was refused (ConditionalCheckFailed): {held}"
+    assert len(acked) == 6
+    _assert_raw_log_holds(localstack.endpoint, ls_bucket, acked)
 
 
 def test_lost_putitem_response_is_ours_not_a_conflict(
@@ -114,7 +153,11 @@ def test_lost_putitem_response_is_ours_not_a_conflict(
         retrying, s3_put(ls_proxy.endpoint), uri, rows("once", 5), user_metadata="once"
     )
     assert ls_proxy.fired() == [1]
-    assert version == 1 and latest_version(store, uri) == 1, "committed exactly once, at version 1"
+    assert version == 1
+    assert raw_commit_tags(localstack.endpoint.s3_client(), ls_bucket, "t") == {
+        0: None,
+        1: "once",
+    }, "committed exactly once, at version 1 (the raw log)"
 
 
 def test_writer_killed_after_commit_point_is_repaired(
@@ -163,13 +206,8 @@ def test_writer_killed_after_commit_point_is_repaired(
         direct, s3_put(localstack.endpoint), uri, rows("next", 5), user_metadata="next"
     )
     assert version == 2, "the next writer repaired version 1 and committed after it"
-    tags = [
-        json.loads(next(iter(direct.read(f"{uri}/_delta_log/{v:020d}.json"))))["commitInfo"][
-            "userMetadata"
-        ]
-        for v in (1, 2)
-    ]
-    assert tags == ["killed/w3/b0", "next"]
+    tags = raw_commit_tags(localstack.endpoint.s3_client(), ls_bucket, "t")
+    assert tags == {0: None, 1: "killed/w3/b0", 2: "next"}, "the raw log"
     assert _item(localstack.endpoint, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
 
 

@@ -121,13 +121,24 @@ def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, ru
     manifests = tmp_path / "m"
     args = ["orphans", str(tmp_path / "t"), "--delete", "--yes", "--manifest", str(manifests)]
     as_json = sig is signal.SIGTERM  # a scheduler's stop of a scripted run
-    proc = start_cli(*args, *(["--json"] if as_json else []))
+    gate = tmp_path / "gate"  # the deletes after the first wait for gate/go (unlink_gate/)
+    gate.mkdir()
+    env = {"PYTHONPATH": str(Path(__file__).parent / "unlink_gate"),
+           "DELTAGUARD_TEST_UNLINK_GATE": str(gate),
+           "DELTAGUARD_TEST_UNLINK_ROOT": str(tmp_path / "t")}  # fmt: skip
+    proc = start_cli(*args, *(["--json"] if as_json else []), env=env)
     manifest = wait_for_status(manifests, "deleting", proc)
-    first = tmp_path / "t" / planned[0]
-    while first.exists():  # the first batch is being deleted: the signal lands mid-run
-        assert proc.poll() is None
+    while not (gate / "held").exists():  # one file deleted, the rest held: mid-run
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.01)
     proc.send_signal(sig)
-    ended = finish(proc)
+    assert proc.stderr is not None
+    seen = [proc.stderr.readline()]  # the handler's "stopping" line: the stop is set
+    while seen[-1] and f"{sig.name}: stopping" not in seen[-1]:
+        seen.append(proc.stderr.readline())
+    (gate / "go").touch()
+    code, out, err = finish(proc)
+    ended = (code, out, "".join(seen) + err)
     gone = {p for p in planned if not (tmp_path / "t" / p).exists()}
     first = check_interrupted(ended, manifest, planned, gone, sig.name, as_json)
     if sig is signal.SIGTERM:

@@ -1,19 +1,30 @@
 """End to end through the DynamoDB LogStore: Spark driver processes (and Python writers) on one
-s3a:// table on LocalStack, with DynamoDB Local behind LocalStack as the commit authority."""
+s3a:// table on LocalStack, with DynamoDB Local behind LocalStack as the commit authority.
+Besides the reader, the oracle of lost commits is the raw log: the commit files listed and
+parsed with boto3 and ``json`` (:func:`~deltaguard.localstack.race.raw_commit_tags`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from deltaguard.localstack.fault_proxy import FaultRule
-from deltaguard.localstack.multi_driver import kill_when, run_multi_driver, start_job, verify_table
+from deltaguard.localstack.multi_driver import (
+    MultiDriverResult,
+    kill_when,
+    run_multi_driver,
+    start_job,
+    verify_table,
+)
+from deltaguard.localstack.race import hold_one_dynamodb_claim, raw_commit_tags
 from deltaguard.logstore.preset_name import PresetName
 
 pytestmark = pytest.mark.spark
 ROWS = 10
 
 
-def _run(localstack, proxy, bucket, commit_table, tmp_path, writers, appends, python_writers=0):
+def _run(
+    localstack, proxy, bucket, commit_table, tmp_path, writers, appends, python_writers=0, **kw
+):
     return run_multi_driver(
         f"s3a://{bucket}/events",
         writer_endpoint_url=proxy.endpoint.url,
@@ -25,7 +36,17 @@ def _run(localstack, proxy, bucket, commit_table, tmp_path, writers, appends, py
         appends=appends,
         rows=ROWS,
         workdir=tmp_path,
+        **kw,
     )
+
+
+def _assert_raw_log_holds_each_once(localstack, bucket: str, result: MultiDriverResult) -> None:
+    """The raw log (boto3 + json, no LogStore) holds every append a writer was told
+    succeeded exactly once, and no other data commit; versions contiguous from 0."""
+    raw = raw_commit_tags(localstack.endpoint.s3_client(), bucket, "events")
+    assert sorted(raw) == list(range(len(raw))), f"versions contiguous: {sorted(raw)}"
+    data = sorted(str(raw[v]) for v in raw if v > 0)
+    assert data == sorted(result.claimed_tags), result.summary()
 
 
 # Suite budget: both sizes in make soak; make test keeps the Spark DynamoDB store through the
@@ -52,6 +73,7 @@ def test_dynamodb_store_4_drivers_lose_nothing(
 def test_spark_and_python_dynamodb_writers_together(
     localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
 ):
+    # proves: README "the DynamoDB store never loses a commit" (Spark + Python writers)
     result = _run(
         localstack,
         ls_proxy,
@@ -65,6 +87,38 @@ def test_spark_and_python_dynamodb_writers_together(
     assert sorted(r["engine"] for r in result.reports) == ["python", "python", "spark", "spark"]
     assert result.lost_tags == [] and result.duplicated_tags == [] and result.failed_appends == []
     assert result.found_rows == 20 * ROWS and result.versions_contiguous
+    _assert_raw_log_holds_each_once(localstack, ls_bucket, result)
+
+
+def test_staged_claim_race_of_two_spark_drivers_loses_nothing(
+    localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
+):
+    """The staged race through the JVM DynamoDB store: 2 drivers x 2 appends, started
+    together; the first claim (conditional PutItem) of a data version is held by the proxy,
+    after its driver read the latest version, until the other driver's claim of the same
+    version is answered. The held claim is refused (ConditionalCheckFailed) and Delta retries
+    the commit at the next version: all 4 appends are in the raw log once, and delta-rs reads
+    every row."""
+    # proves: README "the DynamoDB store never loses a commit" (Spark drivers, staged race)
+    ls_proxy.set_rules([hold_one_dynamodb_claim()])
+    result = _run(
+        localstack,
+        ls_proxy,
+        ls_bucket,
+        ls_commit_table,
+        tmp_path,
+        writers=2,
+        appends=2,
+        start_together=True,
+        verify_with_deltars=True,
+    )
+    assert ls_proxy.fired() == [1], "one claim was held"
+    [held] = ls_proxy.held()
+    assert held["released_by_peer"], f"the other driver's claim of the version came first: {held}"
+    assert held["status"] == 400, f"the held claim was refused (ConditionalCheckFailed): {held}"
+    assert result.failed_appends == [] and len(result.claimed_tags) == 4, result.summary()
+    _assert_raw_log_holds_each_once(localstack, ls_bucket, result)
+    assert result.found_rows == 4 * ROWS, result.summary()
 
 
 def test_spark_driver_killed_after_commit_point_is_repaired_by_the_reader(
