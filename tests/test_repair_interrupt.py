@@ -100,6 +100,10 @@ def test_signal_while_the_commit_put_is_held_writes_nothing_and_says_so(
     assert out.returncode in (2, 128 + signum), record
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("deltaguard repair: "), record
     assert "dangling:" in out.stdout, "the plan was printed before the commit"
+    if signum == signal.SIGINT:  # the commit's outcome is not claimed either way
+        assert f"the commit of version {REPAIR_VERSION} was in flight and may have landed" in (
+            out.stderr
+        )
 
 
 # proves: docs/guides/repair.md "Interrupted: each line is printed when its step is done (...),
