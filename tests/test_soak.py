@@ -90,8 +90,8 @@ def test_soak_on_localstack(config, localstack, tmp_path):
     ("config", "min_commits", "deletes"),
     [
         # The Python and delta-rs writers only (Spark's commits on versitygw: the staged race
-        # of test_go_s3_servers.py and the long variant). Retention 20 s (the write deadline
-        # 10 s): the passes delete what killed or abandoning writers left while the others go
+        # of test_go_s3_servers.py and the long variant). Retention 15 s (the write deadline
+        # 5 s): the passes delete what killed or abandoning writers left while the others go
         # on, which is asserted, and checked against delta-rs's reading of every version.
         pytest.param(
             SoakConfig(
@@ -101,7 +101,7 @@ def test_soak_on_localstack(config, localstack, tmp_path):
                 spark_writers=0,
                 kill_every_s=10,
                 orphans_every_s=10,
-                cleanup_retention_s=20,
+                cleanup_retention_s=15,
             ),
             15,
             True,
