@@ -3,8 +3,8 @@ Python and delta-rs writers with seeded faults, SIGKILLs and orphan cleanup whil
 checked by readers that did not write.
 
 On LocalStack (a 90-second smoke run in `make test`, 3 minutes in `make soak`), on versitygw,
-the second real S3 server (Python and delta-rs writers for 30 s in `make test`; with a Spark
-driver for 60 s in `make soak`), and on MinIO, the third (with a Spark driver for 60 s, in
+the second real S3 server (Python and delta-rs writers for 40 s in `make test`, cleanup with a
+15 s retention deleting while they write; with a Spark driver for 60 s in `make soak`), and on MinIO, the third (with a Spark driver for 60 s, in
 `make soak` only). A violation fails with the soak's own account; its work directory keeps the
 logs, the ledgers and a copy of the tables.
 """
