@@ -201,17 +201,31 @@ def _create_existing_tables(endpoint, root: str) -> None:
         create_table(store, f"{root}/e{entity:02d}", schema)
 
 
+# proves: docs/guides/fanout.md "A re-run after a crash, with the same `job_id`, `run_version`
+# and writes, therefore writes only what is missing."
 @pytest.mark.spark
-@pytest.mark.long  # suite budget (100 s): make soak
+@pytest.mark.parametrize(
+    ("entities", "n_batches", "kill_after"),
+    [
+        # short (make test): 6 tables x 3 batches (5 existing, 1 new; 3 gain a column in batch
+        # 2), killed after 6 of its 18 commits
+        pytest.param(6, 3, 6, id="6-tables-3-batches"),
+        # suite budget (100 s): make soak
+        pytest.param(
+            ENTITIES, BATCHES, KILL_AFTER, id="10-tables-4-batches", marks=pytest.mark.long
+        ),
+    ],
+)
 def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
-    localstack, ls_bucket, tmp_path
+    localstack, ls_bucket, tmp_path, entities, n_batches, kill_after
 ):
-    """10 tables x 4 batches (5 tables new, 5 existing; 5 gain a column in batch 2) through
-    the example job under spark-submit with the s3-conditional preset. Killed (SIGKILL) after 16
-    of its 40 commits, re-run with the same run version: every row exactly once."""
+    """``entities`` tables x ``n_batches`` batches (those of EXISTING exist before the job, the
+    others are new; those of EVOLVING gain a column in batch 2) through the example job under
+    spark-submit with the s3-conditional preset. Killed (SIGKILL) after ``kill_after`` of its
+    commits, re-run with the same run version: every row exactly once (delta-rs reads)."""
     endpoint = localstack.endpoint
     root = f"s3a://{ls_bucket}/entities"
-    batches = [[r for e in range(ENTITIES) for r in _records(e, b)] for b in range(BATCHES)]
+    batches = [[r for e in range(entities) for r in _records(e, b)] for b in range(n_batches)]
     raw = fanout_run.write_input(tmp_path / "raw", batches)
     _create_existing_tables(endpoint, root)
     pre_existing = fanout_run.count_commits(endpoint, root)
@@ -225,13 +239,13 @@ def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
     first = fanout_run.start_job(props, endpoint, args, first_log)
     kill_when(
         first,
-        lambda: fanout_run.count_commits(endpoint, root) - pre_existing >= KILL_AFTER,
+        lambda: fanout_run.count_commits(endpoint, root) - pre_existing >= kill_after,
         first_log,
         timeout_s=600,
     )
     time.sleep(2)  # nothing may commit after the kill: the count must stay put
     committed_by_first = fanout_run.count_commits(endpoint, root) - pre_existing
-    assert KILL_AFTER <= committed_by_first < ENTITIES * BATCHES, "killed half way"
+    assert kill_after <= committed_by_first < entities * n_batches, "killed half way"
     time.sleep(1)
     assert fanout_run.count_commits(endpoint, root) - pre_existing == committed_by_first
 
@@ -241,19 +255,19 @@ def test_example_job_killed_half_way_and_rerun_writes_every_row_once(
     )
     assert code == 0 and summary["ok"], json.dumps(summary)[:3000]
     statuses = [b["status"] for t in summary["tables"].values() for b in t["batches"]]
-    assert len(statuses) == ENTITIES * BATCHES
+    assert len(statuses) == entities * n_batches
     assert statuses.count("skipped") == committed_by_first, "each earlier commit was recognised"
-    assert statuses.count("written") == ENTITIES * BATCHES - committed_by_first
+    assert statuses.count("written") == entities * n_batches - committed_by_first
     assert sum(t["rows"] for t in summary["tables"].values()) == statuses.count("written") * ROWS
-    assert fanout_run.count_commits(endpoint, root) - pre_existing == ENTITIES * BATCHES
+    assert fanout_run.count_commits(endpoint, root) - pre_existing == entities * n_batches
 
-    tables = [f"{root}/e{e:02d}" for e in range(ENTITIES)]
+    tables = [f"{root}/e{e:02d}" for e in range(entities)]
     found = fanout_run.read_tables(endpoint, tables, ["batch", "seq"])
     for e, table in enumerate(tables):
         report = found[table]
-        assert report["rows"] == report["distinct_keys"] == BATCHES * ROWS, (table, report)
+        assert report["rows"] == report["distinct_keys"] == n_batches * ROWS, (table, report)
         assert ("note" in report["columns"]) == (e in EVOLVING), (table, report)
-        assert report["versions"] == BATCHES + (1 if e in EXISTING else 0), (table, report)
+        assert report["versions"] == n_batches + (1 if e in EXISTING else 0), (table, report)
 
 
 @pytest.mark.spark

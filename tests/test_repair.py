@@ -306,3 +306,44 @@ def test_literal_space_plus_percent_and_non_ascii_in_a_file_name(tmp_path, run_c
     assert out.returncode == 0, out.stdout + out.stderr
     assert [a["remove"]["path"] for a in _commit(root, 5)[1:]] == [raw]
     assert str(root / name) not in _agree(root)
+
+
+# proves: docs/guides/repair.md "a file that reappeared, or an entry another writer removed
+# meanwhile, leaves the plan"
+def test_a_file_that_reappears_between_plan_and_recheck_is_not_removed(
+    tmp_path, monkeypatch, capsys
+):
+    """Two files are deleted; the repair plans to remove both. Right after the plan (the real
+    ``find_dangling`` answered), one of them is put back, bytes intact. The re-check before
+    the commit must drop it: the commit removes only the other, and delta-rs then reads the
+    reappeared file's rows."""
+    from deltaguard.tools.repair import run
+
+    root = _table(tmp_path / "t")
+    back, gone = _files_in(root, "a b")[0], _files_in(root, "x+y")[0]
+    saved = back.read_bytes()
+    back.unlink()
+    gone.unlink()
+    real = run.find_dangling
+    plans: list[list[str]] = []
+
+    def plan_then_restore(*args: Any, **kwargs: Any) -> Any:
+        found = real(*args, **kwargs)
+        plans.append(sorted(d.path for d in found))
+        if len(plans) == 1:
+            back.write_bytes(saved)  # the file reappears between the plan and the re-check
+        return found
+
+    monkeypatch.setattr(run, "find_dangling", plan_then_restore)
+    code = run.run_repair(run.RepairRequest(str(root), yes=True))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len(plans) == 2 and len(plans[0]) == 2 and len(plans[1]) == 1, plans
+    assert out.count("dangling:") == 2, "both files were in the plan"
+    assert "committed version 4" in out and "removed 1 dangling reference(s)" in out, out
+    removed = [a["remove"]["path"] for a in _commit(root, 4) if "remove" in a]
+    assert len(removed) == 1
+    live = _agree(root)  # delta-rs reads every live file, the reappeared one included
+    assert str(back) in live and str(gone) not in live
+    rows = DeltaTable(str(root)).to_pyarrow_table()
+    assert rows.num_rows == 4 * 4 - 1, "only the rows of the file that stayed gone are lost"

@@ -7,10 +7,14 @@ refused (one line, exit 2, nothing written)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
+import time
 from typing import Any
 
 import pytest
+from conftest import DELTAGUARD
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from s3_appends import rows, s3_put
@@ -356,3 +360,53 @@ def test_footer_check_on_s3_reads_ranges_and_removes_a_truncated_file(
     removed = [a["remove"]["path"] for a in _commit_json(endpoint, uri, 4) if "remove" in a]
     assert sorted(removed) == paths[:2]
     assert sorted(load_snapshot(uri, s3=_s3(endpoint)).adds.paths()) == paths[2:]
+
+
+# proves: docs/guides/repair.md "Another writer wins the version: the repair reads the commits
+# that won (...) and commits at the next version"
+def test_an_append_landing_while_the_repair_commit_is_held_is_kept_once(
+    ls_proxy, localstack, ls_bucket
+):
+    """The overlap made certain: the repair's commit PUT is held by the proxy until an append
+    to the same version, sent by the test once the hold fired (so after the repair read the
+    log and planned), has landed. The repair must lose that version, re-plan on the append and
+    commit the next one; the append is read once by delta-rs, the deleted file is gone."""
+    endpoint = localstack.endpoint
+    uri = f"s3://{ls_bucket}/overlap"
+    store = S3ConditionalLogStore(endpoint.s3_client())
+    create_table(store, uri, arrow_schema())
+    for seed in ("seed-a", "seed-b"):
+        BlindAppender(store, s3_put(endpoint), uri).append(rows(seed))
+    victim = _delete_live_file(endpoint, uri)
+    ls_proxy.set_rules(
+        [FaultRule("hold_until_peer", method="PUT", path_regex=COMMIT_PUT, times=1, delay_s=120)]
+    )
+    proc = subprocess.Popen(
+        [DELTAGUARD, "repair", uri, *_cli_args(ls_proxy.endpoint, "--yes")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **endpoint.credentials_env()},
+    )
+    deadline = time.monotonic() + 120
+    while ls_proxy.fired() != [1]:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    # the repair planned on version 2 and its commit of version 3 is held: append version 3
+    # through the proxy (its answer releases the held PUT)
+    proxied = S3ConditionalLogStore(ls_proxy.endpoint.s3_client())
+    BlindAppender(proxied, s3_put(endpoint), uri).append(rows("during-repair"))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert "version 3 was taken by another writer: re-planning on version 3" in out, out
+    assert "committed version 4" in out, out
+    assert _commit_json(endpoint, uri, 3)[0]["commitInfo"]["operation"] != "FSCK"
+    assert any("add" in a for a in _commit_json(endpoint, uri, 3)), "the append is version 3"
+    assert _commit_json(endpoint, uri, 4)[0]["commitInfo"]["operation"] == "FSCK"
+    puts = [
+        r["status"]
+        for r in ls_proxy.requests()
+        if r["kind"] == "s3 PutObject" and r["path"].endswith(f"/_delta_log/{3:020d}.json")
+    ]
+    assert puts == [200, 412], "the append landed first, then the held repair commit lost"
+    _assert_everything_kept(endpoint, uri, ["during-repair"], victim)

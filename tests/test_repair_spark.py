@@ -252,3 +252,63 @@ def test_what_a_streaming_reader_sees(spark, run_cli, tmp_path):
         run_stream()
     rows = run_stream(ignoreDeletes="true")
     assert rows[-3:] == [100, 101, 102] and len(rows) == 15 + 3
+
+
+# proves: docs/guides/repair.md "Another writer wins the version: the repair reads the commits
+# that won (...) and commits at the next version" (a Spark writer; short variant of the LocalStack
+# race above, which runs in make soak)
+def test_a_spark_append_taking_the_repair_version_is_kept(spark, tmp_path, monkeypatch, capsys):
+    """Right before the repair's commit, a Spark append (this module's session) takes the
+    version it planned: the repair re-plans on it and commits the next one; Spark reads the
+    append once and loses only the deleted file's rows; Spark, delta-rs, the replay and the
+    audit agree."""
+    import pyarrow.parquet as pq
+
+    from deltaguard.logstore.local_log_store import LocalLogStore
+    from deltaguard.tools.repair import run
+    from deltaguard.tools.repair.committer import Committer
+
+    root = tmp_path / "t"
+
+    def append(tag: str) -> None:
+        spark.range(3).selectExpr("id AS seq", f"'{tag}' AS payload").write.format("delta").mode(
+            "append"
+        ).save(str(root))
+
+    for tag in ("a", "b", "c"):
+        append(tag)
+    victim = Path(sorted(_replay_files(root))[0])
+    lost = pq.read_metadata(victim).num_rows
+    victim.unlink()
+
+    class SparkFirst(LocalLogStore):
+        """The repair's store: its first commit is beaten by a Spark append made right
+        before it."""
+
+        raced = False
+
+        def write(self, uri: str, lines: Any, overwrite: bool = False) -> None:
+            if not self.raced:
+                self.raced = True
+                append("during-repair")
+            super().write(uri, lines, overwrite)
+
+    store = SparkFirst()
+    monkeypatch.setattr(
+        run, "open_committer", lambda *a: Committer(store, str(root), "local create-exclusive")
+    )
+    code = run.run_repair(run.RepairRequest(str(root), yes=True))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "version 3 was taken by another writer" in out and "committed version 4" in out, out
+    log = root / "_delta_log"
+    spark_commit = json.loads((log / f"{3:020d}.json").read_text().splitlines()[0])
+    assert spark_commit["commitInfo"]["operation"] == "WRITE"
+    fsck = [json.loads(x) for x in (log / f"{4:020d}.json").read_text().splitlines()]
+    assert fsck[0]["commitInfo"]["operation"] == "FSCK"
+    assert len([a for a in fsck if "remove" in a]) == 1
+    live = _agree(spark, root)
+    assert str(victim) not in live
+    payloads = [r.payload for r in spark.read.format("delta").load(str(root)).collect()]
+    assert payloads.count("during-repair") == 3, "the Spark append is read once"
+    assert len(payloads) == 4 * 3 - lost

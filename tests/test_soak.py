@@ -3,8 +3,8 @@ Python and delta-rs writers with seeded faults, SIGKILLs and orphan cleanup whil
 checked by readers that did not write.
 
 On LocalStack (a 90-second smoke run in `make test`, 3 minutes in `make soak`), on versitygw,
-the second real S3 server (Python and delta-rs writers for 30 s in `make test`; with a Spark
-driver for 60 s in `make soak`), and on MinIO, the third (with a Spark driver for 60 s, in
+the second real S3 server (Python and delta-rs writers for 40 s in `make test`, cleanup with a
+15 s retention deleting while they write; with a Spark driver for 60 s in `make soak`), and on MinIO, the third (with a Spark driver for 60 s, in
 `make soak` only). A violation fails with the soak's own account; its work directory keeps the
 logs, the ledgers and a copy of the tables.
 """
@@ -87,23 +87,27 @@ def test_soak_on_localstack(config, localstack, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("config", "min_commits"),
+    ("config", "min_commits", "deletes"),
     [
         # The Python and delta-rs writers only (Spark's commits on versitygw: the staged race
-        # of test_go_s3_servers.py and the long variant).
+        # of test_go_s3_servers.py and the long variant). Retention 15 s (the write deadline
+        # 5 s): the passes delete what killed or abandoning writers left while the others go
+        # on, which is asserted, and checked against delta-rs's reading of every version.
         pytest.param(
             SoakConfig(
-                duration_s=30,
+                duration_s=40,
                 seed=23,
                 tables=2,
                 spark_writers=0,
                 kill_every_s=10,
                 orphans_every_s=10,
-                cleanup_retention_s=100,
+                cleanup_retention_s=15,
             ),
             15,
-            id="30-second-smoke-without-spark",
+            True,
+            id="40-second-smoke-without-spark",
         ),
+        # Retention 100 s: its passes delete nothing while writing (not asserted).
         pytest.param(
             SoakConfig(
                 duration_s=60,
@@ -115,15 +119,60 @@ def test_soak_on_localstack(config, localstack, tmp_path):
                 cleanup_retention_s=100,
             ),
             30,
+            False,
             id="60-seconds-with-spark",
             marks=pytest.mark.long,
         ),
     ],
 )
-def test_soak_on_versitygw(config, min_commits, versitygw, tmp_path):
-    """Retention 100 s: the cleanup passes delete nothing while writing (not asserted)."""
+# proves: docs/guides/cleanup.md "By default only `orphan` and `log-temp` files go, and no
+# retained log entry names those" and "a writer's files are safe as long as it commits within
+# the retention", next to writers that are killed and restarted
+def test_soak_on_versitygw(config, min_commits, deletes, versitygw, tmp_path):
+    """Cleanup passes next to killed writers: what they deleted (their manifests) is gone from
+    the bucket and named by no version of the table as delta-rs reads it, every version
+    loaded (none skipped)."""
     result = run_soak(versitygw.endpoint, config, tmp_path)
-    _assert_clean(result, tmp_path, config, False, min_commits)
+    _assert_clean(result, tmp_path, config, deletes, min_commits)
+    _assert_deleted_only_unreferenced(versitygw.endpoint, tmp_path / "manifests")
+
+
+def _assert_deleted_only_unreferenced(endpoint, manifests) -> None:
+    """Every file a cleanup pass recorded as deleted is absent from the raw S3 listing and
+    named by no version of its table: delta-rs loads each version from 0 to the latest and its
+    ``add`` actions (raw log paths, decoded here) are the references. These tables have no
+    deletion vectors and no absolute paths (Python and delta-rs writers)."""
+    from urllib.parse import unquote
+
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from deltaguard.logstore.s3_location import S3Location
+    from deltaguard.tools.orphans import read_manifest
+
+    deleted: dict[str, set[str]] = {}
+    for directory in sorted(manifests.glob("*/manifest.json")):
+        manifest = read_manifest(directory.parent)
+        table = manifest.summary["table"]
+        deleted.setdefault(table, set()).update(manifest.paths("deleted"))
+    s3 = endpoint.s3_client()
+    for table, paths in deleted.items():
+        options = endpoint.delta_rs_options()
+        latest = DeltaTable(table, storage_options=options).version()
+        referenced: set[str] = set()
+        for version in range(latest + 1):
+            adds = DeltaTable(table, version=version, storage_options=options).get_add_actions()
+            referenced |= {unquote(p) for p in pa.table(adds).column("path").to_pylist()}
+        assert not paths & referenced, f"{table}: deleted files a version names"
+        loc = S3Location.parse(f"{table}/")
+        listed = {
+            o["Key"].removeprefix(loc.key)
+            for page in s3.get_paginator("list_objects_v2").paginate(
+                Bucket=loc.bucket, Prefix=loc.key
+            )
+            for o in page.get("Contents", [])
+        }
+        assert not paths & listed, f"{table}: files recorded deleted are still there"
 
 
 @pytest.mark.long
