@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 import click
 
-from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.exit_codes import ExitCode, Terminated
 
 #: Optional dependencies a command may import (the ``spark`` extra): a missing one is named,
 #: with the install command, never a traceback.
@@ -51,12 +51,6 @@ class Refused(click.ClickException):
     "found something"."""
 
     exit_code = int(ExitCode.UNREADABLE)
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived while a command ran (raised by the handler :meth:`CliGroup.main`
-    installs). A ``BaseException``, like ``KeyboardInterrupt``, so ``except Exception`` in a
-    command does not swallow it."""
 
 
 def command_name(ctx: click.Context | None) -> str:

@@ -96,3 +96,10 @@ def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
     if any(e.finding and CODES[e.finding][0] is Severity.ERROR for e in trouble):
         return ExitCode.UNREADABLE
     return ExitCode.FOUND if trouble else ExitCode.CLEAN
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while a command ran (raised by the handler
+    :meth:`deltaguard.tools.cli_errors.CliGroup.main` installs; the command exits
+    :attr:`ExitCode.SIGTERM`). A ``BaseException``, like ``KeyboardInterrupt``, so ``except
+    Exception`` in a command does not swallow it; a runner that keeps a record catches both."""

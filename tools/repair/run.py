@@ -44,7 +44,7 @@ from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.live_files import FILE_CODES
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
-from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
@@ -322,7 +322,8 @@ def run_repair(req: RepairRequest) -> int:
         rec.error = f"AWS request failed: {exc}"
         print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
         code = ExitCode.UNREADABLE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as exc:
+        sigterm = isinstance(exc, Terminated)
         rec.error = "interrupted: the lines above are what was done" + (
             f"; the commit of version {rec.in_flight} was in flight and may have landed: "
             "check `deltaguard history`"
@@ -330,7 +331,7 @@ def run_repair(req: RepairRequest) -> int:
             else ""
         )
         print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
-        code = ExitCode.SIGINT
+        code = ExitCode.SIGTERM if sigterm else ExitCode.SIGINT
     if req.as_json:
         print(orjson.dumps(rec.to_json(int(code)), option=orjson.OPT_INDENT_2).decode())
     elif req.tsv:
