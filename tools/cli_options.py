@@ -105,29 +105,44 @@ class EndpointURL(click.ParamType):  # type: ignore[type-arg]
 
 
 class TableLocation(click.ParamType):  # type: ignore[type-arg]
-    """A table: a local path, a ``file:`` URI, or ``s3://bucket/prefix`` (``s3a://``,
-    ``s3n://``). A URI with an S3 scheme must name a bucket (``s3:/x/t`` and ``s3://`` are
-    refused); another scheme is refused. Whether the table exists is the reader's question."""
+    """A table: a local path (literal), a ``file:`` URI, or ``s3://bucket/prefix`` (``s3a://``,
+    ``s3n://``), the prefix taken literally (the rule:
+    :mod:`deltaguard.logstore.s3_location`). A URI with an S3 scheme must name a bucket
+    (``s3:/x/t`` and ``s3://`` are refused), a ``file:`` URI must have no ``?`` or ``#``;
+    another scheme is refused. Whether the table exists is the reader's question."""
 
     name = "table"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from deltaguard.logstore.s3_location import S3_SCHEMES
+        from deltaguard.logstore.s3_location import (
+            S3_SCHEMES,
+            InvalidFileURIError,
+            InvalidS3URIError,
+            S3Location,
+            file_uri_path,
+            scheme_of,
+        )
 
         text = str(value)
-        parts = urllib.parse.urlsplit(text)
-        if parts.scheme in S3_SCHEMES:
-            if not parts.netloc or not text.startswith(f"{parts.scheme}://"):
+        scheme = scheme_of(text)
+        if not text.strip():
+            self.fail("an empty location", param, ctx)
+        elif scheme in S3_SCHEMES:
+            try:
+                S3Location.parse(text)
+            except InvalidS3URIError:
                 self.fail(f"{text!r} is not an S3 URI: s3://bucket/prefix", param, ctx)
-        elif parts.scheme not in ("", "file") and len(parts.scheme) > 1:
+        elif scheme == "file":
+            try:
+                file_uri_path(text)
+            except InvalidFileURIError as exc:
+                self.fail(str(exc), param, ctx)
+        elif scheme:
             self.fail(
-                f"{text!r}: unsupported scheme {parts.scheme!r} (a local path, file:, s3:// "
-                "or s3a://)",
+                f"{text!r}: unsupported scheme {scheme!r} (a local path, file:, s3:// or s3a://)",
                 param,
                 ctx,
             )
-        elif not text.strip():
-            self.fail("an empty location", param, ctx)
         return text
 
 

@@ -22,13 +22,13 @@ from pathlib import Path
 
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.s3_conditional import LogFileStatus
+from deltaguard.logstore.s3_location import file_uri_path, scheme_of
 
 
 def _path(location: str) -> Path:
-    if location.startswith("file:"):
-        from urllib.parse import unquote, urlsplit
-
-        return Path(unquote(urlsplit(location).path))
+    """A local path (literal) or a ``file:`` URI (decoded): :mod:`.s3_location`'s rule."""
+    if scheme_of(location) == "file":
+        return Path(file_uri_path(location))
     return Path(location)
 
 

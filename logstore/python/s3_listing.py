@@ -48,10 +48,14 @@ def _last_entry(page: dict[str, Any]) -> str | None:
 
 
 def _decoded(page: dict[str, Any]) -> dict[str, Any]:
+    """A page listed with ``EncodingType=url``, its keys decoded as botocore decodes them
+    (``unquote_plus``): S3 and MinIO write a space as ``+`` and a ``+`` as ``%2B``, LocalStack
+    a space as ``%20``; either way every key comes back exactly (``%``, ``+``, ``#`` and
+    non-ASCII included)."""
     for obj in page.get("Contents", ()):
-        obj["Key"] = urllib.parse.unquote(obj["Key"])
+        obj["Key"] = urllib.parse.unquote_plus(obj["Key"])
     for common in page.get("CommonPrefixes", ()):
-        common["Prefix"] = urllib.parse.unquote(common["Prefix"])
+        common["Prefix"] = urllib.parse.unquote_plus(common["Prefix"])
     return page
 
 

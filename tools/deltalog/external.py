@@ -10,14 +10,13 @@ filesystem, another kind of store, a denied HEAD) is "not checked", never "missi
 from __future__ import annotations
 
 import os
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
-from deltaguard.logstore.s3_location import S3_SCHEMES
+from deltaguard.logstore.s3_location import S3_SCHEMES, InvalidS3URIError, S3Location, scheme_of
 from deltaguard.tools.storage import LocalTableStore, S3TableStore, TableStore
 
 
@@ -27,24 +26,36 @@ class Presence(StrEnum):
     NOT_CHECKED = "not-checked"
 
 
+def _local(location: str) -> str:
+    """The filesystem path of a decoded ``file:`` location or ``/path``: the scheme and an
+    authority split off by hand, nothing decoded again (``%`` is a literal character here)."""
+    path = location[len("file:") :] if scheme_of(location) == "file" else location
+    if path.startswith("//"):
+        path = "/" + path[2:].partition("/")[2]
+    return path
+
+
 def _one(store: TableStore, location: str) -> tuple[Presence, str]:
-    parts = urllib.parse.urlsplit(location)
-    if parts.scheme in S3_SCHEMES:
+    scheme = scheme_of(location)
+    if scheme in S3_SCHEMES:
         if not isinstance(store, S3TableStore):
             return Presence.NOT_CHECKED, "an S3 location seen from a local table"
         try:
-            store.client.head_object(Bucket=parts.netloc, Key=parts.path.lstrip("/"))
+            loc = S3Location.parse(location)  # literal: a decoded path is never a URL
+        except InvalidS3URIError as exc:
+            return Presence.NOT_CHECKED, str(exc)
+        try:
+            store.client.head_object(Bucket=loc.bucket, Key=loc.key)
         except (ClientError, BotoCoreError) as exc:
             if http_status(exc) == 404 or error_code(exc) in ("404", "NoSuchKey", "NotFound"):
                 return Presence.MISSING, ""
             return Presence.NOT_CHECKED, describe(exc)
         return Presence.PRESENT, ""
-    if parts.scheme == "file" or (not parts.scheme and location.startswith("/")):
+    if scheme == "file" or (not scheme and location.startswith("/")):
         if not isinstance(store, LocalTableStore):
             return Presence.NOT_CHECKED, "a local path seen from an S3 table"
-        path = urllib.parse.unquote(parts.path) if parts.scheme else location
-        return (Presence.PRESENT if os.path.isfile(path) else Presence.MISSING), ""
-    return Presence.NOT_CHECKED, f"deltaguard cannot reach {parts.scheme or 'this'} locations"
+        return (Presence.PRESENT if os.path.isfile(_local(location)) else Presence.MISSING), ""
+    return Presence.NOT_CHECKED, f"deltaguard cannot reach {scheme or 'this'} locations"
 
 
 def check_external(

@@ -32,6 +32,7 @@ from deltaguard.tools.orphans.inventory import (
 )
 from deltaguard.tools.orphans.inventory_read import verify_data_files
 from deltaguard.tools.spark_engine.listing import FILES_SCHEMA, DistributedListing
+from deltaguard.tools.spark_engine.store_spec import LITERAL_PATHS
 from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
@@ -85,10 +86,11 @@ def _read(spark: SparkSession, source: InventorySource) -> DataFrame:
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType([StructField(c, StringType()) for c in source.columns])
-        return spark.read.schema(schema).option("header", False).csv(files)
+        reader = spark.read.options(**LITERAL_PATHS).schema(schema)
+        return reader.option("header", False).csv(files)
     if source.form is Form.S3_ORC:
-        return spark.read.orc(files)
-    return spark.read.parquet(*files)
+        return spark.read.options(**LITERAL_PATHS).orc(files)
+    return spark.read.options(**LITERAL_PATHS).parquet(*files)
 
 
 def _rows_of(root: TableRoot, where: str, names: list[str]) -> Any:

@@ -71,7 +71,7 @@ from deltaguard.tools.deltalog.snapshot import (
     unreconstructable,
 )
 from deltaguard.tools.orphans.references import checkpoints_besides
-from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.spark_engine.store_spec import LITERAL_PATHS, StoreSpec
 from deltaguard.tools.spark_engine.table_lister import observed
 from deltaguard.tools.storage import TableStore, table_not_found
 from deltaguard.tools.storage.errors import TableNotFoundError
@@ -152,6 +152,7 @@ STRICT_READ_OPTIONS = {
     # of changing a path and leaving the file it names unreferenced (a data source option
     # reaches the reader's Hadoop configuration)
     "parquet.page.verify-checksum.enabled": "true",
+    **LITERAL_PATHS,  # the table's own log files, never a glob's matches
 }
 
 

@@ -12,6 +12,11 @@ from deltaguard.tools.storage import S3Options, TableStore, open_table
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+#: The data-source option that makes ``spark.read`` take each path literally, as Hadoop's
+#: ``Path(String)`` does, instead of as a glob: without it a table at ``s3://b/q?x=1`` (or
+#: with ``*``, ``[``, ``{`` in its key) would read the log files of ``s3://b/qAx=1`` too.
+LITERAL_PATHS = {"__globPaths__": "false"}
+
 
 @dataclass(frozen=True)
 class StoreSpec:

@@ -25,6 +25,7 @@ from deltaguard.tools.orphans.rules import hidden_regex
 from deltaguard.tools.orphans.streaming import CHECKPOINT_MARKER_REGEX
 from deltaguard.tools.spark_engine.listing import FILES_SCHEMA
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
+from deltaguard.tools.storage import local_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation, SparkSession
@@ -33,13 +34,12 @@ _LISTER = "io.deltaguard.orphans.TableLister"
 
 
 def hadoop_root(uri: str) -> str:
-    """The table root as ``TableLister`` takes it: a local path as its encoded ``file:`` URI,
-    any other location as it is (a Hadoop path string)."""
-    from pathlib import Path
-
-    if "://" in uri:
-        return uri
-    return Path(uri.removeprefix("file:")).resolve().as_uri()
+    """The table root as ``TableLister`` takes it: a local path or ``file:`` URI (decoded, as
+    :func:`~deltaguard.tools.storage.local_path` reads it) as its encoded ``file:`` URI, an S3
+    URI as it is: Hadoop's ``Path(String)`` takes it literally, as deltaguard does
+    (``s3a://b/hash#1`` is the key ``hash#1``)."""
+    path = local_path(uri)
+    return uri if path is None else path.resolve().as_uri()
 
 
 @dataclass

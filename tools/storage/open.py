@@ -5,12 +5,17 @@
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deltaguard.logstore.s3_location import S3_SCHEMES, S3Location
+from deltaguard.logstore.s3_location import (
+    S3_SCHEMES,
+    InvalidFileURIError,
+    S3Location,
+    file_uri_path,
+    scheme_of,
+)
 from deltaguard.tools.storage.errors import StorageError, TableNotFoundError
 from deltaguard.tools.storage.local import LocalTableStore
 from deltaguard.tools.storage.s3 import S3TableStore
@@ -61,14 +66,18 @@ def read_many(store: TableStore, rel_paths: list[str]) -> list[bytes]:
 
 
 def local_path(location: str) -> Path | None:
-    """``location`` as a local path (a path or a ``file:`` URI, as given, not resolved), or
-    None for an S3 URI. Raises :class:`StorageError` for another scheme."""
-    parts = urllib.parse.urlsplit(location)
-    if parts.scheme in S3_SCHEMES:
+    """``location`` as a local path (a path taken literally, or a ``file:`` URI decoded:
+    :mod:`deltaguard.logstore.s3_location`; as given, not resolved), or None for an S3 URI.
+    Raises :class:`StorageError` for another scheme or a ``file:`` URI with ``?``/``#``."""
+    scheme = scheme_of(location)
+    if scheme in S3_SCHEMES:
         return None
-    if parts.scheme == "file":
-        return Path(urllib.parse.unquote(parts.path))
-    if parts.scheme and len(parts.scheme) > 1:
+    if scheme == "file":
+        try:
+            return Path(file_uri_path(location))
+        except InvalidFileURIError as exc:
+            raise StorageError(str(exc), location) from None
+    if scheme:
         raise StorageError(
             f"unsupported location {location!r}: use a local path, file:, s3:// or s3a://"
         )
@@ -84,8 +93,9 @@ def table_not_found(store: TableStore, why: str) -> TableNotFoundError:
 
 
 def open_table(location: str, s3: S3Options | None = None, client: Any = None) -> TableStore:
-    """A store for the table at ``location``: a local path, a ``file:`` URI, or an S3 URI
-    (:func:`local_path`). ``client`` overrides the S3 client built from ``s3`` (a read-policy
+    """A store for the table at ``location``: a local path, a ``file:`` URI (:func:`local_path`),
+    or an S3 prefix taken literally (:meth:`S3Location.parse`: ``s3://b/hash`` is never the table
+    at ``s3://b/hash#1``). ``client`` overrides the S3 client built from ``s3`` (a read-policy
     client). Raises :class:`StorageError` for an unsupported scheme."""
     path = local_path(location)
     if path is not None:
@@ -95,5 +105,4 @@ def open_table(location: str, s3: S3Options | None = None, client: Any = None) -
 
         opts = s3 or S3Options()
         client = read_client(opts.endpoint, opts.region, path_style=opts.path_style)
-    scheme = urllib.parse.urlsplit(location).scheme
-    return S3TableStore(client, S3Location.parse(location.rstrip("/")), scheme)
+    return S3TableStore(client, S3Location.parse(location.rstrip("/")), scheme_of(location))
