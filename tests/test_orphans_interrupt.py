@@ -117,6 +117,8 @@ def check_interrupted(
     return doc
 
 
+# proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
+# <= deleted + missing + unknown"
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, run_cli) -> None:
     planned = stray_table(tmp_path / "t", 8_000)
@@ -229,6 +231,8 @@ def test_a_signal_before_deleting_began_deletes_nothing(
     assert signal.getsignal(signal.SIGTERM) is before  # the handlers are restored
 
 
+# proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
+# <= deleted + missing + unknown"
 @pytest.mark.servers
 @pytest.mark.parametrize(
     "sig",
@@ -283,6 +287,7 @@ def test_signal_mid_delete_on_s3(
     assert doc["counts"]["not_sent"] == 500
 
 
+# proves: docs/guides/cleanup.md "a manifest is never replaced"
 def test_python_api_run_is_refused_over_an_existing_manifest(tmp_path: Path) -> None:
     from deltaguard.tools.orphans import execute, scan
     from deltaguard.tools.orphans.manifest import ManifestPathError

@@ -91,6 +91,8 @@ def test_list_from_is_ordered_inclusive_and_uses_start_after(moto, moto_bucket):
         list(store.list_from(f"s3://{moto_bucket}/missing/_delta_log/{0:020d}.json"))
 
 
+# proves: docs/guides/commit-path.md and docs/guides/streaming.md "a lost response is settled by
+# reading it back, never a duplicate"
 def test_lost_response_is_success_not_duplicate(ls_proxy, localstack, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     store = _fast(s3)
@@ -174,6 +176,8 @@ def test_probe_survives_lost_response_and_throttling(ls_proxy, ls_bucket):
     assert keys == ["t/_delta_log/00000000000000000000.json"], "probe object deleted"
 
 
+# proves: docs/guides/commit-path.md "a store that ignores If-None-Match is refused before any
+# commit"
 def test_store_ignoring_if_none_match_is_refused(ls_proxy, localstack, ls_bucket):
     s3 = ls_proxy.endpoint.s3_client()
     ls_proxy.set_rules([FaultRule("strip_header", method="PUT", header="If-None-Match")])
@@ -217,6 +221,7 @@ def _object_writer(s3):
     return put
 
 
+# proves: README "S3ConditionalLogStore never loses or duplicates a commit"
 @pytest.mark.parametrize(
     "appends",
     [pytest.param(8, marks=pytest.mark.slow), pytest.param(15, marks=pytest.mark.long)],
