@@ -12,11 +12,14 @@ Transition writers are SIGKILLed at each crash point (after the temp file, after
 during the create of N.json, before the entry is completed; the last two again in phase 2,
 where a conditional writer may take the dead writer's version), and the others recover them.
 ``migrate status`` is read at every phase. The result counts commits lost (a writer was told
-success, no version holds it) and duplicated (one append at two versions).
+success, no version holds it) and duplicated (one append at two versions) against the raw log:
+the commit files listed and parsed with boto3 and ``json`` (:func:`~deltaguard.localstack.race.raw_commit_tags`),
+not deltaguard's own log reader.
 
 :func:`run_negative_control`: the staged race of a plain DynamoDB writer and a conditional
 writer on one version (the proxy holds the plain writer's copy to N.json until the conditional
-writer's PUT of N.json was answered): how many commits the conditional writers lose. The same
+writer's PUT of N.json was answered): how many commits the conditional writers lose (the raw
+log holds no commit file with their tag). The same
 race with the transition store instead loses none.
 
 Run: ``python -m deltaguard.localstack.migration [--long]`` (``make soak`` runs ``--long``).
@@ -41,7 +44,7 @@ from deltaguard.localstack.delta_append import append, create_table
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy, FaultRule
 from deltaguard.localstack.multi_driver import DriverFailedError, job_result, kill_when, start_job
-from deltaguard.localstack.race import hold_one_commit_put
+from deltaguard.localstack.race import hold_one_commit_put, raw_commit_tags
 from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
@@ -49,7 +52,6 @@ from deltaguard.logstore.s3_location import S3Location
 from deltaguard.logstore.s3_transition import S3TransitionLogStore
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.findings import Severity
-from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.migrate_status import migrate_status
 from deltaguard.tools.storage import open_table
@@ -207,19 +209,26 @@ def _wait_for_commit_after(s3: Any, table: str, moment: float, timeout_s: float 
 
 
 def _wait_for_commit_by(
-    s3: Any, table: str, tags: list[str], *, every: bool = False, timeout_s: float = 300
+    s3: Any,
+    bucket: str,
+    table_key: str,
+    tags: list[str],
+    *,
+    every: bool = False,
+    timeout_s: float = 300,
 ) -> None:
-    """Until a commit of ``table`` carries user metadata starting with one of ``tags`` (a
-    writer's ``run_id/wN/`` prefix; ``every``: one commit for each tag): unlike a wall-clock
-    boundary, this holds however fast those writers were, even if they have all finished."""
+    """Until a commit file of the table ``table_key`` in ``bucket`` carries user metadata
+    starting with one of ``tags`` (a writer's ``run_id/wN/`` prefix; ``every``: one commit for
+    each tag), as the raw log says (:func:`raw_commit_tags`): unlike a wall-clock boundary,
+    this holds however fast those writers were, even if they have all finished."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        found = {h.user_metadata for h in read_history(open_table(table, client=s3))}
+        found = set(raw_commit_tags(s3, bucket, table_key).values())
         seen = [any(m and m.startswith(tag) for m in found) for tag in tags]
         if all(seen) if every else any(seen):
             return
         time.sleep(0.5)
-    raise TimeoutError(f"no commit of {table} by {'each' if every else 'any'} of {tags}")
+    raise TimeoutError(f"no commit of {table_key} by {'each' if every else 'any'} of {tags}")
 
 
 def run_rolling_migration(
@@ -235,7 +244,8 @@ def run_rolling_migration(
     config = config or MigrationConfig()
     started = time.monotonic()
     run_id = uuid.uuid4().hex[:8]
-    table = f"s3a://{bucket}/migrating"
+    table_key = "migrating"
+    table = f"s3a://{bucket}/{table_key}"
     s3, ddb = endpoint.s3_client(), endpoint.dynamodb_client()
     plain_store = S3DynamoDBLogStore(s3, ddb, commit_table)
     create_table(plain_store, table, arrow_schema())
@@ -291,7 +301,9 @@ def run_rolling_migration(
     # killed writer claimed is first written in phase 3.
     witness = jobs.start("python", PresetName.S3_DYNAMODB_TRANSITION, 2, url)
     transition.append(witness)
-    _wait_for_commit_by(s3, table, [jobs.tag(p) for p in [*conditional, witness]], every=True)
+    _wait_for_commit_by(
+        s3, bucket, table_key, [jobs.tag(p) for p in [*conditional, witness]], every=True
+    )
     status("2-mixed", window_s=time.time() - plain_done - 1)
     # phase 3: the transition jobs end and come back on s3-conditional
     jobs.wait(transition)
@@ -305,11 +317,10 @@ def run_rolling_migration(
     jobs.wait(conditional)
     # a transition reader's listing completes any entry a killed writer left (recovery)
     S3TransitionLogStore(s3, ddb, commit_table).list_from(f"{table}/_delta_log/{0:020d}.json")
-    history = read_history(open_table(table, client=s3))
+    # the oracle: the raw log (boto3 list + GET, JSON parsed here), not a deltaguard reader
+    raw = raw_commit_tags(s3, bucket, table_key)
     found = [
-        h.user_metadata
-        for h in reversed(history)
-        if h.user_metadata and h.user_metadata.startswith(run_id + "/")
+        tag for _, tag in sorted(raw.items()) if tag is not None and tag.startswith(run_id + "/")
     ]
     audit = audit_table(
         open_table(table, client=s3), dynamodb=DynamoDBCheck(ddb, commit_table, (table,))
@@ -323,7 +334,7 @@ def run_rolling_migration(
         statuses=statuses,
         audit_codes=sorted({f.code for f in audit.findings}),
         audit_errors=[f.message for f in audit.findings if f.severity is Severity.ERROR],
-        versions=sorted(h.version for h in history),
+        versions=sorted(raw),
         engines=jobs.engines,
         wall_s=time.monotonic() - started,
     )
@@ -354,10 +365,11 @@ def _rows(tag: str) -> pa.Table:
 
 
 def _race_round(
-    proxy: FaultProxy, dynamo: Any, conditional: Any, table: str, put: Any
+    proxy: FaultProxy, dynamo: Any, conditional: Any, bucket: str, table_key: str, put: Any
 ) -> tuple[bool, bool]:
-    """One staged race on ``table``: (the conditional commit is lost, both writers were told
-    they committed the same version)."""
+    """One staged race on the table ``table_key`` in ``bucket``: (the conditional commit is
+    lost from the raw log, both writers were told they committed the same version)."""
+    table = f"s3a://{bucket}/{table_key}"
     proxy.set_rules([hold_one_commit_put(timeout_s=60)])
     versions: dict[str, int] = {}
     errors: list[BaseException] = []
@@ -378,7 +390,7 @@ def _race_round(
     proxy.set_rules([])
     if errors:
         raise RuntimeError(f"the DynamoDB writer failed: {errors[0]!r}")
-    tags = {h.user_metadata for h in read_history(open_table(table, client=conditional.s3))}
+    tags = set(raw_commit_tags(conditional.s3, bucket, table_key).values())
     return "c" not in tags, versions["conditional"] == versions["dynamodb"]
 
 
@@ -398,12 +410,15 @@ def run_negative_control(
         s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=data)
 
     for r in range(rounds):
-        table = f"s3a://{bucket}/race-{'t' if transition else 'p'}{r}"
+        table_key = f"race-{'t' if transition else 'p'}{r}"
+        table = f"s3a://{bucket}/{table_key}"
         dynamo: Any = (S3TransitionLogStore if transition else S3DynamoDBLogStore)(
             s3, ddb, commit_table
         )
         create_table(dynamo, table, arrow_schema())
-        round_lost, round_both = _race_round(proxy, dynamo, S3ConditionalLogStore(s3), table, put)
+        round_lost, round_both = _race_round(
+            proxy, dynamo, S3ConditionalLogStore(s3), bucket, table_key, put
+        )
         lost += round_lost
         both += round_both
     return RaceResult(

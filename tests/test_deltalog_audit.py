@@ -35,6 +35,7 @@ def dv_table(spark_tables, tmp_path) -> Path:
     return copy_table(spark_tables.path("dv_cdc"), tmp_path / "dv_cdc")
 
 
+# proves: docs/guides/audit.md "the audit only reads: nothing is written or deleted"
 def test_healthy_tables_exit_0_with_json_schema(spark_tables, run_cli):
     for name in ("partitioned", "dv_cdc", "multipart", "v2", "column_mapping"):
         out = run_cli("audit", str(spark_tables.path(name)), "--json")

@@ -151,6 +151,7 @@ def _missing_file_named(table: Path, stdout: str) -> bool:
     )
 
 
+# proves: README "a damaged table is never called healthy; healthy means every reader can read it"
 @settings(
     max_examples=150,
     deadline=None,

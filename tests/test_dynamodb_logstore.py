@@ -120,6 +120,8 @@ def test_staged_claim_race_loses_nothing(ls_proxy, localstack, ls_bucket, ls_com
     _assert_raw_log_holds(localstack.endpoint, ls_bucket, acked)
 
 
+# proves: docs/guides/commit-path.md and docs/guides/streaming.md "a lost response is settled by
+# reading it back, never a duplicate"
 def test_lost_putitem_response_is_ours_not_a_conflict(
     ls_proxy, localstack, ls_bucket, ls_commit_table
 ):
@@ -160,6 +162,8 @@ def test_lost_putitem_response_is_ours_not_a_conflict(
     }, "committed exactly once, at version 1 (the raw log)"
 
 
+# proves: docs/guides/commit-path.md "a DynamoDB writer killed after its commit point loses nothing:
+# the next writer or reader repairs N"
 def test_writer_killed_after_commit_point_is_repaired(
     ls_proxy, localstack, ls_bucket, ls_commit_table, tmp_path
 ):

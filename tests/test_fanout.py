@@ -136,6 +136,7 @@ def test_table_gate_runs_exclusive_alone_and_shared_together():
 # --- Spark on LocalStack -------------------------------------------------------------------------
 
 
+# proves: docs/guides/fanout.md "the fan-out writer loses no rows; every failure surfaces"
 @pytest.mark.spark
 def test_naive_pool_loses_rows_silently_and_write_fanout_does_not(localstack, ls_bucket, tmp_path):
     """One driver: 4 threads append one batch each to a new table, and to an existing table with a

@@ -244,6 +244,7 @@ def _every_kind_alone(test: Any) -> Any:
     return test
 
 
+# proves: README "a damaged table is never called healthy; healthy means every reader can read it"
 @settings(
     max_examples=12,
     derandomize=True,
@@ -305,6 +306,7 @@ def s3_cli(localstack: Any) -> Cli:
     )
 
 
+# proves: README "a damaged table is never called healthy; healthy means every reader can read it"
 # make test only (issue 49: the LocalStack sample is the make-test part), not the quick loop
 @pytest.mark.slow
 @pytest.mark.parametrize("damages", S3_SAMPLE, ids=lambda d: "+".join(k.value for k, _ in d))
@@ -374,6 +376,7 @@ SPARK_SAMPLE: list[tuple[str, list[Damage]]] = [
 ]
 
 
+# proves: README "a damaged table is never called healthy; healthy means every reader can read it"
 @pytest.mark.spark
 @pytest.mark.parametrize(
     ("name", "damages"),

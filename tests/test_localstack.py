@@ -205,10 +205,16 @@ def test_proxy_hold_until_peer_orders_two_writers(ls_proxy, localstack, ls_bucke
     )
     a = threading.Thread(target=lambda: s3_a.put_object(Bucket=ls_bucket, Key="k", Body=b"A"))
     a.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while ls_proxy.fired() != [1]:  # A's PUT reached the proxy and is held there
+        assert a.is_alive() and time.monotonic() < deadline, "A's PUT was never held"
+        time.sleep(0.01)
     assert a.is_alive(), "A's PUT must be held"
     s3_b.put_object(Bucket=ls_bucket, Key="k", Body=b"B")
     a.join(timeout=30)
+    assert not a.is_alive()
+    [held] = ls_proxy.held()
+    assert held["released_by_peer"] and held["status"] == 200, held  # B released A, no timeout
     assert (
         localstack.endpoint.s3_client().get_object(Bucket=ls_bucket, Key="k")["Body"].read() == b"A"
     )

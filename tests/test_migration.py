@@ -28,6 +28,8 @@ def test_negative_control_plain_dynamodb_next_to_conditional_loses_commits(
     assert transition.lost == 0 and transition.both_claimed_one_version == 0, transition.line()
 
 
+# proves: README and docs/guides/migration.md "the transition store moves a live table without
+# stopping a writer; 0 lost, 0 duplicated"
 @pytest.mark.spark
 def test_rolling_migration_under_continuous_writes(
     localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path

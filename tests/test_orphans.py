@@ -105,6 +105,7 @@ def test_scan_classifies_with_vacuum_rules(tmp_path: Path) -> None:
     assert not any(p.startswith("deletion_vector_") for p in _classes(loose))
 
 
+# proves: docs/guides/cleanup.md "hidden names and streaming leftovers are never touched"
 def test_hidden_rule_and_uri_normalisation(tmp_path: Path) -> None:
     hidden = hidden_name_rule(["_p"], {"delta.universalFormat.enabledFormats": "iceberg"})
     assert hidden("_delta_log") and hidden(".x.crc") and hidden("_tmp") and hidden("metadata")
@@ -180,6 +181,8 @@ def test_absolute_entries_with_hash_and_question_mark_keep_their_files(tmp_path:
     assert all((tmp_path / "t" / rel).exists() for rel in names.values())
 
 
+# proves: docs/guides/cleanup.md "only plain relative paths below the root are deleted; one bad path
+# deletes nothing"
 def test_containment_refuses_paths_outside_the_root(tmp_path: Path) -> None:
     root = tmp_path / "t"
     (root / "p=1").mkdir(parents=True)
@@ -241,6 +244,7 @@ def test_cli_exit_codes_json_and_manifest(tmp_path: Path) -> None:
     assert "Traceback" not in missing.output
 
 
+# proves: docs/guides/cleanup.md "a commit that landed since the scan spares every file it names"
 def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
     """Scan at retention 0 sees the writer's uncommitted files as orphans; the writer commits
     (one of its adds even names an old orphan) between the scan and the delete (staged, not
@@ -283,6 +287,8 @@ def test_commit_after_the_scan_is_spared_by_the_reread(tmp_path: Path) -> None:
         execute(store, result, manifest_path=tmp_path / "m2")
 
 
+# proves: docs/guides/cleanup.md "files younger than the cut-off are never deleted; a writer in
+# flight survives"
 def test_writer_in_flight_survives_cleanup(tmp_path: Path, run_cli) -> None:
     """A writer really in flight: a thread writes data files and commits them (adds, removes
     of its earlier files, a checkpoint every 10 commits) without pause, from before
@@ -342,6 +348,8 @@ def test_writer_in_flight_survives_cleanup(tmp_path: Path, run_cli) -> None:
     assert len(list(root.glob("deletion_vector_*.bin"))) == 1, "the live file's DV is kept"
 
 
+# proves: docs/guides/cleanup.md "a listing that raced a commit is listed again, never a failed or
+# wrong scan"
 def test_a_listing_that_raced_a_commit_is_listed_again(tmp_path: Path) -> None:
     """A listing made while a writer committed can miss commit N and hold N+1 (what
     test_writer_in_flight_survives_cleanup runs into); the log is listed again. A commit that

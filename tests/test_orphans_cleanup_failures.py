@@ -27,6 +27,7 @@ PLANNED = [
 ]
 
 
+# proves: docs/guides/cleanup.md "a failure after deleting began never reads 'nothing deleted'"
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_failed_final_manifest_write_still_says_what_was_deleted(
     tmp_path: Path, monkeypatch, as_json: bool
@@ -70,6 +71,7 @@ def test_a_failed_final_manifest_write_still_says_what_was_deleted(
     assert first.paths("planned") == PLANNED
 
 
+# proves: docs/guides/cleanup.md "a failure after deleting began never reads 'nothing deleted'"
 def test_a_failing_delete_request_is_reported_unknown_not_failed(
     localstack, ls_bucket: str, tmp_path: Path
 ) -> None:

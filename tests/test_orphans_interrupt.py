@@ -29,6 +29,8 @@ from deltaguard.tools.orphans import read_manifest
 DAY = 86_400_000
 NOW = int(time.time() * 1000)
 OLD = NOW - 30 * DAY
+#: A DeleteObjects request body; its group (the batch's first object key) is the hold key.
+DELETE_BATCH = r"<Delete\b.*?<Key>([^<]+)</Key>"
 
 
 def stray_table(root: Path, strays: int) -> list[str]:
@@ -115,6 +117,8 @@ def check_interrupted(
     return doc
 
 
+# proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
+# <= deleted + missing + unknown"
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_mid_delete_on_local_disk(tmp_path: Path, sig: signal.Signals, run_cli) -> None:
     planned = stray_table(tmp_path / "t", 8_000)
@@ -227,6 +231,8 @@ def test_a_signal_before_deleting_began_deletes_nothing(
     assert signal.getsignal(signal.SIGTERM) is before  # the handlers are restored
 
 
+# proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
+# <= deleted + missing + unknown"
 @pytest.mark.servers
 @pytest.mark.parametrize(
     "sig",
@@ -236,15 +242,19 @@ def test_a_signal_before_deleting_began_deletes_nothing(
 def test_signal_mid_delete_on_s3(
     moto: Any, moto_bucket: str, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    """4,500 strays: five DeleteObjects batches, four in flight at once, each held 3 s by
-    the proxy. The signal lands while the first four are in flight: their answers are read
-    and recorded (4,000 deleted), the fifth is never sent."""
+    """4,500 strays: five DeleteObjects batches, four in flight at once, each held by the
+    proxy until the test releases it. The signal lands while the first four are held (by
+    construction, not by timing): the run says it is stopping, then the test releases them;
+    their answers are read and recorded (4,000 deleted), the fifth is never sent."""
     planned = stray_table(tmp_path / "t", 4_500)
     client = moto.endpoint.s3_client()
     upload_table(tmp_path / "t", client, moto_bucket, "lake/t", workers=16)
     manifests = tmp_path / "m"
     with FaultProxy(moto.endpoint, tmp_path / "proxy", seed=1) as proxy:
-        proxy.set_rules([FaultRule(action="delay", method="POST", delay_s=3.0)])  # deletes
+        # Each DeleteObjects batch is held on its own key (its first object key), so no
+        # request is another's peer: every batch waits until set_rules([]) releases it.
+        hold = FaultRule("hold_until_peer", method="POST", body_regex=DELETE_BATCH, delay_s=120)
+        proxy.set_rules([hold])
         env = {"AWS_ACCESS_KEY_ID": moto.endpoint.access_key,
                "AWS_SECRET_ACCESS_KEY": moto.endpoint.secret_key}  # fmt: skip
         args = ["orphans", f"s3://{moto_bucket}/lake/t", "--endpoint", proxy.endpoint.url,
@@ -252,11 +262,18 @@ def test_signal_mid_delete_on_s3(
                 "--unsafe-retention", "--delete", "--yes", "--manifest", str(manifests)]  # fmt: skip
         proc = start_cli(*args, env=env)
         manifest = wait_for_status(manifests, "deleting", proc)
-        while proxy.fired() != [4]:  # the first four requests are in the proxy's hands
+        while proxy.fired() != [4]:  # the first four requests are held by the proxy
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
         proc.send_signal(sig)
-        ended = finish(proc)
+        assert proc.stderr is not None
+        seen = [proc.stderr.readline()]  # the handler's "stopping" line: the stop is set
+        while seen[-1] and f"{sig.name}: stopping" not in seen[-1]:
+            seen.append(proc.stderr.readline())
+        assert proxy.fired() == [4], "no delete was sent while the four were held"
+        proxy.set_rules([])  # releases the four held batches
+        code, out, err = finish(proc)
+        ended = (code, out, "".join(seen) + err)
         deletes = [r for r in proxy.requests() if r["kind"] == "s3 DeleteObjects"]
     keys: set[str] = set()
     for page in client.get_paginator("list_objects_v2").paginate(
@@ -270,6 +287,7 @@ def test_signal_mid_delete_on_s3(
     assert doc["counts"]["not_sent"] == 500
 
 
+# proves: docs/guides/cleanup.md "a manifest is never replaced"
 def test_python_api_run_is_refused_over_an_existing_manifest(tmp_path: Path) -> None:
     from deltaguard.tools.orphans import execute, scan
     from deltaguard.tools.orphans.manifest import ManifestPathError

@@ -65,6 +65,7 @@ class _Crash(BaseException):
     """The process dying in the middle of the deletes."""
 
 
+# proves: docs/guides/cleanup.md "the plan is on disk before the first delete"
 def test_a_crash_after_the_plan_leaves_a_deleting_summary_and_the_planned_records(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -133,6 +134,8 @@ def _runs(manifests: Path) -> list[Path]:
     return sorted(p for p in manifests.iterdir() if p.is_dir())
 
 
+# proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
+# <= deleted + missing + unknown"
 def test_a_fixed_manifest_directory_works_on_every_run(tmp_path: Path, capsys) -> None:
     """A scheduled job with one ``--manifest``: three runs in a row, the second finding new
     strays, the third nothing. Each run that deletes writes a new manifest beside the

@@ -25,11 +25,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from local_spark import local_spark_session
+from reader_references import reader_versions
 from test_orphans import _table as orphans_table
 from test_orphans_property import (
     HOUR,
     OPS,
-    _retained_versions,
     _run_history,
     assert_retained_versions_intact,
 )
@@ -220,7 +220,7 @@ def test_spark_cleanup_never_deletes_a_referenced_file_or_outside_the_root(
     outside = base / "outside.parquet"
     outside.write_bytes(b"not the table's")
     store = open_table(str(root))
-    versions = _retained_versions(store)
+    versions = reader_versions(root)  # delta-rs's, every retained version
     spec = StoreSpec(str(root))
     ours = scan_spark(spark, spec, str(base / "r"), retention_ms=retention_h * HOUR, now_ms=now)
     local = scan(store, retention_ms=retention_h * HOUR, now_ms=now)

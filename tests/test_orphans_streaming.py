@@ -76,6 +76,7 @@ def test_checkpoint_in_table_root_is_kept_and_reported(tmp_path: Path) -> None:
     ]
 
 
+# proves: docs/guides/cleanup.md "hidden names and streaming leftovers are never touched"
 def test_cli_delete_never_touches_streaming_leftovers(tmp_path: Path) -> None:
     root = tmp_path / "t"
     t = orphans_table(root)

@@ -61,6 +61,7 @@ def _classes(report: dict) -> dict[str, str]:
     return {f["path"]: f["class"] for f in report["files"]}
 
 
+# proves: docs/guides/cleanup.md "pending and stranded DynamoDB temp commits are never deleted"
 def test_pending_commit_of_the_next_version_is_never_deleted(tmp_path: Path) -> None:
     """The issue's reproduction: versions 0-12 and a 10-day-old temp of version 13 with
     13.json absent. `--delete --yes` deleted it (commit 13 lost); it is now pending-commit."""
@@ -113,6 +114,7 @@ def test_temp_commits_without_the_dynamodb_table_are_kept_or_reported(tmp_path: 
     assert all((root / p).exists() for k, p in temps.items() if k != "hadoop")
 
 
+# proves: docs/guides/cleanup.md "pending and stranded DynamoDB temp commits are never deleted"
 def test_dynamodb_entries_decide_which_temp_commits_are_done(
     localstack, ls_bucket: str, ls_commit_table: str, run_cli, tmp_path: Path
 ) -> None:

@@ -288,6 +288,7 @@ def open_table_for(root: Path):
     return open_table(str(root))
 
 
+# proves: docs/guides/cleanup.md and docs/guides/audit.md "staged commits are never touched"
 def test_staged_commits_are_understood(tmp_path):
     t = _table(tmp_path / "t")
     staged = t.log / "_staged_commits"

@@ -62,6 +62,7 @@ def _files_in(root: Path, value: str) -> list[Path]:
     return sorted(root / a.path for a in snap.adds if a.partition_values.get("p") == value)
 
 
+# proves: docs/guides/repair.md "repair's dry run writes nothing"
 @pytest.mark.parametrize("checkpoint", [False, True], ids=["json-only", "checkpoint-before"])
 def test_deleted_and_truncated_files_are_removed_in_one_commit(tmp_path, run_cli, checkpoint):
     root = _table(tmp_path / "t", checkpoint)
@@ -237,6 +238,8 @@ def _run_racing(
     return code, capsys.readouterr().out
 
 
+# proves: README and docs/guides/repair.md "repair next to live writers: nothing is ever
+# overwritten"
 def test_a_writer_taking_the_version_makes_repair_replan_and_retry(tmp_path, monkeypatch, capsys):
     root = _table(tmp_path / "t")
     gone = _files_in(root, "a b")[0]

@@ -127,6 +127,8 @@ def _assert_everything_kept(
     assert codes <= ({"temp-file"} if dynamodb is not None else set()), report.findings
 
 
+# proves: README and docs/guides/repair.md "repair next to live writers: nothing is ever
+# overwritten"
 @pytest.mark.parametrize(
     "appends",
     [pytest.param(4, marks=pytest.mark.slow), pytest.param(20, marks=pytest.mark.long)],
@@ -223,6 +225,8 @@ def test_repair_races_python_appenders_on_the_dynamodb_store(
     assert names == {f"{v:020d}.json" for v in range(latest + 1)}, "every commit through DynamoDB"
 
 
+# proves: docs/guides/repair.md "repair restores a stranded commit only when the DynamoDB entry
+# names it"
 def test_stranded_commit_of_a_killed_dynamodb_writer_comes_back_once(
     ls_proxy, localstack, ls_bucket, ls_commit_table, tmp_path, run_cli
 ):
@@ -278,6 +282,8 @@ def _dynamodb_table_of_three_appends(endpoint: Any, uri: str, commit_table: str)
     return store
 
 
+# proves: docs/guides/repair.md "repair restores a stranded commit only when the DynamoDB entry
+# names it"
 def test_stranded_commit_without_dynamodb_table_or_with_an_entry_naming_another_temp_is_refused(
     localstack, ls_bucket, ls_commit_table, run_cli
 ):

@@ -66,6 +66,8 @@ def _repair(run_cli: Any, root: Path, *args: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+# proves: docs/guides/repair.md "repair: one commit that removes exactly the broken entries; every
+# reader can read the table again"
 def test_encoded_partitions_deleted_truncated_and_a_missing_directory(
     spark_tables, spark, run_cli, tmp_path
 ):
@@ -99,6 +101,8 @@ def test_encoded_partitions_deleted_truncated_and_a_missing_directory(
     assert len(_agree(spark, root)) == expected + 1
 
 
+# proves: docs/guides/repair.md "repair: one commit that removes exactly the broken entries; every
+# reader can read the table again"
 def test_missing_deletion_vector_file(spark_tables, spark, run_cli, tmp_path):
     root = copy_table(spark_tables.path("dv_cdc"), tmp_path / "t")
     snap = load_snapshot(str(root))

@@ -82,6 +82,8 @@ def repaired(spark_tables, run_cli, tmp_path_factory: pytest.TempPathFactory) ->
     return Repaired(root, frozenset(replay), rows)
 
 
+# proves: docs/guides/repair.md "repair: one commit that removes exactly the broken entries; every
+# reader can read the table again"
 @pytest.mark.parametrize("line", LINES)
 def test_line_reads_the_repaired_table_like_delta_rs_and_the_replay(
     line,

@@ -37,6 +37,8 @@ def test_existing_file_is_log_file_exists_and_left_alone():
     assert s3.objects[KEY] == b"theirs\n"
 
 
+# proves: docs/guides/commit-path.md and docs/guides/streaming.md "a lost response is settled by
+# reading it back, never a duplicate"
 def test_lost_response_settles_by_read_back_without_a_second_put():
     s3 = ScriptedS3()
     store = _store(s3, verify_conditional_writes=False)
@@ -136,6 +138,8 @@ def test_read_back_that_keeps_failing_is_outcome_unknown():
     assert s3.gets == 3, "the read-back has the same budget"
 
 
+# proves: docs/guides/commit-path.md "no conditional create replaces another writer's; an unknown
+# outcome can only be version N"
 def test_landed_put_whose_every_response_is_lost_is_outcome_unknown_and_holds_our_bytes():
     s3 = ScriptedS3()
     store = _store(s3, verify_conditional_writes=False, max_attempts=3)
@@ -148,6 +152,8 @@ def test_landed_put_whose_every_response_is_lost_is_outcome_unknown_and_holds_ou
     assert s3.puts == 1
 
 
+# proves: docs/guides/commit-path.md "a store that ignores If-None-Match is refused before any
+# commit"
 def test_store_ignoring_if_none_match_fails_closed_before_any_commit():
     s3 = ScriptedS3(honour_if_none_match=False)
     with pytest.raises(ConditionalWritesNotHonouredError):

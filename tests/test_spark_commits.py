@@ -97,6 +97,7 @@ def test_baseline_default_s3_store_loses_commits(localstack, ls_proxy, ls_bucket
     assert result.found_rows == (16 - len(result.lost_tags)) * ROWS, summary
 
 
+# proves: README "S3ConditionalLogStore never loses or duplicates a commit"
 def test_conditional_store_4_drivers_x_5_appends_lose_nothing(
     localstack, ls_proxy, ls_bucket, tmp_path
 ):

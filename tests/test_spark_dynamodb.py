@@ -121,6 +121,8 @@ def test_staged_claim_race_of_two_spark_drivers_loses_nothing(
     assert result.found_rows == 4 * ROWS, result.summary()
 
 
+# proves: docs/guides/commit-path.md "a DynamoDB writer killed after its commit point loses nothing:
+# the next writer or reader repairs N"
 def test_spark_driver_killed_after_commit_point_is_repaired_by_the_reader(
     localstack, ls_proxy, ls_bucket, ls_commit_table, tmp_path
 ):

@@ -19,6 +19,7 @@ from deltaguard.tools.storage import open_table
 pytestmark = pytest.mark.spark
 
 
+# proves: docs/guides/cleanup.md "orphan + expired-tombstone is exactly VACUUM's DRY RUN set"
 def test_orphans_match_spark_vacuum_dry_run(failed_jobs, tmp_path: Path) -> None:
     table, expected = failed_jobs
     assert expected["failed_job_files"] and expected["killed_job_files"]
@@ -37,6 +38,7 @@ def test_orphans_match_spark_vacuum_dry_run(failed_jobs, tmp_path: Path) -> None
     )
 
 
+# proves: docs/guides/cleanup.md "orphan + expired-tombstone is exactly VACUUM's DRY RUN set"
 def test_orphans_match_spark_vacuum_on_s3_through_our_logstore(
     failed_jobs, localstack, ls_bucket: str, tmp_path: Path
 ) -> None:
@@ -59,6 +61,7 @@ def test_orphans_match_spark_vacuum_on_s3_through_our_logstore(
     assert set(spark["paths"]) == ours
 
 
+# proves: docs/guides/cleanup.md and README "cleanup keeps every live file"
 def test_cleanup_keeps_every_live_file(failed_jobs, tmp_path: Path) -> None:
     shared, expected = failed_jobs
     # The session's table is shared with other modules: clean a copy of it.

@@ -52,6 +52,8 @@ def _s3_args(localstack) -> list[str]:
     return ["--endpoint", localstack.endpoint.url, "--region", "us-east-1", "--path-style"]
 
 
+# proves: docs/guides/streaming.md "a streaming commit never overwrites another's; every source row
+# exactly once through a kill"
 @pytest.mark.parametrize("files", [FILES, pytest.param(8, marks=pytest.mark.long)])
 @pytest.mark.parametrize("line", ["4.2", "3.5", pytest.param("4.1", marks=pytest.mark.long)])
 def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
@@ -146,6 +148,8 @@ def test_two_queries_and_a_batch_writer_exactly_once_through_a_kill(
     ), (report["files"], summary)
 
 
+# proves: docs/guides/streaming.md "a streaming commit never overwrites another's; every source row
+# exactly once through a kill"
 def test_foreach_batch_fanout_rerun_after_a_kill_writes_nothing_twice(
     localstack, ls_proxy, ls_bucket, tmp_path
 ):
