@@ -154,6 +154,7 @@ def _checkpointed(root: Path) -> Path:
 
 
 CHECKPOINT = f"{2:020d}.checkpoint.parquet"
+CHECKPOINT_3 = f"{3:020d}.checkpoint.parquet"
 
 
 def _set_hint(root: Path, **fields: object) -> None:
@@ -174,8 +175,8 @@ def _delete_checkpoint(root: Path) -> None:
     ("damage", "code", "file"),
     [
         (_truncate_checkpoint, "checkpoint-unreadable", CHECKPOINT),
-        (_delete_checkpoint, "last-checkpoint-missing", "_last_checkpoint"),
-        (lambda r: _set_hint(r, version=3), "last-checkpoint-missing", "_last_checkpoint"),
+        (_delete_checkpoint, "last-checkpoint-missing", CHECKPOINT),
+        (lambda r: _set_hint(r, version=3), "last-checkpoint-missing", CHECKPOINT_3),
         (lambda r: _log(r, f"{3:020d}.json").unlink(), "version-gap", f"{3:020d}.json"),
     ],
     ids=["checkpoint-truncated", "checkpoint-deleted", "hint-names-no-checkpoint", "gap"],
@@ -206,6 +207,8 @@ def test_a_last_checkpoint_that_disagrees_with_its_checkpoint_is_a_warning(
         ("last-checkpoint-mismatch", "warning")
     ]
     assert next(iter(fields)) in report.findings[0].message
+    assert report.findings[0].file == f"_delta_log/{CHECKPOINT}"
+    assert CHECKPOINT in report.findings[0].message
     assert audit_exit_code(report) == 1
 
 
@@ -348,3 +351,20 @@ def test_check_footers_reads_each_deletion_vector(tmp_path: Path) -> None:
     bad = [(f.code, f.file) for f in report.findings if "dv" in f.code]
     assert bad == [("unreadable-dv-file", dv_file_name(ids[1]))]
     assert "CRC-32" in next(f.message for f in report.findings if f.code == "unreadable-dv-file")
+
+
+def test_a_multi_part_checkpoint_missing_a_part_names_the_missing_part(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    parts = [
+        _log(root, n) for n in (f"{2:020d}.checkpoint.{p:010d}.{3:010d}.parquet" for p in (1, 2))
+    ]
+    for part in parts:  # two of three parts of a checkpoint at 2 (the third never written)
+        part.write_bytes(b"PAR1")
+    _log(root, "_last_checkpoint").write_text(json.dumps({"version": 2, "size": 3, "parts": 3}))
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    missing = f"_delta_log/{2:020d}.checkpoint.{3:010d}.{3:010d}.parquet"
+    found = {(f.code, f.file) for f in report.findings}
+    assert ("checkpoint-parts-missing", missing) in found
+    assert ("last-checkpoint-missing", missing) in found
+    assert audit_exit_code(report) == 1

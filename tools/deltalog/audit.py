@@ -21,7 +21,13 @@ import pyarrow.parquet as pq
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
-from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
+from deltaguard.tools.deltalog.checkpoint import (
+    LOG_DIR,
+    CheckpointRef,
+    checkpoint_names,
+    missing_parts,
+    sidecar_rel_path,
+)
 from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import unknown_writer_features
@@ -177,18 +183,24 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
     at_version = [c for c in listing.checkpoints if c.version == hint.version]
     if not at_version:
         partial = [c for c in listing.incomplete_checkpoints if c.version == hint.version]
-        what = "only an incomplete multi-part checkpoint" if partial else "no checkpoint"
+        if partial:
+            missing = missing_parts(partial[-1])
+            what = f"only an incomplete multi-part checkpoint (missing {', '.join(missing)})"
+        else:
+            missing = [checkpoint_names(hint.version, hint.parts)[0]]
+            what = f"no checkpoint ({missing[0]} does not exist)"
         out.add(
             "last-checkpoint-missing",
             f"_last_checkpoint names version {hint.version}, but {what} exists there",
-            _log("_last_checkpoint"),
+            _log(missing[0]),
         )
     else:
-        for problem in _hint_mismatches(store, listing, hint, at_version[-1]):
+        ref = at_version[-1]
+        for problem in _hint_mismatches(store, listing, hint, ref):
             out.add(
                 "last-checkpoint-mismatch",
-                f"_last_checkpoint (version {hint.version}): {problem}",
-                _log("_last_checkpoint"),
+                f"_last_checkpoint (version {hint.version}) and {ref.files[0]}: {problem}",
+                _log(ref.files[0]),
             )
     newest = max((c.version for c in listing.checkpoints), default=None)
     if newest is not None and newest > hint.version:
@@ -241,11 +253,12 @@ def _check_names(
     for name in listing.stray_files:
         out.add("stray-log-file", f"unrecognized file {name} in _delta_log", _log(name))
     for ref in listing.incomplete_checkpoints:
-        parts = ref.files[0].split(".")[-2]
+        missing = missing_parts(ref)
         out.add(
             "checkpoint-parts-missing",
-            f"multi-part checkpoint {ref.version} has {len(ref.files)} of {int(parts)} parts",
-            _log(ref.files[0]),
+            f"multi-part checkpoint {ref.version} has {len(ref.files)} parts; missing: "
+            + ", ".join(missing),
+            _log(missing[0]),
         )
 
 
