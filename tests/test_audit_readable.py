@@ -368,3 +368,30 @@ def test_a_multi_part_checkpoint_missing_a_part_names_the_missing_part(tmp_path:
     assert ("checkpoint-parts-missing", missing) in found
     assert ("last-checkpoint-missing", missing) in found
     assert audit_exit_code(report) == 1
+
+
+def test_a_checkpoint_holding_an_older_state_is_a_checkpoint_mismatch(tmp_path: Path) -> None:
+    """Checkpoints at 1 and 3, the one at 3 overwritten with the one at 1's bytes: delta-rs
+    reads it without error and returns the rows of version 1 (plus the commits after 3)."""
+    root = _table(tmp_path / "t", appends=2)
+    DeltaTable(str(root)).create_checkpoint()
+    _table(root, appends=2)
+    DeltaTable(str(root)).create_checkpoint()
+    write_deltalake(str(root), pa.table({"n": [100]}), mode="append")
+    healthy = audit_table(str(root))
+    assert audit_exit_code(healthy) == 0, healthy.findings
+    assert "same state" in healthy.summary["checkpoint_compared"]
+    latest = _log(root, f"{3:020d}.checkpoint.parquet")
+    latest.write_bytes(_log(root, f"{1:020d}.checkpoint.parquet").read_bytes())
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 21  # silently wrong: 41 rows
+
+    report = audit_table(str(root))
+    assert audit_exit_code(report) == 1
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("checkpoint-mismatch", f"_delta_log/{latest.name}") in found, report.findings
+    assert "differs" in report.summary["checkpoint_compared"]
+
+    for v in range(3):  # the commits up to the checkpoint cleaned up: not compared, said so
+        _log(root, f"{v:020d}.json").unlink()
+    cleaned = audit_table(str(root))
+    assert "not compared" in cleaned.summary["checkpoint_compared"]

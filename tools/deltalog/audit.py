@@ -28,6 +28,7 @@ from deltaguard.tools.deltalog.checkpoint import (
     missing_parts,
     sidecar_rel_path,
 )
+from deltaguard.tools.deltalog.checkpoint_content import compare_checkpoint
 from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import unknown_writer_features
@@ -407,6 +408,29 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
 
 
+def _check_checkpoint_content(
+    store: TableStore, listing: LogListing, snap: Snapshot, out: _Collector
+) -> str:
+    """The checkpoint the snapshot was replayed from (the one readers use) against the
+    commits up to its version (:func:`.checkpoint_content.compare_checkpoint`): a
+    ``checkpoint-mismatch`` when they differ. Returns what it was compared with (or why
+    not): ``summary.checkpoint_compared``."""
+    ref = snap.segment.checkpoint
+    if ref is None:
+        return "no checkpoint used"
+    with phase(f"audit: comparing checkpoint {ref.version} with the commits"):
+        result = compare_checkpoint(store, listing, ref)
+    if result.differences:
+        out.add(
+            "checkpoint-mismatch",
+            f"{ref.files[0]} does not hold the state of version {ref.version}: "
+            + "; ".join(result.differences),
+            _log(ref.files[0]),
+        )
+    verdict = ("differs" if result.differences else "same state") if result.done else ""
+    return f"{ref.files[0]} {result.compared}" + (f": {verdict}" if verdict else "")
+
+
 @dataclass
 class FileFindings:
     """What a file check found, from either engine (local: :func:`check_live_files`; Spark:
@@ -623,6 +647,7 @@ def audit_table(
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
+        compared = _check_checkpoint_content(store, listing, snap, out)
         file_counts: dict[str, Any] = {"data_files_checked": NOT_CHECKED}
         if check_files:
             with phase(f"audit: checking {len(snap.adds):,} live files"):
@@ -642,6 +667,7 @@ def audit_table(
             },
             "checkpoint": snap.segment.checkpoint.files[0] if snap.segment.checkpoint else None,
             "commits_replayed": len(snap.segment.pieces),
+            "checkpoint_compared": compared,
             **file_counts,
         }
     report.summary.update(

@@ -75,6 +75,15 @@ CODES: dict[str, tuple[Severity, str]] = {
         "checkpoint or the commits. Write a new checkpoint from a reader that still can read "
         "the table (Spark falls back), and never delete it while log cleanup depends on it.",
     ),
+    "checkpoint-mismatch": (
+        Severity.ERROR,
+        "The checkpoint readers use does not hold the state of its version: its live files "
+        "(or protocol, metaData) differ from the replay of the commits up to it (e.g. another "
+        "checkpoint's bytes copied over it). Readers read it without error and return the wrong "
+        "rows. Delete it (and point _last_checkpoint at an older checkpoint, or remove it) "
+        "while the commits are retained, then write a new checkpoint. Compared only for the "
+        "newest checkpoint and only while its commits are retained (summary.checkpoint_compared).",
+    ),
     "checkpoint-parts-missing": (
         Severity.WARNING,
         "A multi-part checkpoint lacks parts (an interrupted checkpoint). Readers ignore it; "
