@@ -395,3 +395,17 @@ def test_a_checkpoint_holding_an_older_state_is_a_checkpoint_mismatch(tmp_path: 
         _log(root, f"{v:020d}.json").unlink()
     cleaned = audit_table(str(root))
     assert "not compared" in cleaned.summary["checkpoint_compared"]
+
+
+def test_a_checksum_file_newer_than_the_latest_commit_is_an_error(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")  # versions 0-2
+    stray = _log(root, f"{6:020d}.crc")
+    stray.write_text(
+        json.dumps({"tableSizeBytes": 0, "numFiles": 0, "numMetadata": 1, "numProtocol": 1})
+    )
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    assert [(f.code, f.file) for f in report.findings] == [
+        ("crc-ahead-of-log", f"_delta_log/{stray.name}")
+    ]
+    assert audit_exit_code(report) == 1

@@ -253,6 +253,14 @@ def _check_names(
         out.add("temp-file", f"leftover temp file {name}{detail}", _log(name))
     for name in listing.stray_files:
         out.add("stray-log-file", f"unrecognized file {name} in _delta_log", _log(name))
+    latest = listing.latest_version
+    for version, name in sorted(listing.checksums.items()):
+        if latest is not None and version > latest:
+            out.add(
+                "crc-ahead-of-log",
+                f"checksum file {name} is for version {version}; the latest version is {latest}",
+                _log(name),
+            )
     for ref in listing.incomplete_checkpoints:
         missing = missing_parts(ref)
         out.add(

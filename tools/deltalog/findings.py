@@ -116,6 +116,13 @@ CODES: dict[str, tuple[Severity, str]] = {
         "The version checksum file disagrees with the replayed state: the log may have been "
         "modified after the commit. Compare with a backup before trusting this version.",
     ),
+    "crc-ahead-of-log": (
+        Severity.ERROR,
+        "A version checksum file (N.crc) for a version newer than the latest commit: delta-rs "
+        '(delta-kernel) fails to open the table ("CRC file version N is newer than log segment '
+        'version"). No commit can own it: it was left by a commit that was removed, or copied '
+        "in. Move it out of _delta_log (keep a copy); the commit of that version rewrites it.",
+    ),
     "crc-unreadable": (
         Severity.WARNING,
         "A .crc file is not valid JSON; it is optional, so readers ignore it.",
