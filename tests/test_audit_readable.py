@@ -19,6 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.live_files import DV_MAGIC
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
 from deltaguard.tools.exit_codes import audit_exit_code
@@ -409,3 +410,24 @@ def test_a_checksum_file_newer_than_the_latest_commit_is_an_error(tmp_path: Path
         ("crc-ahead-of-log", f"_delta_log/{stray.name}")
     ]
     assert audit_exit_code(report) == 1
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling-link"])
+def test_a_commit_that_is_there_but_unreadable_is_what_history_says(
+    tmp_path: Path, kind: str
+) -> None:
+    root = _table(tmp_path / "t")  # versions 0-2
+    commit = _log(root, f"{1:020d}.json")
+    commit.unlink()
+    if kind == "directory":
+        commit.mkdir()
+    else:
+        commit.symlink_to(tmp_path / "nowhere.json")
+    assert not _delta_rs_reads(root)
+    (entry,) = [e for e in read_history(str(root)) if e.version == 1]
+    assert (entry.state, entry.finding) == ("unreadable", "commit-unreadable")
+    report = audit_table(str(root))
+    codes = [(f.code, f.file) for f in report.findings]
+    assert ("commit-unreadable", f"_delta_log/{commit.name}") in codes, report.findings
+    assert not [c for c, _ in codes if c.startswith("version-gap")], report.findings
+    assert audit_exit_code(report) != 0

@@ -33,7 +33,7 @@ from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
-from deltaguard.tools.deltalog.gaps import check_versions
+from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
 from deltaguard.tools.deltalog.listing import (
     LastCheckpoint,
     LastCheckpointError,
@@ -302,8 +302,25 @@ def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> Non
             )
 
 
-def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:
-    for finding in check_versions(listing, target).findings:
+def _check_versions(
+    store: TableStore, listing: LogListing, target: int | None, out: _Collector
+) -> None:
+    """The version findings (:func:`.gaps.check_versions`); a missing version whose ``N.json``
+    is there but cannot be read (read once more: :func:`.gaps.unreadable_in_place`, what
+    history says too) is ``commit-unreadable`` instead of part of a gap."""
+    check = check_versions(listing, target)
+    gaps = sorted(check.missing)
+    read = read_each(store, [_log(commit_file_name(v)) for v in gaps]) if gaps else []
+    unreadable: dict[int, StorageError] = {}
+    for v, data in zip(gaps, read, strict=True):
+        error = unreadable_in_place(data)
+        if error is not None:
+            unreadable[v] = error
+            out.add("commit-unreadable", str(error), _log(commit_file_name(v)))
+    for finding in check.findings:
+        versions = {v for v, f in check.missing.items() if f is finding}
+        if versions and versions <= unreadable.keys():
+            continue  # every version of this gap is there, only unreadable: said above
         out.add(finding.code, finding.message, finding.file)
 
 
@@ -646,7 +663,7 @@ def audit_table(
             wanted = version if version is not None else listing.latest_version
             out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
     target = snap.version if snap else version
-    _check_versions(listing, target, out)
+    _check_versions(store, listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
     with phase(f"audit: checking {len(listing.checkpoints):,} checkpoints"):
         _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
