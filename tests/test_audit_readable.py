@@ -63,25 +63,18 @@ def _empty(f: Path) -> None:
     f.write_bytes(b"")
 
 
-#: (damage, whether delta-rs still reads the table): bytes appended after the footer still
-#: read in delta-rs (it finds the footer from the file's end), but the file is not the one
-#: committed (Spark locates the footer from the logged size): a finding all the same.
-@pytest.mark.parametrize(
-    ("damage", "delta_rs_reads"),
-    [(_truncate, False), (_grow, True), (_empty, False)],
-    ids=["truncated", "grown", "zero-byte"],
-)
-def test_a_data_file_of_another_size_is_a_finding_and_repair_removes_it(
+#: damage of a data file that repair removes (the footer past the file's end): delta-rs fails
+@pytest.mark.parametrize("damage", [_truncate, _empty], ids=["truncated", "zero-byte"])
+def test_a_data_file_shorter_than_logged_is_a_finding_and_repair_removes_it(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     damage: Callable[[Path], None],
-    delta_rs_reads: bool,
 ) -> None:
     root = _table(tmp_path / "t")
     broken = _first_live(root)
     logged = broken.stat().st_size
     damage(broken)
-    assert _delta_rs_reads(root) is delta_rs_reads
+    assert not _delta_rs_reads(root)
 
     report = audit_table(str(root))
     assert audit_exit_code(report) == 1
@@ -95,6 +88,40 @@ def test_a_data_file_of_another_size_is_a_finding_and_repair_removes_it(
     code, out = _repair(root, capsys, yes=True)
     assert code == 0, out
     assert _delta_rs_reads(root)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
+    assert audit_exit_code(audit_table(str(root))) == 0
+
+
+def test_a_grown_data_file_readers_read_is_flagged_but_never_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bytes appended after the footer: delta-rs (and Spark, from the logged size) still read
+    every row, so repair keeps the file and says so (``not repaired``), with or without
+    ``--check footers``."""
+    root = _table(tmp_path / "t")
+    grown = _first_live(root)
+    _grow(grown)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 30
+    report = audit_table(str(root))
+    assert [(f.code, f.file) for f in report.findings] == [("size-mismatch", grown.name)]
+    for check in (CheckMode.EXISTS, CheckMode.FOOTERS):
+        code, out = _repair(root, capsys, check=check, yes=True)
+        assert code == 1 and f"not repaired: size-mismatch: {grown.name}" in out, out
+        assert "committed version" not in out and "kept" in out
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 30
+
+
+def test_a_grown_data_file_unreadable_at_the_logged_size_needs_check_footers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _table(tmp_path / "t")
+    broken = _first_live(root)
+    broken.write_bytes(b"X" * (broken.stat().st_size + 16))  # overwritten, longer
+    assert not _delta_rs_reads(root)
+    code, out = _repair(root, capsys, yes=True)
+    assert code == 1 and "not repaired: size-mismatch" in out and "--check footers" in out
+    code, out = _repair(root, capsys, check=CheckMode.FOOTERS, yes=True)
+    assert code == 0 and "at the logged size its Parquet footer is unreadable" in out, out
     assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
     assert audit_exit_code(audit_table(str(root))) == 0
 

@@ -140,9 +140,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "size-mismatch": (
         Severity.ERROR,
         "A live data file's size differs from the size its add action records (truncated, "
-        "grown, emptied or overwritten after the commit): readers locate the Parquet footer "
-        "from the logged size, so reads fail. Restore the file from a backup or bucket "
-        "versioning, or remove the entry (`deltaguard repair`).",
+        "grown, emptied or overwritten after the commit). Readers locate the Parquet footer "
+        "from the logged size: a shorter file fails every read; a longer one reads only if the "
+        "bytes up to the logged size are the committed file. Restore the file from a backup or "
+        "bucket versioning, or remove the entry (`deltaguard repair`; it keeps a longer file "
+        "whose footer at the logged size reads, see docs/guides/repair.md).",
     ),
     "unreadable-data-file": (
         Severity.ERROR,
