@@ -458,3 +458,20 @@ def test_a_commit_that_is_there_but_unreadable_is_what_history_says(
     assert ("commit-unreadable", f"_delta_log/{commit.name}") in codes, report.findings
     assert not [c for c, _ in codes if c.startswith("version-gap")], report.findings
     assert audit_exit_code(report) != 0
+
+
+def test_a_bit_flip_in_a_checkpoint_data_page_is_checkpoint_unreadable(tmp_path: Path) -> None:
+    """A flipped bit in a page of a column the replay does not read (found by flipping each
+    byte of delta-rs's checkpoint of this table): delta-rs fails, the audit reads the newest
+    checkpoint whole."""
+    root = _table(tmp_path / "t")
+    DeltaTable(str(root)).create_checkpoint()
+    checkpoint = _log(root, CHECKPOINT)
+    data = bytearray(checkpoint.read_bytes())
+    data[501] ^= 0x10
+    checkpoint.write_bytes(bytes(data))
+    with pytest.raises(BaseException, match=r"(?i)parquet|encoding|utf"):  # delta-rs may panic
+        DeltaTable(str(root)).to_pyarrow_table()
+    report = audit_table(str(root))
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("checkpoint-unreadable", f"_delta_log/{CHECKPOINT}") in found, report.findings

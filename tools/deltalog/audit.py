@@ -360,6 +360,7 @@ def _check_checkpoints(
 ) -> None:
     for ref in listing.checkpoints:
         if ref == used:
+            _read_whole(store, ref, out)
             continue
         if ref in skipped:
             out.add("checkpoint-unreadable", skipped[ref], _log(ref.files[0]))
@@ -372,6 +373,26 @@ def _check_checkpoints(
         else:
             if ref.kind.value == "v2-checkpoint" or ref.files[0].endswith(".checkpoint.parquet"):
                 _check_sidecars(store, ref, out)
+
+
+def _read_whole(store: TableStore, ref: CheckpointRef, out: _Collector) -> None:
+    """The checkpoint readers use, every Parquet part read whole (every column and page,
+    page checksums verified, strings validated as UTF-8): the replay reads only the columns
+    it needs, and a reader that reads the rest fails on a damaged page
+    (``checkpoint-unreadable``)."""
+    for name in ref.files:
+        if name.endswith(".json"):
+            continue
+        try:
+            data = store.read(_log(name))
+            table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+            table.validate(full=True)
+        except StorageError:
+            return  # not readable at all: the replay said so
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            out.add("checkpoint-unreadable", f"{name}: {first}", _log(name))
+            return
 
 
 def _check_sidecars(store: TableStore, ref: CheckpointRef, out: _Collector) -> None:
