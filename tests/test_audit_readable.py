@@ -475,3 +475,15 @@ def test_a_bit_flip_in_a_checkpoint_data_page_is_checkpoint_unreadable(tmp_path:
     report = audit_table(str(root))
     found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
     assert ("checkpoint-unreadable", f"_delta_log/{CHECKPOINT}") in found, report.findings
+
+
+def test_a_corrupt_log_compaction_readers_may_use_is_a_corrupt_line(tmp_path: Path) -> None:
+    """A compaction covering versions after the newest checkpoint is parsed like a commit.
+    (The delta-rs installed here does not read compactions, so it is no oracle here.)"""
+    root = _table(tmp_path / "t", appends=4)  # versions 0-3
+    compacted = _log(root, f"{1:020d}.{2:020d}.compacted.json")
+    compacted.write_text('{"add": {"path": "x.parquet"\n')
+    report = audit_table(str(root))
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("corrupt-json-line", f"_delta_log/{compacted.name}") in found, report.findings
+    assert audit_exit_code(report) != 0
