@@ -19,6 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.live_files import DV_MAGIC
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
 from deltaguard.tools.exit_codes import audit_exit_code
@@ -62,25 +63,18 @@ def _empty(f: Path) -> None:
     f.write_bytes(b"")
 
 
-#: (damage, whether delta-rs still reads the table): bytes appended after the footer still
-#: read in delta-rs (it finds the footer from the file's end), but the file is not the one
-#: committed (Spark locates the footer from the logged size): a finding all the same.
-@pytest.mark.parametrize(
-    ("damage", "delta_rs_reads"),
-    [(_truncate, False), (_grow, True), (_empty, False)],
-    ids=["truncated", "grown", "zero-byte"],
-)
-def test_a_data_file_of_another_size_is_a_finding_and_repair_removes_it(
+#: damage of a data file that repair removes (the footer past the file's end): delta-rs fails
+@pytest.mark.parametrize("damage", [_truncate, _empty], ids=["truncated", "zero-byte"])
+def test_a_data_file_shorter_than_logged_is_a_finding_and_repair_removes_it(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     damage: Callable[[Path], None],
-    delta_rs_reads: bool,
 ) -> None:
     root = _table(tmp_path / "t")
     broken = _first_live(root)
     logged = broken.stat().st_size
     damage(broken)
-    assert _delta_rs_reads(root) is delta_rs_reads
+    assert not _delta_rs_reads(root)
 
     report = audit_table(str(root))
     assert audit_exit_code(report) == 1
@@ -94,6 +88,40 @@ def test_a_data_file_of_another_size_is_a_finding_and_repair_removes_it(
     code, out = _repair(root, capsys, yes=True)
     assert code == 0, out
     assert _delta_rs_reads(root)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
+    assert audit_exit_code(audit_table(str(root))) == 0
+
+
+def test_a_grown_data_file_readers_read_is_flagged_but_never_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bytes appended after the footer: delta-rs (and Spark, from the logged size) still read
+    every row, so repair keeps the file and says so (``not repaired``), with or without
+    ``--check footers``."""
+    root = _table(tmp_path / "t")
+    grown = _first_live(root)
+    _grow(grown)
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 30
+    report = audit_table(str(root))
+    assert [(f.code, f.file) for f in report.findings] == [("size-mismatch", grown.name)]
+    for check in (CheckMode.EXISTS, CheckMode.FOOTERS):
+        code, out = _repair(root, capsys, check=check, yes=True)
+        assert code == 1 and f"not repaired: size-mismatch: {grown.name}" in out, out
+        assert "committed version" not in out and "kept" in out
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 30
+
+
+def test_a_grown_data_file_unreadable_at_the_logged_size_needs_check_footers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _table(tmp_path / "t")
+    broken = _first_live(root)
+    broken.write_bytes(b"X" * (broken.stat().st_size + 16))  # overwritten, longer
+    assert not _delta_rs_reads(root)
+    code, out = _repair(root, capsys, yes=True)
+    assert code == 1 and "not repaired: size-mismatch" in out and "--check footers" in out
+    code, out = _repair(root, capsys, check=CheckMode.FOOTERS, yes=True)
+    assert code == 0 and "at the logged size its Parquet footer is unreadable" in out, out
     assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
     assert audit_exit_code(audit_table(str(root))) == 0
 
@@ -154,6 +182,7 @@ def _checkpointed(root: Path) -> Path:
 
 
 CHECKPOINT = f"{2:020d}.checkpoint.parquet"
+CHECKPOINT_3 = f"{3:020d}.checkpoint.parquet"
 
 
 def _set_hint(root: Path, **fields: object) -> None:
@@ -174,8 +203,8 @@ def _delete_checkpoint(root: Path) -> None:
     ("damage", "code", "file"),
     [
         (_truncate_checkpoint, "checkpoint-unreadable", CHECKPOINT),
-        (_delete_checkpoint, "last-checkpoint-missing", "_last_checkpoint"),
-        (lambda r: _set_hint(r, version=3), "last-checkpoint-missing", "_last_checkpoint"),
+        (_delete_checkpoint, "last-checkpoint-missing", CHECKPOINT),
+        (lambda r: _set_hint(r, version=3), "last-checkpoint-missing", CHECKPOINT_3),
         (lambda r: _log(r, f"{3:020d}.json").unlink(), "version-gap", f"{3:020d}.json"),
     ],
     ids=["checkpoint-truncated", "checkpoint-deleted", "hint-names-no-checkpoint", "gap"],
@@ -206,6 +235,8 @@ def test_a_last_checkpoint_that_disagrees_with_its_checkpoint_is_a_warning(
         ("last-checkpoint-mismatch", "warning")
     ]
     assert next(iter(fields)) in report.findings[0].message
+    assert report.findings[0].file == f"_delta_log/{CHECKPOINT}"
+    assert CHECKPOINT in report.findings[0].message
     assert audit_exit_code(report) == 1
 
 
@@ -348,3 +379,111 @@ def test_check_footers_reads_each_deletion_vector(tmp_path: Path) -> None:
     bad = [(f.code, f.file) for f in report.findings if "dv" in f.code]
     assert bad == [("unreadable-dv-file", dv_file_name(ids[1]))]
     assert "CRC-32" in next(f.message for f in report.findings if f.code == "unreadable-dv-file")
+
+
+def test_a_multi_part_checkpoint_missing_a_part_names_the_missing_part(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")
+    parts = [
+        _log(root, n) for n in (f"{2:020d}.checkpoint.{p:010d}.{3:010d}.parquet" for p in (1, 2))
+    ]
+    for part in parts:  # two of three parts of a checkpoint at 2 (the third never written)
+        part.write_bytes(b"PAR1")
+    _log(root, "_last_checkpoint").write_text(json.dumps({"version": 2, "size": 3, "parts": 3}))
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    missing = f"_delta_log/{2:020d}.checkpoint.{3:010d}.{3:010d}.parquet"
+    found = {(f.code, f.file) for f in report.findings}
+    assert ("checkpoint-parts-missing", missing) in found
+    assert ("last-checkpoint-missing", missing) in found
+    assert audit_exit_code(report) == 1
+
+
+def test_a_checkpoint_holding_an_older_state_is_a_checkpoint_mismatch(tmp_path: Path) -> None:
+    """Checkpoints at 1 and 3, the one at 3 overwritten with the one at 1's bytes: delta-rs
+    reads it without error and returns the rows of version 1 (plus the commits after 3)."""
+    root = _table(tmp_path / "t", appends=2)
+    DeltaTable(str(root)).create_checkpoint()
+    _table(root, appends=2)
+    DeltaTable(str(root)).create_checkpoint()
+    write_deltalake(str(root), pa.table({"n": [100]}), mode="append")
+    healthy = audit_table(str(root))
+    assert audit_exit_code(healthy) == 0, healthy.findings
+    assert "same state" in healthy.summary["checkpoint_compared"]
+    latest = _log(root, f"{3:020d}.checkpoint.parquet")
+    latest.write_bytes(_log(root, f"{1:020d}.checkpoint.parquet").read_bytes())
+    assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 21  # silently wrong: 41 rows
+
+    report = audit_table(str(root))
+    assert audit_exit_code(report) == 1
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("checkpoint-mismatch", f"_delta_log/{latest.name}") in found, report.findings
+    assert "differs" in report.summary["checkpoint_compared"]
+
+    for v in range(3):  # the commits up to the checkpoint cleaned up: not compared, said so
+        _log(root, f"{v:020d}.json").unlink()
+    cleaned = audit_table(str(root))
+    assert "not compared" in cleaned.summary["checkpoint_compared"]
+
+
+def test_a_checksum_file_newer_than_the_latest_commit_is_an_error(tmp_path: Path) -> None:
+    root = _table(tmp_path / "t")  # versions 0-2
+    stray = _log(root, f"{6:020d}.crc")
+    stray.write_text(
+        json.dumps({"tableSizeBytes": 0, "numFiles": 0, "numMetadata": 1, "numProtocol": 1})
+    )
+    assert not _delta_rs_reads(root)
+    report = audit_table(str(root))
+    assert [(f.code, f.file) for f in report.findings] == [
+        ("crc-ahead-of-log", f"_delta_log/{stray.name}")
+    ]
+    assert audit_exit_code(report) == 1
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling-link"])
+def test_a_commit_that_is_there_but_unreadable_is_what_history_says(
+    tmp_path: Path, kind: str
+) -> None:
+    root = _table(tmp_path / "t")  # versions 0-2
+    commit = _log(root, f"{1:020d}.json")
+    commit.unlink()
+    if kind == "directory":
+        commit.mkdir()
+    else:
+        commit.symlink_to(tmp_path / "nowhere.json")
+    assert not _delta_rs_reads(root)
+    (entry,) = [e for e in read_history(str(root)) if e.version == 1]
+    assert (entry.state, entry.finding) == ("unreadable", "commit-unreadable")
+    report = audit_table(str(root))
+    codes = [(f.code, f.file) for f in report.findings]
+    assert ("commit-unreadable", f"_delta_log/{commit.name}") in codes, report.findings
+    assert not [c for c, _ in codes if c.startswith("version-gap")], report.findings
+    assert audit_exit_code(report) != 0
+
+
+def test_a_bit_flip_in_a_checkpoint_data_page_is_checkpoint_unreadable(tmp_path: Path) -> None:
+    """A flipped bit in a page of a column the replay does not read (found by flipping each
+    byte of delta-rs's checkpoint of this table): delta-rs fails, the audit reads the newest
+    checkpoint whole."""
+    root = _table(tmp_path / "t")
+    DeltaTable(str(root)).create_checkpoint()
+    checkpoint = _log(root, CHECKPOINT)
+    data = bytearray(checkpoint.read_bytes())
+    data[501] ^= 0x10
+    checkpoint.write_bytes(bytes(data))
+    with pytest.raises(BaseException, match=r"(?i)parquet|encoding|utf"):  # delta-rs may panic
+        DeltaTable(str(root)).to_pyarrow_table()
+    report = audit_table(str(root))
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("checkpoint-unreadable", f"_delta_log/{CHECKPOINT}") in found, report.findings
+
+
+def test_a_corrupt_log_compaction_readers_may_use_is_a_corrupt_line(tmp_path: Path) -> None:
+    """A compaction covering versions after the newest checkpoint is parsed like a commit.
+    (The delta-rs installed here does not read compactions, so it is no oracle here.)"""
+    root = _table(tmp_path / "t", appends=4)  # versions 0-3
+    compacted = _log(root, f"{1:020d}.{2:020d}.compacted.json")
+    compacted.write_text('{"add": {"path": "x.parquet"\n')
+    report = audit_table(str(root))
+    found = [(f.code, f.file) for f in report.findings if f.severity == "error"]
+    assert ("corrupt-json-line", f"_delta_log/{compacted.name}") in found, report.findings
+    assert audit_exit_code(report) != 0

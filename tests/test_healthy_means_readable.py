@@ -22,6 +22,7 @@ checkpoints) and the delta-rs table with Spark as the second oracle (``spark``, 
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -169,7 +170,20 @@ def check_property(
     commands and readers get (an upload to S3, say); ``cli`` runs the commands."""
     cli = cli or Cli()
     table = copy_table(pristine.root, scratch / "damaged")
-    damaged = [f for files in _damage(pristine, table, damages) for f in files]
+    per_damage = _damage(pristine, table, damages)
+    damaged = [f for files in per_damage for f in files]
+    others = {
+        f
+        for (k, _), files in zip(damages, per_damage, strict=True)
+        if k is not Kind.DATA_GROWN
+        for f in files
+    }
+    grown = {
+        f
+        for (k, _), files in zip(damages, per_damage, strict=True)
+        if k is Kind.DATA_GROWN
+        for f in files
+    } - others
     uri = location(table)
     failed = _failures(pristine, oracle, uri, pristine.rows)
     kinds = [k.value for k, _ in damages]
@@ -190,25 +204,40 @@ def check_property(
             f"{what}: names none of {sorted(named)}\n{out}{err}"
         )
     if damages and all(k.data_file for k, _ in damages):
-        _check_repair(pristine, oracle, uri, damaged, breaking, cli)
+        _check_repair(pristine, oracle, uri, damaged, breaking, grown, cli)
 
 
 def _check_repair(
-    pristine: Pristine, oracle: Oracle, uri: str, damaged: list[str], breaking: set[str], cli: Cli
+    pristine: Pristine,
+    oracle: Oracle,
+    uri: str,
+    damaged: list[str],
+    breaking: set[str],
+    grown: set[str],
+    cli: Cli,
 ) -> None:
     """``repair --check footers --yes`` removes every file a reader failed on and no
-    undamaged one; the readers then read the rest, and the audit is healthy."""
+    undamaged one, and keeps a ``grown`` file (bytes appended after its footer: readers read
+    it from the logged size), naming it ``not repaired`` (exit 1); the readers then read the
+    rest, and the audit is healthy but for the grown files' ``size-mismatch``."""
     code, out, err = cli.run("repair", uri, "--check", "footers", "--yes")
-    assert code == 0, f"repair of {damaged}: exit {code}\n{out}{err}"
+    assert code == (1 if grown else 0), f"repair of {damaged}: exit {code}\n{out}{err}"
+    for rel in grown:
+        assert f"not repaired: size-mismatch: {rel}" in out, f"{rel} kept, not named:\n{out}"
     reader = sorted(_usable(pristine, oracle))[0]  # delta-rs when it can
     removed = set(pristine.rows_per_file) - oracle.live_files(uri, reader)
     assert removed <= set(damaged), f"repair removed undamaged files {removed - set(damaged)}"
     assert breaking <= removed, f"repair left {breaking - removed}, which readers fail on"
+    assert not grown & removed, f"repair removed {grown & removed}, which readers read"
     left = pristine.rows - sum(pristine.rows_per_file[rel] for rel in removed)
     failed = _failures(pristine, oracle, uri, left)
     assert not failed, f"after repair of {damaged} (removed {sorted(removed)}): {failed}"
-    code, out, err = cli.run("audit", uri, "--check", "footers")
-    assert code == 0, f"after repair of {damaged}: audit exit {code}\n{out}{err}"
+    code, out, err = cli.run("audit", uri, "--check", "footers", "--json")
+    left_findings = {(f["code"], f["file"]) for f in json.loads(out)["findings"]}
+    assert left_findings == {("size-mismatch", rel) for rel in grown}, (
+        f"after repair of {damaged}: audit exit {code}\n{out}{err}"
+    )
+    assert code == (1 if grown else 0), f"after repair of {damaged}: audit exit {code}"
 
 
 # --- make test-fast: local delta-rs tables, generated damage -----------------------------

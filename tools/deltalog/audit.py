@@ -21,12 +21,19 @@ import pyarrow.parquet as pq
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
-from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
+from deltaguard.tools.deltalog.checkpoint import (
+    LOG_DIR,
+    CheckpointRef,
+    checkpoint_names,
+    missing_parts,
+    sidecar_rel_path,
+)
+from deltaguard.tools.deltalog.checkpoint_content import compare_checkpoint
 from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
-from deltaguard.tools.deltalog.gaps import check_versions
+from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
 from deltaguard.tools.deltalog.listing import (
     LastCheckpoint,
     LastCheckpointError,
@@ -177,18 +184,24 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
     at_version = [c for c in listing.checkpoints if c.version == hint.version]
     if not at_version:
         partial = [c for c in listing.incomplete_checkpoints if c.version == hint.version]
-        what = "only an incomplete multi-part checkpoint" if partial else "no checkpoint"
+        if partial:
+            missing = missing_parts(partial[-1])
+            what = f"only an incomplete multi-part checkpoint (missing {', '.join(missing)})"
+        else:
+            missing = [checkpoint_names(hint.version, hint.parts)[0]]
+            what = f"no checkpoint ({missing[0]} does not exist)"
         out.add(
             "last-checkpoint-missing",
             f"_last_checkpoint names version {hint.version}, but {what} exists there",
-            _log("_last_checkpoint"),
+            _log(missing[0]),
         )
     else:
-        for problem in _hint_mismatches(store, listing, hint, at_version[-1]):
+        ref = at_version[-1]
+        for problem in _hint_mismatches(store, listing, hint, ref):
             out.add(
                 "last-checkpoint-mismatch",
-                f"_last_checkpoint (version {hint.version}): {problem}",
-                _log("_last_checkpoint"),
+                f"_last_checkpoint (version {hint.version}) and {ref.files[0]}: {problem}",
+                _log(ref.files[0]),
             )
     newest = max((c.version for c in listing.checkpoints), default=None)
     if newest is not None and newest > hint.version:
@@ -240,17 +253,29 @@ def _check_names(
         out.add("temp-file", f"leftover temp file {name}{detail}", _log(name))
     for name in listing.stray_files:
         out.add("stray-log-file", f"unrecognized file {name} in _delta_log", _log(name))
+    latest = listing.latest_version
+    for version, name in sorted(listing.checksums.items()):
+        if latest is not None and version > latest:
+            out.add(
+                "crc-ahead-of-log",
+                f"checksum file {name} is for version {version}; the latest version is {latest}",
+                _log(name),
+            )
     for ref in listing.incomplete_checkpoints:
-        parts = ref.files[0].split(".")[-2]
+        missing = missing_parts(ref)
         out.add(
             "checkpoint-parts-missing",
-            f"multi-part checkpoint {ref.version} has {len(ref.files)} of {int(parts)} parts",
-            _log(ref.files[0]),
+            f"multi-part checkpoint {ref.version} has {len(ref.files)} parts; missing: "
+            + ", ".join(missing),
+            _log(missing[0]),
         )
 
 
 def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
+    newest = max((c.version for c in listing.checkpoints), default=-1)
     names = [listing.commits[v] for v in sorted(listing.commits)]
+    # log compactions readers may use instead of the commits they cover: parsed the same way
+    names += sorted(c.name for c in listing.compactions if c.version > newest)
     with phase(f"audit: reading {len(names):,} commits", total=len(names)) as shown:
         read = read_each(store, [_log(n) for n in names], on_read=shown.advance)
         shown.update(description=f"audit: checking {len(names):,} commits", completed=0)
@@ -280,8 +305,25 @@ def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> Non
             )
 
 
-def _check_versions(listing: LogListing, target: int | None, out: _Collector) -> None:
-    for finding in check_versions(listing, target).findings:
+def _check_versions(
+    store: TableStore, listing: LogListing, target: int | None, out: _Collector
+) -> None:
+    """The version findings (:func:`.gaps.check_versions`); a missing version whose ``N.json``
+    is there but cannot be read (read once more: :func:`.gaps.unreadable_in_place`, what
+    history says too) is ``commit-unreadable`` instead of part of a gap."""
+    check = check_versions(listing, target)
+    gaps = sorted(check.missing)
+    read = read_each(store, [_log(commit_file_name(v)) for v in gaps]) if gaps else []
+    unreadable: dict[int, StorageError] = {}
+    for v, data in zip(gaps, read, strict=True):
+        error = unreadable_in_place(data)
+        if error is not None:
+            unreadable[v] = error
+            out.add("commit-unreadable", str(error), _log(commit_file_name(v)))
+    for finding in check.findings:
+        versions = {v for v, f in check.missing.items() if f is finding}
+        if versions and versions <= unreadable.keys():
+            continue  # every version of this gap is there, only unreadable: said above
         out.add(finding.code, finding.message, finding.file)
 
 
@@ -321,6 +363,7 @@ def _check_checkpoints(
 ) -> None:
     for ref in listing.checkpoints:
         if ref == used:
+            _read_whole(store, ref, out)
             continue
         if ref in skipped:
             out.add("checkpoint-unreadable", skipped[ref], _log(ref.files[0]))
@@ -333,6 +376,26 @@ def _check_checkpoints(
         else:
             if ref.kind.value == "v2-checkpoint" or ref.files[0].endswith(".checkpoint.parquet"):
                 _check_sidecars(store, ref, out)
+
+
+def _read_whole(store: TableStore, ref: CheckpointRef, out: _Collector) -> None:
+    """The checkpoint readers use, every Parquet part read whole (every column and page,
+    page checksums verified, strings validated as UTF-8): the replay reads only the columns
+    it needs, and a reader that reads the rest fails on a damaged page
+    (``checkpoint-unreadable``)."""
+    for name in ref.files:
+        if name.endswith(".json"):
+            continue
+        try:
+            data = store.read(_log(name))
+            table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+            table.validate(full=True)
+        except StorageError:
+            return  # not readable at all: the replay said so
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            out.add("checkpoint-unreadable", f"{name}: {first}", _log(name))
+            return
 
 
 def _check_sidecars(store: TableStore, ref: CheckpointRef, out: _Collector) -> None:
@@ -392,6 +455,29 @@ def _check_crc(store: TableStore, snap: Snapshot, out: _Collector) -> None:
         )
     if crc.min_reader_version not in (None, snap.protocol.min_reader_version):
         out.add("crc-mismatch", f"{name}: protocol differs from the replayed protocol", _log(name))
+
+
+def _check_checkpoint_content(
+    store: TableStore, listing: LogListing, snap: Snapshot, out: _Collector
+) -> str:
+    """The checkpoint the snapshot was replayed from (the one readers use) against the
+    commits up to its version (:func:`.checkpoint_content.compare_checkpoint`): a
+    ``checkpoint-mismatch`` when they differ. Returns what it was compared with (or why
+    not): ``summary.checkpoint_compared``."""
+    ref = snap.segment.checkpoint
+    if ref is None:
+        return "no checkpoint used"
+    with phase(f"audit: comparing checkpoint {ref.version} with the commits"):
+        result = compare_checkpoint(store, listing, ref)
+    if result.differences:
+        out.add(
+            "checkpoint-mismatch",
+            f"{ref.files[0]} does not hold the state of version {ref.version}: "
+            + "; ".join(result.differences),
+            _log(ref.files[0]),
+        )
+    verdict = ("differs" if result.differences else "same state") if result.done else ""
+    return f"{ref.files[0]} {result.compared}" + (f": {verdict}" if verdict else "")
 
 
 @dataclass
@@ -601,7 +687,7 @@ def audit_table(
             wanted = version if version is not None else listing.latest_version
             out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
     target = snap.version if snap else version
-    _check_versions(listing, target, out)
+    _check_versions(store, listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
     with phase(f"audit: checking {len(listing.checkpoints):,} checkpoints"):
         _check_checkpoints(store, listing, snap.segment.checkpoint if snap else None, skipped, out)
@@ -610,6 +696,7 @@ def audit_table(
         for feature in unknown_writer_features(snap.protocol):
             out.add("unknown-writer-feature", f"writer feature {feature}")
         _check_crc(store, snap, out)
+        compared = _check_checkpoint_content(store, listing, snap, out)
         file_counts: dict[str, Any] = {"data_files_checked": NOT_CHECKED}
         if check_files:
             with phase(f"audit: checking {len(snap.adds):,} live files"):
@@ -629,6 +716,7 @@ def audit_table(
             },
             "checkpoint": snap.segment.checkpoint.files[0] if snap.segment.checkpoint else None,
             "commits_replayed": len(snap.segment.pieces),
+            "checkpoint_compared": compared,
             **file_counts,
         }
     report.summary.update(

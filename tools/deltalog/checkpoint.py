@@ -247,6 +247,22 @@ def read_checkpoint(store: TableStore, ref: CheckpointRef) -> CheckpointState:
     )
 
 
+def checkpoint_names(version: int, parts: int | None = None) -> list[str]:
+    """The file names of a classic (``parts`` None or 1) or multi-part checkpoint at
+    ``version`` (the protocol's names: ``V.checkpoint.parquet``,
+    ``V.checkpoint.P.N.parquet``)."""
+    if parts is None or parts <= 1:
+        return [f"{version:020d}.checkpoint.parquet"]
+    return [f"{version:020d}.checkpoint.{p:010d}.{parts:010d}.parquet" for p in range(1, parts + 1)]
+
+
+def missing_parts(ref: CheckpointRef) -> list[str]:
+    """The part files a multi-part checkpoint ``ref`` lacks (its part count read from the
+    name of a part it has)."""
+    parts = int(ref.files[0].split(".")[-2])
+    return [n for n in checkpoint_names(ref.version, parts) if n not in ref.files]
+
+
 def group_checkpoints(names: list[LogFileName]) -> tuple[list[CheckpointRef], list[CheckpointRef]]:
     """Checkpoint files grouped into checkpoints: (complete, incomplete multi-part), each sorted
     by version. Readers must ignore multi-part checkpoints with missing parts."""

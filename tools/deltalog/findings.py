@@ -75,6 +75,15 @@ CODES: dict[str, tuple[Severity, str]] = {
         "checkpoint or the commits. Write a new checkpoint from a reader that still can read "
         "the table (Spark falls back), and never delete it while log cleanup depends on it.",
     ),
+    "checkpoint-mismatch": (
+        Severity.ERROR,
+        "The checkpoint readers use does not hold the state of its version: its live files "
+        "(or protocol, metaData) differ from the replay of the commits up to it (e.g. another "
+        "checkpoint's bytes copied over it). Readers read it without error and return the wrong "
+        "rows. Delete it (and point _last_checkpoint at an older checkpoint, or remove it) "
+        "while the commits are retained, then write a new checkpoint. Compared only for the "
+        "newest checkpoint and only while its commits are retained (summary.checkpoint_compared).",
+    ),
     "checkpoint-parts-missing": (
         Severity.WARNING,
         "A multi-part checkpoint lacks parts (an interrupted checkpoint). Readers ignore it; "
@@ -107,6 +116,13 @@ CODES: dict[str, tuple[Severity, str]] = {
         "The version checksum file disagrees with the replayed state: the log may have been "
         "modified after the commit. Compare with a backup before trusting this version.",
     ),
+    "crc-ahead-of-log": (
+        Severity.ERROR,
+        "A version checksum file (N.crc) for a version newer than the latest commit: delta-rs "
+        '(delta-kernel) fails to open the table ("CRC file version N is newer than log segment '
+        'version"). No commit can own it: it was left by a commit that was removed, or copied '
+        "in. Move it out of _delta_log (keep a copy); the commit of that version rewrites it.",
+    ),
     "crc-unreadable": (
         Severity.WARNING,
         "A .crc file is not valid JSON; it is optional, so readers ignore it.",
@@ -124,9 +140,11 @@ CODES: dict[str, tuple[Severity, str]] = {
     "size-mismatch": (
         Severity.ERROR,
         "A live data file's size differs from the size its add action records (truncated, "
-        "grown, emptied or overwritten after the commit): readers locate the Parquet footer "
-        "from the logged size, so reads fail. Restore the file from a backup or bucket "
-        "versioning, or remove the entry (`deltaguard repair`).",
+        "grown, emptied or overwritten after the commit). Readers locate the Parquet footer "
+        "from the logged size: a shorter file fails every read; a longer one reads only if the "
+        "bytes up to the logged size are the committed file. Restore the file from a backup or "
+        "bucket versioning, or remove the entry (`deltaguard repair`; it keeps a longer file "
+        "whose footer at the logged size reads, see docs/guides/repair.md).",
     ),
     "unreadable-data-file": (
         Severity.ERROR,

@@ -14,6 +14,7 @@ from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.findings import Finding
 from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.storage.errors import FileMissingError, StorageError
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,17 @@ class VersionCheck:
 
     findings: list[Finding] = field(default_factory=list)
     missing: dict[int, Finding] = field(default_factory=dict)
+
+
+def unreadable_in_place(data: bytes | StorageError) -> StorageError | None:
+    """A version without a listed commit file, its ``N.json`` read once more (its bytes, or
+    the error reading it): the error when something is there that cannot be read (a
+    directory, a dangling symbolic link, S3 403: ``commit-unreadable``, history's
+    ``unreadable``), None otherwise (not there: a gap, ``missing``). The one rule for both
+    history and the audit."""
+    if isinstance(data, StorageError) and not isinstance(data, FileMissingError):
+        return data
+    return None
 
 
 def _log(name: str) -> str:

@@ -20,7 +20,7 @@ from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.findings import Finding
-from deltaguard.tools.deltalog.gaps import check_versions
+from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.progress import phase
 from deltaguard.tools.storage import (
@@ -30,7 +30,7 @@ from deltaguard.tools.storage import (
     read_each,
     table_not_found,
 )
-from deltaguard.tools.storage.errors import FileMissingError, StorageError
+from deltaguard.tools.storage.errors import StorageError
 
 
 class CommitState(StrEnum):
@@ -166,7 +166,7 @@ def read_history(
     entries: list[HistoryEntry] = []
     previous: int | None = None
     for version, rel, data in zip(versions, rels, read, strict=True):
-        if version in missing and isinstance(data, FileMissingError):
+        if version in missing and isinstance(data, StorageError) and not unreadable_in_place(data):
             entries.append(_missing(version, rel, missing[version]))
             continue
         name = rel[len(LOG_DIR) + 1 :]

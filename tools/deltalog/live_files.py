@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -285,11 +287,12 @@ def dv_problem(store: TableStore, rel: str, dv: DeletionVector) -> str | None:
 
 
 class _RangeFile(io.RawIOBase):
-    """An S3 object as a seekable file for pyarrow's footer read: each read is one ranged
-    GET (the footer read is two or three)."""
+    """The first ``size`` bytes of a file as a seekable file for pyarrow's footer read, each
+    read one call of ``read_range(start, end)`` (on S3 a ranged GET; the footer read is two or
+    three)."""
 
-    def __init__(self, store: S3TableStore, rel: str, size: int) -> None:
-        self.store, self.rel, self.size, self.pos = store, rel, size, 0
+    def __init__(self, read_range: Callable[[int, int], bytes], size: int) -> None:
+        self.read_range, self.size, self.pos = read_range, size, 0
 
     def readable(self) -> bool:
         return True
@@ -309,7 +312,7 @@ class _RangeFile(io.RawIOBase):
         end = self.size if n < 0 else min(self.size, self.pos + n)
         if end <= self.pos:
             return b""
-        data = self.store.read_range(self.rel, self.pos, end)
+        data = self.read_range(self.pos, end)
         self.pos += len(data)
         return data
 
@@ -319,16 +322,27 @@ class _RangeFile(io.RawIOBase):
         return len(data)
 
 
+def _local_range(path: Path, start: int, end: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(start)
+        return f.read(end - start)
+
+
 def read_parquet_footer(store: TableStore, rel: str, size: int) -> pq.FileMetaData:
-    """The Parquet footer of ``rel`` (``size`` bytes, as listed): magic bytes, footer length,
-    footer parse. Raises pyarrow's errors (``ArrowException``, ``OSError``, ``ValueError``)
-    for a damaged file and :class:`StorageError` when it cannot be read."""
+    """The Parquet footer of ``rel`` read as a file of ``size`` bytes (as listed, or as
+    logged: the footer a reader that trusts the log's size finds, in a file grown since):
+    magic bytes, footer length, footer parse. Raises pyarrow's errors (``ArrowException``,
+    ``OSError``, ``ValueError``) for a damaged file and :class:`StorageError` when it cannot
+    be read."""
     if isinstance(store, LocalTableStore):
-        source: Any = str(store.root / rel)
+        path = store.root / rel
+        source: Any = str(path)
+        if path.stat().st_size != size:
+            source = _RangeFile(lambda start, end: _local_range(path, start, end), size)
     elif isinstance(store, S3TableStore):
-        source = _RangeFile(store, rel, size)
+        source = _RangeFile(lambda start, end: store.read_range(rel, start, end), size)
     else:
-        source = pa.BufferReader(store.read(rel))
+        source = pa.BufferReader(store.read(rel)[:size])
     return pq.ParquetFile(source).metadata
 
 

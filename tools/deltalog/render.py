@@ -31,6 +31,7 @@ def print_audit(report: AuditReport, console: Console) -> None:
             f"{s.get('checkpoints')} checkpoint(s)"
         )
         console.print(f"  data files checked: {s.get('data_files_checked')}")
+        console.print(f"  checkpoint compared: {s.get('checkpoint_compared')}")
     if not report.findings:
         console.print("[bold green]healthy: no findings[/]")
         return

@@ -48,7 +48,7 @@ from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
-from deltaguard.tools.repair.damage import Dangling, find_dangling
+from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
 from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
 from deltaguard.tools.repair.remove_commit import (
@@ -283,9 +283,12 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
         out.line("dangling references are checked once the stranded commits are restored")
         return ExitCode.FOUND
     snap = _snapshot(store)
-    planned = find_dangling(store, snap, req.check)
+    planned, kept = find_damage(store, snap, req.check)
     for d in planned:
         out.line(f"dangling: {d.reason}")
+    for d in kept:
+        out.line(f"not repaired: {d.code}: {d.path}: {d.reason}")
+        rec.not_repaired.append({"code": d.code, "file": d.path, "message": d.reason})
     for f in _beyond_repair(store):
         where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
         out.line(f"not repaired: {f.code}: {where + ': ' if where else ''}{f.message}")
