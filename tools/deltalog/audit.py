@@ -258,7 +258,9 @@ def _check_names(
         if latest is not None and version > latest:
             out.add(
                 "crc-ahead-of-log",
-                f"checksum file {name} is for version {version}; the latest version is {latest}",
+                f"checksum file {name} is for version {version}, but the latest commit is "
+                f"{latest}: {commit_file_name(version)} is not there (removed, or the checksum "
+                "file was copied in)",
                 _log(name),
             )
     for ref in listing.incomplete_checkpoints:
