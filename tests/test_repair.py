@@ -317,7 +317,7 @@ def test_a_file_that_reappears_between_plan_and_recheck_is_not_removed(
     tmp_path, monkeypatch, capsys
 ):
     """Two files are deleted; the repair plans to remove both. Right after the plan (the real
-    ``find_dangling`` answered), one of them is put back, bytes intact. The re-check before
+    ``find_damage`` answered), one of them is put back, bytes intact. The re-check before
     the commit must drop it: the commit removes only the other, and delta-rs then reads the
     reappeared file's rows."""
     from deltaguard.tools.repair import run
@@ -327,17 +327,21 @@ def test_a_file_that_reappears_between_plan_and_recheck_is_not_removed(
     saved = back.read_bytes()
     back.unlink()
     gone.unlink()
-    real = run.find_dangling
+    from deltaguard.tools.repair import damage
+
+    real = damage.find_damage
     plans: list[list[str]] = []
 
     def plan_then_restore(*args: Any, **kwargs: Any) -> Any:
         found = real(*args, **kwargs)
-        plans.append(sorted(d.path for d in found))
+        plans.append(sorted(d.path for d in found[0]))
         if len(plans) == 1:
             back.write_bytes(saved)  # the file reappears between the plan and the re-check
         return found
 
-    monkeypatch.setattr(run, "find_dangling", plan_then_restore)
+    # the plan (run.find_damage) and the re-check (damage.find_dangling) both end here
+    monkeypatch.setattr(run, "find_damage", plan_then_restore)
+    monkeypatch.setattr(damage, "find_damage", plan_then_restore)
     code = run.run_repair(run.RepairRequest(str(root), yes=True))
     out = capsys.readouterr().out
     assert code == 0, out
