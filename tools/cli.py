@@ -557,6 +557,84 @@ def orphans_command(
     sys.exit(run_orphans(request, LocalEngine()))
 
 
+@main.command("log-cleanup")
+@click.argument("table", type=TableLocation())
+@s3_options
+@click.option(
+    "--retention",
+    "retention_hours",
+    type=Duration(),
+    help="how old a log file must be: 30d, 36h, or hours (default: the table's "
+    "delta.logRetentionDuration, 30 days if unset); the cut-off is truncated to the UTC day",
+)
+@click.option("--yes", is_flag=True, help="really delete (default: a dry run)")
+@click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print the report as JSON (docs/reference/json-schemas.md)",
+)
+@format_option
+@progress_option
+@click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(file_okay=False, path_type=Path),
+    callback=lambda _ctx, _param, value: _manifest_dir(value),
+    help="the directory of --yes manifests: each run adds a new one and continues the table's "
+    "latest unfinished log-cleanup run there (docs/guides/log-cleanup.md; default: the state "
+    "directory's log-cleanup/)",
+)
+@dynamodb_options
+@dynamodb_table_path_option
+def log_cleanup_command(
+    table: str,
+    endpoint: str | None,
+    region: str | None,
+    path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    table_paths: tuple[str, ...],
+    retention_hours: float | None,
+    yes: bool,
+    unsafe_retention: bool,
+    as_json: bool,
+    fmt: str,
+    manifest_path: Path | None,
+) -> None:
+    """Remove the _delta_log files of TABLE (a local path, s3:// or s3a://) that no retained
+    version needs: Delta's own log cleanup (commits, checksums, checkpoints and compactions
+    below the newest reliable checkpoint older than delta.logRetentionDuration; sidecars no
+    kept checkpoint names; backfilled _commits/ files), plus what no Delta writer removes:
+    DynamoDB temp commits the log no longer needs (--dynamodb-table says which) and parts
+    of incomplete checkpoints older than the retention. Dry run unless --yes; every version
+    from the truncation checkpoint on stays readable (docs/guides/log-cleanup.md).
+
+    Exit code 0: nothing to clean, or everything planned was deleted; 1: files to clean
+    (dry run), or a stranded commit; 2: the table could not be read (or a setting was
+    refused); 3: some deletions failed or their outcome is unknown; 4: stopped by Ctrl-C or
+    SIGTERM while deleting (the manifest says what was deleted; run it again to finish)."""
+    from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest, run_log_cleanup
+    from deltaguard.tools.storage import S3Options
+
+    request = LogCleanupRequest(
+        table=table,
+        s3=S3Options(endpoint, region, path_style),
+        retention_ms=None if retention_hours is None else round(retention_hours * 3_600_000),
+        unsafe_retention=unsafe_retention,
+        yes=yes,
+        as_json=as_json,
+        tsv=fmt == "tsv",
+        manifest_path=manifest_path,
+        dynamodb=_dynamodb_check(
+            table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
+        ),
+    )
+    sys.exit(run_log_cleanup(request))
+
+
 def _parse_timestamp(value: str) -> int:
     """Epoch milliseconds, or an ISO 8601 time (UTC unless it has an offset)."""
     from datetime import UTC, datetime

@@ -31,6 +31,11 @@ def manifests_dir() -> Path:
     return state_dir() / "orphans"
 
 
+def log_cleanup_manifests_dir() -> Path:
+    """``<state dir>/log-cleanup``: where ``log-cleanup`` manifests go without ``--manifest``."""
+    return state_dir() / "log-cleanup"
+
+
 def default_manifest_path(table: str, now: datetime) -> Path:
     """``<state dir>/orphans/<table slug>-<UTC time>`` (:func:`manifests_dir`), the name a
     run's manifest directory starts with (:mod:`deltaguard.tools.orphans.manifest`): the slug

@@ -49,6 +49,8 @@ class LogListing:
     hadoop_checksums: list[str] = field(default_factory=list)
     #: Files under ``_staged_commits/`` (or ``_commits/``), e.g. ``_staged_commits/x.json``.
     staged_commits: list[str] = field(default_factory=list)
+    #: The listing's entry of each file in ``staged_commits`` (size, mtime).
+    staged_infos: dict[str, FileInfo] = field(default_factory=dict)
     has_last_checkpoint: bool = False
     complete: bool = True
 
@@ -132,7 +134,9 @@ def _list_once(store: TableStore, after_version: int | None) -> LogListing:
             listing.temp_infos[name] = info
         for staged in STAGED_COMMIT_DIRS:
             for info in store.list_dir(f"{LOG_DIR}/{staged}"):
-                listing.staged_commits.append(info.path[len(LOG_DIR) + 1 :])
+                staged_name = info.path[len(LOG_DIR) + 1 :]
+                listing.staged_commits.append(staged_name)
+                listing.staged_infos[staged_name] = info
     return listing
 
 

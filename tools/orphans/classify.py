@@ -47,8 +47,9 @@ from enum import StrEnum
 
 import pyarrow as pa
 
-from deltaguard.tools.deltalog.checkpoint import LOG_DIR, read_checkpoint
+from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
 from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
@@ -96,6 +97,13 @@ class FileClass(StrEnum):
     LOG_TEMP = "log-temp"
     PENDING_COMMIT = "pending-commit"
     STRANDED_COMMIT = "stranded-commit"
+    #: ``log-cleanup`` only: a log file below the truncation checkpoint, older than the
+    #: log retention (:mod:`deltaguard.tools.deltalog.log_expiry`).
+    EXPIRED_LOG = "expired-log"
+
+
+#: The classes ``orphans`` reports (its totals have one entry each).
+ORPHANS_CLASSES = tuple(c for c in FileClass if c is not FileClass.EXPIRED_LOG)
 
 
 #: The class of each DynamoDB temp commit state (:mod:`deltaguard.tools.deltalog.temp_commits`).
@@ -144,10 +152,15 @@ class ScanResult:
     #: directories never cleaned up, with why (:mod:`deltaguard.tools.orphans.streaming`)
     kept_dirs: list[KeptDir] = field(default_factory=list)
     inventory: InventoryReport | None = None
+    #: ``log-cleanup``: the cut-off is Delta's log cut-off, truncated to the UTC day
+    #: (:func:`deltaguard.tools.deltalog.log_expiry.day_cutoff_ms`).
+    day_truncated: bool = False
 
     @property
     def cutoff_ms(self) -> int:
         retention_cutoff = self.now_ms - self.retention_ms
+        if self.day_truncated:
+            return day_cutoff_ms(self.now_ms, self.retention_ms)
         if self.inventory is None:
             return retention_cutoff
         return min(retention_cutoff, self.inventory.date_ms)
@@ -224,11 +237,14 @@ def data_candidate(
     return Candidate(info.path, info.size, info.mtime_ms, FileClass.EXPIRED_TOMBSTONE, reason)
 
 
-def referenced_sidecars(store: TableStore, listing: LogListing) -> set[str] | None:
-    """Sidecar files (relative to the table root) any retained V2 checkpoint references, or
-    None if some V2 checkpoint cannot be read (then no sidecar is called unreferenced)."""
+def referenced_sidecars(
+    store: TableStore, listing: LogListing, kept: list[CheckpointRef] | None = None
+) -> set[str] | None:
+    """Sidecar files (relative to the table root) any retained V2 checkpoint references (of
+    ``kept``, by default every complete one in ``listing``), or None if one of them cannot be
+    read (then no sidecar is called unreferenced)."""
     out: set[str] = set()
-    for ref in listing.checkpoints:
+    for ref in listing.checkpoints if kept is None else kept:
         if ref.kind is not LogFileKind.V2_CHECKPOINT:
             continue
         try:

@@ -37,6 +37,7 @@ Safety argument (why a file that any retained version references is never delete
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -199,6 +200,32 @@ def continues_line(manifest: dict[str, Any]) -> str | None:
     return line
 
 
+@dataclass(frozen=True)
+class CleanupPlan:
+    """What :func:`execute` deletes for one command: the ``command`` (its manifests and
+    progress say it), the ``classes`` of the scan's candidates it deletes, and ``recheck``,
+    the re-read of the log right before deleting (planned candidates -> :class:`Recheck`)."""
+
+    command: str
+    classes: tuple[FileClass, ...]
+    recheck: Callable[[list[Candidate]], Recheck]
+
+
+def orphans_plan(store: TableStore, result: ScanResult, options: CleanupOptions) -> CleanupPlan:
+    """``orphans``' plan: :func:`cleanup_classes`, re-read by :func:`recheck`."""
+    return CleanupPlan(
+        "orphans",
+        cleanup_classes(options.include_tombstones),
+        lambda planned: recheck(
+            store,
+            result,
+            planned,
+            given_retention=options.given_retention,
+            dynamodb=options.dynamodb,
+        ),
+    )
+
+
 def cleanup_classes(include_tombstones: bool) -> tuple[FileClass, ...]:
     return (
         (*DEFAULT_CLASSES, FileClass.EXPIRED_TOMBSTONE) if include_tombstones else DEFAULT_CLASSES
@@ -287,13 +314,16 @@ def manifest_start(
     to_delete: int,
     spared: int,
     continues: dict[str, Any] | None = None,
+    command: str = "orphans",
 ) -> dict[str, Any]:
     """The manifest summary's first write (``status: deleting``, see :mod:`.manifest`), both
     engines: what was scanned, the cut-off, the classes, the files the scan planned, the
     counts once the re-read of the log kept ``to_delete`` of them and spared ``spared``, and
-    the earlier run it ``continues`` (:func:`.manifest.continuation`)."""
+    the earlier run it ``continues`` (:func:`.manifest.continuation`); ``command``: the
+    command that wrote it (``orphans`` or ``log-cleanup``)."""
     return {
         "schema": MANIFEST_SCHEMA,
+        "command": command,
         "status": "deleting",
         "table": result.table,
         "version_scanned": result.version,
@@ -334,6 +364,7 @@ def execute(
     options: CleanupOptions = DEFAULT_CLEANUP,
     stop: StopSignal | None = None,
     continues: Manifest | None = None,
+    plan: CleanupPlan | None = None,
 ) -> CleanupResult:
     """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
     ``manifest_path`` as it goes (:mod:`.manifest`): the plan records and the ``deleting``
@@ -352,28 +383,26 @@ def execute(
     unknown, and a failed manifest write is in ``manifest_error`` (and the summary's
     ``error``), the records it could not write in ``unwritten``. ``continues``: the unfinished
     earlier run this one finishes (:func:`.manifest.unfinished_run`), named in the summary's
-    ``continues`` with the re-check of its files of unknown outcome."""
+    ``continues`` with the re-check of its files of unknown outcome. ``plan``: another
+    command's classes, re-read and name (``log-cleanup``); by default the orphans ones."""
     check_retention(result.retention_ms, options.unsafe_retention)
     prepare_manifest_dir(manifest_path)
-    classes = cleanup_classes(options.include_tombstones)
-    planned = targets(result, options.include_tombstones)
+    if plan is None:
+        plan = orphans_plan(store, result, options)
+    classes = plan.classes
+    planned = result.of(*classes)
+    command = plan.command
     link = None if continues is None else continuation(continues)
-    doc = manifest_start(result, classes, len(planned), 0, 0, link)
+    doc = manifest_start(result, classes, len(planned), 0, 0, link, command)
     try:
-        with phase("orphans: re-reading the log before deleting"):
-            checked = recheck(
-                store,
-                result,
-                planned,
-                given_retention=options.given_retention,
-                dynamodb=options.dynamodb,
-            )
-        plan = RecordWriter(manifest_path, PLAN_DIR)
+        with phase(f"{command}: re-reading the log before deleting"):
+            checked = plan.recheck(planned)
+        records = RecordWriter(manifest_path, PLAN_DIR)
         for c in checked.targets:
-            plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
+            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
         for c, why in checked.spared:
-            plan.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
-        plan.flush()
+            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
+        records.flush()
         if stop is not None:
             stop.arm()  # from here a signal stops the sending instead of raising
     except CleanupStopped as stopped:
@@ -381,12 +410,12 @@ def execute(
         raise
     link = None if continues is None else continuation(continues, manifest_path)
     doc = manifest_start(
-        result, classes, len(planned), len(checked.targets), len(checked.spared), link
+        result, classes, len(planned), len(checked.targets), len(checked.spared), link, command
     )
     doc["version_rechecked"] = checked.version
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
     to_delete = len(checked.targets)
-    with phase(f"orphans: deleting {to_delete:,} files", total=to_delete) as shown:
+    with phase(f"{command}: deleting {to_delete:,} files", total=to_delete) as shown:
         sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR), shown)
         requests = delete_in_batches(
             store,
@@ -420,13 +449,17 @@ def execute(
 
 
 def nothing_left(
-    run_dir: Path, result: ScanResult, classes: tuple[FileClass, ...], continues: Manifest
+    run_dir: Path,
+    result: ScanResult,
+    classes: tuple[FileClass, ...],
+    continues: Manifest,
+    command: str = "orphans",
 ) -> dict[str, Any]:
     """Writes and returns the summary of a run that found nothing to delete while an earlier
     run was unfinished (both engines): ``done``, nothing planned, no re-read of the log, and
     the run it ``continues`` (every file of unknown outcome there is ``gone``), so that run
     counts as finished from now on."""
-    doc = manifest_start(result, classes, 0, 0, 0, continuation(continues, run_dir))
+    doc = manifest_start(result, classes, 0, 0, 0, continuation(continues, run_dir), command)
     doc.update(status="done", finished_at=now_iso())
     write_summary(run_dir, doc)
     return doc

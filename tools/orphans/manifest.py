@@ -31,6 +31,7 @@ The summary (``schema`` = :data:`MANIFEST_SCHEMA`) holds no per-file lists::
 
     {
       "schema": "deltaguard.orphans.manifest/2",
+      "command": "orphans" | "log-cleanup",   # the command that wrote it (absent: orphans)
       "status": "deleting" | "done" | "interrupted",   # interrupted: see "signal", "error"
       "table": str, "version_scanned": int, "version_rechecked": int | null,
       "retention_ms": int, "cutoff_ms": int, "classes": [CLASS],
@@ -225,14 +226,19 @@ def needs_finishing(summary: dict[str, Any]) -> bool:
     )
 
 
-def unfinished_run(directory: Path, table: str, exclude: Path | None = None) -> Manifest | None:
-    """The latest earlier run of ``table`` in ``directory`` (:func:`read_manifests`; not
-    ``exclude``, the new run's own directory), if it :func:`needs_finishing`; else None (no
-    earlier run, or the latest one finished)."""
+def unfinished_run(
+    directory: Path, table: str, exclude: Path | None = None, command: str = "orphans"
+) -> Manifest | None:
+    """The latest earlier run of ``table`` by ``command`` in ``directory``
+    (:func:`read_manifests`; not ``exclude``, the new run's own directory; a summary without
+    ``command`` is an ``orphans`` one), if it :func:`needs_finishing`; else None (no earlier
+    run, or the latest one finished)."""
     runs = [
         m
         for m in read_manifests(directory)
-        if m.summary.get("table") == table and m.directory != exclude
+        if m.summary.get("table") == table
+        and m.directory != exclude
+        and m.summary.get("command", "orphans") == command
     ]
     return runs[-1] if runs and needs_finishing(runs[-1].summary) else None
 

@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deltaguard.tools.deltalog.times import duration_text, iso_utc
-from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult
+from deltaguard.tools.orphans.classify import ORPHANS_CLASSES, Candidate, FileClass, ScanResult
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.storage import TableStore
 
@@ -56,6 +56,7 @@ _STYLE = {
     FileClass.LOG_TEMP: "magenta",
     FileClass.PENDING_COMMIT: "cyan",
     FileClass.STRANDED_COMMIT: "bold red",
+    FileClass.EXPIRED_LOG: "yellow",
 }
 #: What cleanup does with each class (the terminal report's column).
 CLEANUP_ACTION = {
@@ -65,11 +66,12 @@ CLEANUP_ACTION = {
     FileClass.LOG_TEMP: "--delete",
     FileClass.PENDING_COMMIT: "never (the commit protocol may need it)",
     FileClass.STRANDED_COMMIT: "never (damage: may hold a missing commit)",
+    FileClass.EXPIRED_LOG: "log-cleanup --yes",
 }
 
 
 def totals(candidates: list[Candidate]) -> dict[str, dict[str, int]]:
-    out = {c.value: {"files": 0, "bytes": 0} for c in FileClass}
+    out = {c.value: {"files": 0, "bytes": 0} for c in ORPHANS_CLASSES}
     for c in candidates:
         out[c.file_class.value]["files"] += 1
         out[c.file_class.value]["bytes"] += c.size

@@ -32,7 +32,8 @@ the terminal, the ``report table:`` line and, then, the totals instead of the re
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import orjson
 from rich.console import Console
@@ -96,33 +97,47 @@ def log_hint(what: str, req: OrphansRequest) -> str:
     )
 
 
-def stopping_line(signal_name: str) -> None:
+def stopping_line(signal_name: str, command: str = "orphans") -> None:
     """Says on stderr, from the signal handler, that the cleanup is stopping. Written
     straight to the file: the handler may run while the console holds its lock."""
     sys.stderr.write(
-        f"deltaguard orphans: {signal_name}: stopping: no new deletes are sent; waiting for "
+        f"deltaguard {command}: {signal_name}: stopping: no new deletes are sent; waiting for "
         "the answers to the requests in flight\n"
     )
     sys.stderr.flush()
 
 
-def stopped_before_deleting_line(stopped: CleanupStopped, manifest: Any) -> str:
+def stopped_before_deleting_line(
+    stopped: CleanupStopped, manifest: Any, command: str = "orphans"
+) -> str:
     """What stderr says when a signal stopped the cleanup before deleting began: nothing
     deleted, the manifest, and how to finish."""
     return (
-        f"deltaguard orphans: stopped by {stopped.signal_name} before deleting began: nothing "
+        f"deltaguard {command}: stopped by {stopped.signal_name} before deleting began: nothing "
         f"deleted; manifest: {manifest} (status interrupted); to finish, run the same command "
         "again"
     )
 
 
-def interrupted_lines(cleanup: dict[str, Any], req: OrphansRequest) -> list[str]:
+class CleanupAsks(Protocol):
+    """What :func:`interrupted_lines` needs of a cleanup command's request."""
+
+    @property
+    def as_json(self) -> bool: ...
+
+    @property
+    def manifest_path(self) -> Path | None: ...
+
+
+def interrupted_lines(
+    cleanup: dict[str, Any], req: CleanupAsks, command: str = "orphans"
+) -> list[str]:
     """What stderr says after a signal stopped the cleanup: how to finish, after what was
     deleted with ``--json`` (stdout has it otherwise); nothing if no signal did."""
     if not stopped_by(cleanup):
         return []
-    lines = [f"deltaguard orphans: {summary(cleanup, cleanup['manifest_path'])}"]
-    finish = [f"deltaguard orphans: {how_to_finish(cleanup, req.manifest_path is not None)}"]
+    lines = [f"deltaguard {command}: {summary(cleanup, cleanup['manifest_path'])}"]
+    finish = [f"deltaguard {command}: {how_to_finish(cleanup, req.manifest_path is not None)}"]
     return lines + finish if req.as_json else finish
 
 

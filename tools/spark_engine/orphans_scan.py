@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
+    ORPHANS_CLASSES,
     Candidate,
     FileClass,
     ScanResult,
@@ -221,7 +222,7 @@ def scan_spark(
         .agg(F.count("*").alias("files"), F.sum("size").alias("bytes"))
         .collect()
     )
-    totals = {c.value: {"files": 0, "bytes": 0} for c in FileClass}
+    totals = {c.value: {"files": 0, "bytes": 0} for c in ORPHANS_CLASSES}
     for g in groups:
         totals[g["class"]]["files"] += g.files
         totals[g["class"]]["bytes"] += g.bytes

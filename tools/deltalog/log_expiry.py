@@ -1,0 +1,294 @@
+"""Which files of ``_delta_log`` a log cleanup may remove, from one listing: Delta's own
+metadata cleanup rule (Spark's ``MetadataCleanup``) plus the leftovers no Delta writer ever
+removes. The one rule ``log-cleanup`` plans with (:mod:`deltaguard.tools.orphans.log_cleanup`
+adds what needs reads: checkpoint reliability, sidecars) and ``audit`` estimates with.
+
+**Delta's rule** (``MetadataCleanup.cleanUpExpiredLogs``):
+
+* The cut-off is ``now - delta.logRetentionDuration`` (default 30 days) **truncated to the UTC
+  day** (``truncateDate(..., DAY)``): files are kept until the next calendar day.
+* Time is the files' **modification time** (the listing's), never ``commitInfo.timestamp``,
+  made monotonic as Delta's ``BufferingLogDeletionIterator`` does: a version's time is never
+  below its predecessor's plus 1 ms. A version is expired when all its files (commit, ``.crc``
+  checksum, checkpoint) are at or before the cut-off.
+* Only files **below a checkpoint** are removed. Delta takes the checkpoint ``_last_checkpoint``
+  names; we take the newest complete checkpoint whose version is expired and that the caller
+  finds reliable (``reliable``: it reads it), and never one above the checkpoint
+  ``_last_checkpoint`` names: every version from that checkpoint on stays readable (the
+  checkpoint plus the commits after it), every version below it is removed whole (its commit,
+  checksum and checkpoint files), and compactions that end below it go with them.
+* ``delta.enableExpiredLogCleanup = false`` turns it off: no version is removed.
+* ``checkpointProtection`` (writer feature): no checkpoint before
+  ``delta.requireCheckpointProtectionBeforeVersion`` may be removed unless everything before
+  it goes in one go; we remove versions only when the truncation checkpoint is at or above it.
+* Coordinated commits' ``_commits/N.<uuid>.json`` once backfilled (``N.json`` exists) and older
+  than the cut-off.
+
+**What Delta never removes** (older than the cut-off): DynamoDB temp commits the log protocol
+no longer needs (:func:`~deltaguard.tools.deltalog.temp_commits.judge_temp`: ``N.json`` exists
+and the DynamoDB entry is complete or expired; without the DynamoDB table such a file is kept,
+a pending or stranded one always is), other log stores' temp files, and the parts of
+incomplete multi-part checkpoints. ``_staged_commits/`` belong to the catalog: never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from deltaguard.tools.deltalog.checkpoint import CheckpointRef
+from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.snapshot import parse_interval_ms
+from deltaguard.tools.deltalog.temp_commits import (
+    TEMP_DIR,
+    EntryState,
+    TempState,
+    TempVerdict,
+    judge_temp,
+)
+
+#: Delta's default ``delta.logRetentionDuration``: 30 days.
+DEFAULT_LOG_RETENTION_MS = 30 * 86_400_000
+DAY_MS = 86_400_000
+LOG_RETENTION_KEY = "delta.logRetentionDuration"
+CLEANUP_ENABLED_KEY = "delta.enableExpiredLogCleanup"
+PROTECTION_FEATURE = "checkpointProtection"
+PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
+COMMITS_DIR = "_commits"
+
+#: The kinds of ``_delta_log`` objects the audit's cost table counts, in its order.
+COST_KINDS = (
+    "commits",
+    "checksums",
+    "checkpoints",
+    "sidecars",
+    "temp_commits",
+    "compactions",
+    "other",
+)
+
+
+def log_retention_ms(configuration: Mapping[str, str]) -> int:
+    """``delta.logRetentionDuration`` in ms (Delta's default: 30 days). Raises ValueError
+    naming the property if it is not a valid interval."""
+    value = configuration.get(LOG_RETENTION_KEY)
+    if not value:
+        return DEFAULT_LOG_RETENTION_MS
+    try:
+        return parse_interval_ms(value)
+    except ValueError:
+        raise ValueError(
+            f"table property {LOG_RETENTION_KEY} = {value!r}: not an interval"
+        ) from None
+
+
+def day_cutoff_ms(now_ms: int, retention_ms: int) -> int:
+    """Delta's cut-off: ``now - retention`` truncated down to the UTC midnight."""
+    at = now_ms - retention_ms
+    day = datetime.fromtimestamp(at / 1000, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(day.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class Expired:
+    """One removable file: ``name`` relative to ``_delta_log``, its kind (``commit``,
+    ``checksum``, ``checkpoint``, ``compaction``, ``backfilled-commit``, ``temp-commit``,
+    ``temp-file``, ``checkpoint-part``), size, modification time and why."""
+
+    name: str
+    kind: str
+    size: int
+    mtime_ms: int
+    reason: str
+
+
+@dataclass
+class LogExpiry:
+    """What a log cleanup may remove: ``files`` (oldest versions first), the checkpoint every
+    retained version starts from (``truncation_version``, None: no version is removed), the
+    DynamoDB temp commits kept with their verdicts, and notes saying why versions are kept."""
+
+    cutoff_ms: int
+    truncation_version: int | None
+    files: list[Expired] = field(default_factory=list)
+    kept_temp: list[tuple[str, TempVerdict]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def stranded(self) -> list[tuple[str, TempVerdict]]:
+        """The kept temp commits that are damage (``N.json`` of a retained version missing)."""
+        return [(n, v) for n, v in self.kept_temp if v.state is TempState.STRANDED]
+
+
+def version_times(listing: LogListing) -> dict[int, int]:
+    """Each version's time as Delta's cleanup sees it: the newest modification time of its
+    commit, checksum and complete checkpoint files, never below the previous version's + 1."""
+    newest: dict[int, int] = {}
+    for v, name in [*listing.commits.items(), *listing.checksums.items()]:
+        newest[v] = max(newest.get(v, 0), listing.files[name].mtime_ms)
+    for ref in listing.checkpoints:
+        for name in ref.files:
+            newest[ref.version] = max(newest.get(ref.version, 0), listing.files[name].mtime_ms)
+    out: dict[int, int] = {}
+    last: int | None = None
+    for v in sorted(newest):
+        t = newest[v] if last is None else max(newest[v], last + 1)
+        out[v] = last = t
+    return out
+
+
+def truncation_checkpoint(
+    listing: LogListing,
+    times: Mapping[int, int],
+    cutoff_ms: int,
+    reliable: Callable[[CheckpointRef], bool],
+    last_checkpoint_version: int | None,
+) -> int | None:
+    """The newest complete checkpoint version that is expired, not above the one
+    ``_last_checkpoint`` names, and ``reliable``; None if there is none."""
+    ceiling = last_checkpoint_version
+    seen: set[int] = set()
+    for ref in sorted(listing.checkpoints, key=lambda r: r.version, reverse=True):
+        if times.get(ref.version, cutoff_ms + 1) > cutoff_ms:
+            continue
+        if ceiling is not None and ref.version > ceiling:
+            continue
+        if ref.version in seen:
+            continue
+        same = [r for r in listing.checkpoints if r.version == ref.version]
+        if any(reliable(r) for r in same):
+            return ref.version
+        seen.add(ref.version)
+    return None
+
+
+def _version_blocked(
+    configuration: Mapping[str, str], writer_features: frozenset[str], truncation: int
+) -> str | None:
+    """Why no version may be removed (a table property or checkpoint protection), or None."""
+    if configuration.get(CLEANUP_ENABLED_KEY, "true").strip().lower() == "false":
+        return f"{CLEANUP_ENABLED_KEY} is false: the table keeps every version (Delta's rule)"
+    if PROTECTION_FEATURE in writer_features:
+        raw = configuration.get(PROTECTION_KEY, "0")
+        try:
+            protected = int(raw)
+        except ValueError:
+            return f"{PROTECTION_KEY} = {raw!r} is not a version: every version is kept"
+        if truncation < protected:
+            return (
+                f"checkpointProtection: versions before {protected} may only be removed in one "
+                f"go, and the newest expired checkpoint is at version {truncation}: every "
+                "version is kept"
+            )
+    return None
+
+
+def staged_version(name: str) -> int | None:
+    """The version of a ``_commits/N.<uuid>.json`` name, or None for any other name."""
+    folder, _, base = name.partition("/")
+    head = base.split(".", 1)[0]
+    if folder != COMMITS_DIR or not base.endswith(".json") or not head.isdigit():
+        return None
+    return int(head)
+
+
+def plan_expiry(
+    listing: LogListing,
+    configuration: Mapping[str, str],
+    writer_features: frozenset[str],
+    cutoff_ms: int,
+    entries: Mapping[str, EntryState] | None,
+    *,
+    reliable: Callable[[CheckpointRef], bool] = lambda _ref: True,
+    last_checkpoint_version: int | None = None,
+) -> LogExpiry:
+    """The module docstring's rule over one complete listing of ``_delta_log``."""
+    times = version_times(listing)
+    out = LogExpiry(cutoff_ms, None)
+    found = truncation_checkpoint(listing, times, cutoff_ms, reliable, last_checkpoint_version)
+    if found is None:
+        out.notes.append(
+            "no complete checkpoint is older than the cut-off: every version is kept (only "
+            "files below such a checkpoint are removed, so every retained version stays "
+            "readable)"
+        )
+    elif (blocked := _version_blocked(configuration, writer_features, found)) is not None:
+        out.notes.append(blocked)
+    else:
+        out.truncation_version = found
+    t = out.truncation_version
+
+    def add(name: str, kind: str, reason: str) -> None:
+        info = listing.files.get(name) or listing.temp_infos.get(name)
+        info = info or listing.staged_infos.get(name)
+        if info is not None:
+            out.files.append(Expired(name, kind, info.size, info.mtime_ms, reason))
+
+    if t is not None:
+        below = f"below the checkpoint at version {t}, older than the cut-off"
+        by_version: dict[int, list[tuple[str, str]]] = {}
+        for v, name in listing.commits.items():
+            by_version.setdefault(v, []).append((name, "commit"))
+        for v, name in listing.checksums.items():
+            by_version.setdefault(v, []).append((name, "checksum"))
+        for ref in listing.checkpoints:
+            for name in ref.files:
+                by_version.setdefault(ref.version, []).append((name, "checkpoint"))
+        for v in sorted(by_version):
+            if v >= t:
+                break
+            for name, kind in by_version[v]:
+                add(name, kind, f"version {v}: {below}")
+        for c in sorted(listing.compactions, key=lambda c: c.version):
+            if c.end_version is not None and c.end_version < t:
+                if listing.files[c.name].mtime_ms <= cutoff_ms:
+                    add(c.name, "compaction", f"versions {c.version}-{c.end_version}: {below}")
+    for name in listing.staged_commits:
+        staged = staged_version(name)
+        info = listing.staged_infos.get(name)
+        if staged is None or info is None or staged not in listing.commits:
+            continue
+        if info.mtime_ms > cutoff_ms:
+            continue
+        v = staged
+        add(
+            name, "backfilled-commit", f"backfilled to {listing.commits[v]}, older than the cut-off"
+        )
+    for name in listing.temp_files:
+        info = listing.files.get(name) or listing.temp_infos.get(name)
+        verdict = judge_temp(name, listing, entries)
+        if verdict is not None and verdict.state is not TempState.GARBAGE:
+            out.kept_temp.append((name, verdict))
+        elif info is not None and info.mtime_ms < cutoff_ms:
+            kind = "temp-commit" if verdict is not None else "temp-file"
+            add(name, kind, verdict.reason if verdict else "log store temp file")
+    for ref in listing.incomplete_checkpoints:
+        for name in ref.files:
+            if listing.files[name].mtime_ms < cutoff_ms:
+                add(name, "checkpoint-part", "part of an incomplete multi-part checkpoint")
+    return out
+
+
+def log_cost(listing: LogListing) -> dict[str, dict[str, int] | None]:
+    """Objects and bytes in ``_delta_log`` by :data:`COST_KINDS` from one listing (``_commits/``
+    and ``_staged_commits/`` count as other); ``sidecars`` is None: ``_delta_log/_sidecars/``
+    is not in the listing."""
+    out: dict[str, dict[str, int] | None] = {k: {"objects": 0, "bytes": 0} for k in COST_KINDS}
+    out["sidecars"] = None
+    commits = {n: "commits" for n in listing.commits.values()}
+    commits.update({n: "checksums" for n in listing.checksums.values()})
+    commits.update({c.name: "compactions" for c in listing.compactions})
+    for r in [*listing.checkpoints, *listing.incomplete_checkpoints]:
+        commits.update({f: "checkpoints" for f in r.files})
+    infos = [*listing.files.items(), *listing.temp_infos.items(), *listing.staged_infos.items()]
+    for name, info in infos:
+        if name.startswith(TEMP_DIR + "/"):
+            kind = "temp_commits"
+        else:
+            kind = commits.get(name, "other")
+        bucket = out[kind]
+        assert bucket is not None
+        bucket["objects"] += 1
+        bucket["bytes"] += info.size
+    return out
