@@ -57,6 +57,12 @@ from deltaguard.tools.deltalog.live_files import (
     parquet_footer_problem,
     read_parquet_footer,
 )
+from deltaguard.tools.deltalog.log_expiry import (
+    day_cutoff_ms,
+    log_cost,
+    log_retention_ms,
+    plan_expiry,
+)
 from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
@@ -173,14 +179,17 @@ def _log(name: str) -> str:
     return f"{LOG_DIR}/{name}"
 
 
-def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collector) -> None:
+def _check_last_checkpoint(
+    store: TableStore, listing: LogListing, out: _Collector
+) -> LastCheckpoint | None:
+    """Checks ``_last_checkpoint`` against the listing; returns it (None: absent or damaged)."""
     try:
         hint = read_last_checkpoint(store)
     except LastCheckpointError as exc:
         out.add("last-checkpoint-corrupt", f"_last_checkpoint: {exc}", _log("_last_checkpoint"))
-        return
+        return None
     if hint is None:
-        return
+        return None
     at_version = [c for c in listing.checkpoints if c.version == hint.version]
     if not at_version:
         partial = [c for c in listing.incomplete_checkpoints if c.version == hint.version]
@@ -210,6 +219,7 @@ def _check_last_checkpoint(store: TableStore, listing: LogListing, out: _Collect
             f"_last_checkpoint names version {hint.version}; checkpoint {newest} is newer",
             _log("_last_checkpoint"),
         )
+    return hint
 
 
 def _hint_mismatches(
@@ -624,6 +634,54 @@ def _check_dynamodb(
                 )
 
 
+def log_cost_summary(
+    listing: LogListing,
+    snap: Snapshot | None,
+    entries: dict[str, EntryState] | None,
+    hint: LastCheckpoint | None,
+    now_ms: int | None = None,
+) -> dict[str, Any]:
+    """What the log costs, from the audit's own listing (no request of its own): objects and
+    bytes by kind (:func:`~.log_expiry.log_cost`), versions since the newest checkpoint, and
+    how many objects ``log-cleanup`` would remove (:func:`~.log_expiry.plan_expiry`, with the
+    table's retention; null when the snapshot could not be read). The estimate reads no
+    checkpoint (each is taken as reliable) and leaves out sidecars and Hadoop ``.crc`` files;
+    ``log-cleanup`` itself checks and counts them."""
+    by_kind = log_cost(listing)
+    counted = [b for b in by_kind.values() if b is not None]
+    newest = max((c.version for c in listing.checkpoints), default=None)
+    latest = listing.latest_version
+    since = None if latest is None else latest - (newest if newest is not None else -1)
+    removable: int | None = None
+    removable_bytes: int | None = None
+    if snap is not None:
+        try:
+            retention = log_retention_ms(snap.configuration)
+        except ValueError:
+            retention = None
+        if retention is not None:
+            now = int(time.time() * 1000) if now_ms is None else now_ms
+            expiry = plan_expiry(
+                listing,
+                snap.configuration,
+                snap.protocol.writer_features,
+                day_cutoff_ms(now, retention),
+                entries,
+                last_checkpoint_version=None if hint is None else hint.version,
+            )
+            removable = len(expiry.files)
+            removable_bytes = sum(f.size for f in expiry.files)
+    return {
+        "objects": sum(b["objects"] for b in counted),
+        "bytes": sum(b["bytes"] for b in counted),
+        "by_kind": by_kind,
+        "newest_checkpoint": newest,
+        "versions_since_checkpoint": since,
+        "log_cleanup_would_remove": removable,
+        "log_cleanup_would_remove_bytes": removable_bytes,
+    }
+
+
 def _unreplayable(version: int | None, exc: DeltaLogError, out: _Collector) -> str:
     """The ``snapshot-unreadable`` message: when another finding names the file and line at
     fault, a pointer to it (its message is not repeated: one error, said once), else the
@@ -673,7 +731,7 @@ def audit_table(
     out = _Collector()
     entries = read_entries(dynamodb) if dynamodb is not None else None
     _check_names(listing, entries, int(time.time() * 1000), out)
-    _check_last_checkpoint(store, listing, out)
+    hint = _check_last_checkpoint(store, listing, out)
     _check_commits(store, listing, out)
     report = AuditReport(store.uri, None, listing.latest_version)
     snap: Snapshot | None = None
@@ -727,6 +785,7 @@ def audit_table(
             "oldest_commit": min(listing.commits, default=None),
             "checkpoints": len(listing.checkpoints),
             "staged_commits": len(listing.staged_commits),
+            "log": log_cost_summary(listing, snap, entries, hint),
         }
     )
     if dynamodb is not None:

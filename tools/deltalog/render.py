@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -32,6 +33,8 @@ def print_audit(report: AuditReport, console: Console) -> None:
         )
         console.print(f"  data files checked: {s.get('data_files_checked')}")
         console.print(f"  checkpoint compared: {s.get('checkpoint_compared')}")
+    if log := s.get("log"):
+        print_log_cost(log, console)
     if not report.findings:
         console.print("[bold green]healthy: no findings[/]")
         return
@@ -51,6 +54,36 @@ def print_audit(report: AuditReport, console: Console) -> None:
     console.print(
         f"{verdict}: {counts['error']} error(s), {counts['warning']} warning(s), "
         f"{counts['info']} info"
+    )
+
+
+def print_log_cost(log: dict[str, Any], console: Console) -> None:
+    """The audit's lines on what ``_delta_log`` costs (the summary's ``log``)."""
+    kinds = ", ".join(
+        f"{kind.replace('_', ' ')} {b['objects']} ({b['bytes']} bytes)"
+        for kind, b in log["by_kind"].items()
+        if b is not None and b["objects"]
+    )
+    console.print(
+        f"  _delta_log: {log['objects']} objects, {log['bytes']} bytes ({kinds}; "
+        "_sidecars/ not listed)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    newest = log["newest_checkpoint"]
+    since = f"checkpoint {newest}" if newest is not None else "no checkpoint"
+    removable = log["log_cleanup_would_remove"]
+    would = (
+        f"log-cleanup would remove {removable} objects ({log['log_cleanup_would_remove_bytes']} "
+        "bytes; sidecars and .crc files not counted)"
+        if removable is not None
+        else "what log-cleanup would remove is unknown (the snapshot could not be read)"
+    )
+    console.print(
+        f"  {log['versions_since_checkpoint']} version(s) since the newest checkpoint ({since}); "
+        f"{would}",
+        highlight=False,
+        soft_wrap=True,
     )
 
 
