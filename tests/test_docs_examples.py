@@ -71,6 +71,9 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard history s3://lake/events --limit 20": 0,
     "deltaguard history s3://lake/events --limit 20 --json": 0,
     "deltaguard orphans s3://lake/events": 0,  # the uncommitted file is recent on S3
+    "deltaguard log-cleanup s3://lake/events": 0,  # uploaded just now: nothing expired
+    "deltaguard log-cleanup s3://lake/events --json > log-cleanup.json": 0,
+    "deltaguard log-cleanup s3://lake/events --yes --manifest log-cleanups": 0,
     "deltaguard orphans s3://lake/events --delete": 0,
     "deltaguard orphans s3://lake/events --delete --yes --manifest deleted": 0,
     "deltaguard orphans s3://lake/events --json > orphans.json": 0,

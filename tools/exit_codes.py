@@ -20,12 +20,12 @@ README's table is this one). Every failure also prints one line on stderr,
     setting or argument, and a probe that could not run or decide. Whatever could be read is
     still printed (audit findings, history entries with their ``problem``).
 ``3`` (:attr:`ExitCode.DELETE_FAILED`)
-    ``orphans --delete --yes``: some deletions failed or their outcome is unknown, or the run
+    ``orphans --delete --yes`` or ``log-cleanup --yes``: some deletions failed or their outcome is unknown, or the run
     failed after deleting began (a failed delete job, a manifest that could not be written).
     The message and the manifest say what was deleted and what is unknown; never "nothing
     deleted" once deleting began (that message, with code 2, means nothing was).
 ``4`` (:attr:`ExitCode.INTERRUPTED`)
-    ``orphans --delete --yes`` stopped by SIGINT (Ctrl-C) or SIGTERM: no delete was sent
+    ``orphans --delete --yes`` or ``log-cleanup --yes`` stopped by SIGINT (Ctrl-C) or SIGTERM: no delete was sent
     after the signal, the requests in flight were settled (or their files recorded
     ``unknown``), and the manifest says ``"status": "interrupted"`` with the counts. Run the
     same command again to finish (docs/guides/cleanup.md, Interrupting a cleanup).
