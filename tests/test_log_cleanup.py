@@ -27,6 +27,7 @@ from test_orphans_interrupt import (
 )
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
+from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
 from deltaguard.tools.orphans import read_manifest
@@ -261,3 +262,74 @@ def test_signal_mid_delete_leaves_a_true_manifest(tmp_path: Path, run_cli: Any) 
     assert "continues the unfinished run" in again.stdout
     assert not any((t.root / p).exists() for p in planned)
     assert (t.log / log_name(t.version - 1, "checkpoint.parquet")).exists()
+
+
+# proves: docs/guides/log-cleanup.md "a DynamoDB temp commit goes once N.json exists and its entry
+# is complete; a pending one never"
+def test_dynamodb_temp_commits_on_localstack(
+    localstack: Any,
+    ls_bucket: str,
+    ls_commit_table: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On LocalStack (S3 and DynamoDB). S3 sets the modification times (now), so the run's
+    clock is moved two days on instead (the cut-off is truncated to the day)."""
+    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+    from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest, run_log_cleanup
+    from deltaguard.tools.storage import S3Options
+
+    t = SyntheticTable(tmp_path / "t")
+    t.create(NOW)
+    for v in range(1, 7):
+        t.commit([], NOW)
+        if v == 4:
+            t.checkpoint()
+    temps = {
+        "done5": f"_delta_log/.tmp/{log_name(5)}.{uuid.uuid4()}",  # 5.json exists, complete
+        "open6": f"_delta_log/.tmp/{log_name(6)}.{uuid.uuid4()}",  # 6.json exists, incomplete
+        "pending7": f"_delta_log/.tmp/{log_name(7)}.{uuid.uuid4()}",  # 7.json missing
+    }
+    for rel in temps.values():
+        t.write_file(rel, NOW, size=3)
+    endpoint = localstack.endpoint
+    upload_table(t.root, endpoint.s3_client(), ls_bucket, "lake/t")
+    ddb = endpoint.dynamodb_client()
+    table_path = f"s3a://{ls_bucket}/lake/t"
+    for version, key, complete in ((5, "done5", True), (6, "open6", False), (7, "pending7", False)):
+        item = {
+            "tablePath": {"S": table_path},
+            "fileName": {"S": log_name(version)},
+            "tempPath": {"S": temps[key].removeprefix("_delta_log/")},
+            "complete": {"S": "true" if complete else "false"},
+        }
+        if complete:
+            item["expireTime"] = {"N": str(int(time.time()) + 86400)}
+        ddb.put_item(TableName=ls_commit_table, Item=item)
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    request = LogCleanupRequest(
+        table=f"s3://{ls_bucket}/lake/t",
+        s3=S3Options(endpoint.url, endpoint.region, True),
+        retention_ms=0,
+        unsafe_retention=True,
+        yes=True,
+        as_json=True,
+        manifest_path=tmp_path / "m",
+        dynamodb=DynamoDBCheck(ddb, ls_commit_table, (table_path,)),
+        now_ms=NOW + 2 * DAY,
+    )
+    assert run_log_cleanup(request) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["truncation_version"] == 4
+    keys = {
+        o["Key"].removeprefix("lake/t/")
+        for page in endpoint.s3_client().get_paginator("list_objects_v2").paginate(Bucket=ls_bucket)
+        for o in page.get("Contents", [])
+    }
+    gone = {f"_delta_log/{log_name(v)}" for v in range(4)} | {temps["done5"]}
+    assert not gone & keys
+    kept = {f"_delta_log/{log_name(v)}" for v in range(4, 7)} | {temps["open6"], temps["pending7"]}
+    assert kept | {f"_delta_log/{log_name(4, 'checkpoint.parquet')}"} <= keys
+    assert report["cleanup"]["counts"]["deleted"] == len(gone)

@@ -77,6 +77,9 @@ class LogCleanupRequest:
     tsv: bool = False
     manifest_path: Path | None = None
     dynamodb: DynamoDBCheck | None = None
+    #: The clock (epoch ms; None: now): what the cut-off is computed from. Not an option of
+    #: the command: tests on stores whose modification times they cannot set move it.
+    now_ms: int | None = None
 
 
 def _kind_totals(scan: LogScan) -> dict[str, dict[str, int]]:
@@ -176,7 +179,9 @@ def run_log_cleanup(req: LogCleanupRequest) -> int:
         if req.retention_ms is not None and req.yes:
             check_retention(req.retention_ms, req.unsafe_retention)
         store = open_table(req.table, req.s3)
-        scan = scan_log(store, retention_ms=req.retention_ms, dynamodb=req.dynamodb)
+        scan = scan_log(
+            store, now_ms=req.now_ms, retention_ms=req.retention_ms, dynamodb=req.dynamodb
+        )
         if req.yes:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, OutsideLogError) as exc:
