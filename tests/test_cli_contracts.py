@@ -128,13 +128,13 @@ def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
     latest = t.log / f"{t.version:020d}.json"
     latest.write_text(latest.read_text()[:-30] + "\n")  # a truncated last line
     codes = {}
-    for command in ("audit", "history", "orphans", "repair"):
+    for command in ("audit", "history", "orphans", "repair", "log-cleanup"):
         out = run_cli(command, str(t.root), "--json")
         codes[command] = out.returncode
         assert "Traceback" not in out.stderr
-        if command != "orphans":
+        if command not in ("orphans", "log-cleanup"):
             json.loads(out.stdout)  # what could be read is still reported
-    assert codes == {"audit": 2, "history": 2, "orphans": 2, "repair": 2}
+    assert codes == {"audit": 2, "history": 2, "orphans": 2, "repair": 2, "log-cleanup": 2}
 
 
 def _history_and_audit(table: Path) -> tuple[Any, Any]:

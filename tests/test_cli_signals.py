@@ -124,6 +124,7 @@ S3_COMMANDS = {
     "probe": ["probe", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "repair": ["repair", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "orphans": ["orphans", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
+    "log-cleanup": ["log-cleanup", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "migrate status": ["migrate", "status", "s3://lake/t", "--endpoint-url", "{url}",
                        "--path-style", "--dynamodb-table", "d", "--dynamodb-endpoint", "{url}"],
     "dynamodb create-table": ["dynamodb", "create-table", "d", "--endpoint-url", "{url}"],
