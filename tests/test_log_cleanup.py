@@ -31,6 +31,7 @@ from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
 from deltaguard.tools.orphans import read_manifest
+from deltaguard.tools.orphans.log_cleanup import LOG_CLEANUP_CLASSES as LOG_CLEANUP
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)
@@ -333,3 +334,34 @@ def test_dynamodb_temp_commits_on_localstack(
     kept = {f"_delta_log/{log_name(v)}" for v in range(4, 7)} | {temps["open6"], temps["pending7"]}
     assert kept | {f"_delta_log/{log_name(4, 'checkpoint.parquet')}"} <= keys
     assert report["cleanup"]["counts"]["deleted"] == len(gone)
+
+
+# proves: docs/guides/log-cleanup.md "right before deleting it lists and replays the log again and
+# spares any file the new plan no longer removes"
+def test_the_reread_spares_what_is_no_longer_removable(tmp_path: Path) -> None:
+    """Between the scan and the deletes a writer rewrites commit 2 (its modification time is
+    now, so every later version's time is too): no checkpoint is older than the cut-off any
+    more, and the re-read spares every planned commit."""
+    from deltaguard.tools.orphans.cleanup import CleanupOptions, execute
+    from deltaguard.tools.orphans.log_cleanup import log_cleanup_plan, scan_log
+    from deltaguard.tools.storage import open_table
+
+    t = SyntheticTable(tmp_path / "t")
+    t.create(NOW - 60 * DAY)
+    for v in range(1, 8):
+        t.commit([], NOW - 60 * DAY + v * 1000)
+        if v == 5:
+            t.checkpoint()
+    store = open_table(str(t.root))
+    scan = scan_log(store)
+    assert scan.truncation_version == 5 and len(scan.result.of(*LOG_CLEANUP)) == 5
+    age(t.log / log_name(2), NOW)
+    plan = log_cleanup_plan(store, scan, given_retention=False, dynamodb=None)
+    done = execute(
+        store, scan.result, manifest_path=tmp_path / "m", options=CleanupOptions(), plan=plan
+    )
+    assert done.counts["deleted"] == 0 and done.counts["spared"] == 5
+    assert all((t.log / log_name(v)).exists() for v in range(8))
+    spared = read_manifest(tmp_path / "m").records()
+    assert set(spared["outcome"].to_pylist()) == {"spared"}
+    assert "no longer removable at the re-read" in spared["why"][0].as_py()

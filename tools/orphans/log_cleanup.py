@@ -232,11 +232,16 @@ def log_cleanup_plan(
 
     def recheck(planned: list[Candidate]) -> Recheck:
         result = scan.result
-        retention = result.retention_ms
-        if not given_retention:
-            fresh = scan_log(store, now_ms=result.now_ms, dynamodb=dynamodb)
-            retention = max(retention, fresh.result.retention_ms)
-        again = scan_log(store, now_ms=result.now_ms, retention_ms=retention, dynamodb=dynamodb)
+        again = scan_log(
+            store,
+            now_ms=result.now_ms,
+            retention_ms=result.retention_ms if given_retention else None,
+            dynamodb=dynamodb,
+        )
+        if again.result.retention_ms < result.retention_ms:  # shortened since: keep the scan's
+            again = scan_log(
+                store, now_ms=result.now_ms, retention_ms=result.retention_ms, dynamodb=dynamodb
+            )
         now_removable = {
             c.path: c.file_class
             for c in again.result.candidates
