@@ -115,6 +115,12 @@ def test_removes_exactly_what_delta_would_and_every_retained_version_reads(
     assert planned == expected_gone
     assert classes[pending] == classes[done] == "pending-commit"
 
+    tsv = cli("log-cleanup", str(root), "--format", "tsv")
+    header, *rows = tsv.stdout.splitlines()
+    assert header.split("\t") == ["path", "class", "kind", "size", "mtime_ms", "reason"]
+    assert {r.split("\t")[0].removeprefix("_delta_log/") for r in rows} == set(classes)
+    assert "dry run: would delete" in tsv.stderr
+
     audit = cli("audit", str(root), "--json")
     cost = json.loads(audit.stdout)["summary"]["log"]
     assert cost["log_cleanup_would_remove"] == len(expected_gone)
