@@ -7,11 +7,11 @@ The damage (:mod:`deltaguard.localstack.table_damage`): deleted, truncated, grow
 wrong-magic data files; deleted and short deletion vector files; deleted, truncated and
 mismatched checkpoints, a multi-part checkpoint missing a part; ``_last_checkpoint`` naming a
 missing checkpoint or giving a wrong size; commits missing before and after the newest
-checkpoint; a corrupt line in a commit before and after it; several at once. A wrong-magic file
-of the right size shows only when it is read: for it the property is stated for
-``audit --check footers``; every other kind holds it for the default audit too.
+checkpoint; a corrupt line in a commit before and after it; several at once. The default audit
+(``--check footers``) holds the property for every kind; ``--check exists`` (the listing only)
+for every kind but a wrong-magic file of the right size, which shows only when it is read.
 
-From the other side, ``repair --check footers --yes`` on data-file damage leaves a table that
+From the other side, ``repair --yes`` (the default depth, footers) on data-file damage leaves a table that
 delta-rs reads: it removed every file a reader failed on and no undamaged one, and the rows
 left are the undamaged table's minus those files' rows; the audit is then healthy.
 
@@ -194,7 +194,7 @@ def check_property(
         )
     named = breaking or set(damaged)  # only the combination breaks a reader: any file of it
     footer_only = any(k.footer_only for k, _ in damages)
-    for mode in [("--check", "footers"), *([] if footer_only else [()])]:
+    for mode in [(), *([] if footer_only else [("--check", "exists")])]:
         code, out, err = cli.run("audit", uri, "--json", *mode)
         if not failed:
             continue
@@ -216,23 +216,25 @@ def _check_repair(
     grown: set[str],
     cli: Cli,
 ) -> None:
-    """``repair --check footers --yes`` removes every file a reader failed on and no
-    undamaged one, and keeps a ``grown`` file (bytes appended after its footer: readers read
-    it from the logged size), naming it ``not repaired`` (exit 1); the readers then read the
-    rest, and the audit is healthy but for the grown files' ``size-mismatch``."""
-    code, out, err = cli.run("repair", uri, "--check", "footers", "--yes")
+    """``repair --yes`` (default depth: footers) removes every file a reader failed on and no
+    undamaged one, and keeps a ``grown`` file (bytes appended after its footer: delta-rs reads
+    it from the logged size, Spark fails on it), naming it ``not repaired`` (exit 1); the
+    readers then read the rest (delta-rs alone while a grown file is kept), and the audit is
+    healthy but for the grown files' ``size-mismatch``."""
+    code, out, err = cli.run("repair", uri, "--yes")
     assert code == (1 if grown else 0), f"repair of {damaged}: exit {code}\n{out}{err}"
     for rel in grown:
         assert f"not repaired: size-mismatch: {rel}" in out, f"{rel} kept, not named:\n{out}"
     reader = sorted(_usable(pristine, oracle))[0]  # delta-rs when it can
     removed = set(pristine.rows_per_file) - oracle.live_files(uri, reader)
     assert removed <= set(damaged), f"repair removed undamaged files {removed - set(damaged)}"
-    assert breaking <= removed, f"repair left {breaking - removed}, which readers fail on"
+    assert breaking - grown <= removed, f"repair left {breaking - removed}, which readers fail on"
     assert not grown & removed, f"repair removed {grown & removed}, which readers read"
     left = pristine.rows - sum(pristine.rows_per_file[rel] for rel in removed)
-    failed = _failures(pristine, oracle, uri, left)
+    after = Oracle(storage_options=oracle.storage_options) if grown else oracle
+    failed = _failures(pristine, after, uri, left)
     assert not failed, f"after repair of {damaged} (removed {sorted(removed)}): {failed}"
-    code, out, err = cli.run("audit", uri, "--check", "footers", "--json")
+    code, out, err = cli.run("audit", uri, "--json")
     left_findings = {(f["code"], f["file"]) for f in json.loads(out)["findings"]}
     assert left_findings == {("size-mismatch", rel) for rel in grown}, (
         f"after repair of {damaged}: audit exit {code}\n{out}{err}"
@@ -392,6 +394,7 @@ def spark_pristine(spark_tables: Any, spark: Any) -> Callable[[str], Pristine]:
 
 SPARK_SAMPLE: list[tuple[str, list[Damage]]] = [
     ("rs", [(Kind.DATA_TRUNCATED, 2)]),
+    ("rs", [(Kind.DATA_GROWN, 1)]),  # delta-rs reads it, Spark fails: never healthy
     ("rs", [(Kind.CHECKPOINT_MISMATCHED, 0)]),
     ("rs", [(Kind.LAST_CHECKPOINT_MISSING, 0)]),
     ("rs", [(Kind.GAP_AFTER_CHECKPOINT, 0)]),
@@ -419,49 +422,3 @@ def test_spark_oracle_damage(
     Spark-written ones (deletion vectors, multi-part and V2 checkpoints, encoded partitions)."""
     pristine = rs_table if name == "rs" else spark_pristine(name)
     check_property(pristine, tmp_path, damages, Oracle(spark))
-
-
-# --- log-cleanup: Spark reads every retained version after it (docs/guides/log-cleanup.md) ---
-
-
-# proves: docs/guides/log-cleanup.md "only below the newest reliable checkpoint older than the
-# cut-off: every retained version stays readable"
-@pytest.mark.parametrize("name", ["multipart", "v2", "dv_cdc"])
-def test_spark_reads_every_retained_version_after_log_cleanup(
-    spark: Any, spark_tables: Any, tmp_path: Path, name: str
-) -> None:
-    """A Spark-written table (multi-part checkpoints; V2 checkpoints with sidecars; deletion
-    vectors and change data) whose log files of all but its last two versions are 60 days
-    old: after ``log-cleanup --yes``, Spark time-travels to every retained version and reads
-    the live files it read before the cleanup; a version below the truncation checkpoint
-    fails with Delta's own message."""
-    import os
-    import time
-
-    src = spark_tables.path(name)
-    root = copy_table(src, tmp_path / name)
-    versions = spark_tables.versions(name)
-    old = time.time() - 60 * 86400
-    for f in (root / "_delta_log").rglob("*"):
-        head = f.name[:20]
-        if f.is_file() and (
-            f.parent.name == "_sidecars" or (head.isdigit() and int(head) < versions[-2])
-        ):
-            stamp = old + (int(head) if head.isdigit() else 0)
-            os.utime(f, (stamp, stamp))
-    done = CliRunner().invoke(
-        main, ["log-cleanup", str(root), "--yes", "--json", "--manifest", str(tmp_path / "m")]
-    )
-    assert done.exit_code == 0, done.output
-    truncation = json.loads(done.stdout)["truncation_version"]
-    assert truncation is not None and truncation > versions[0]
-
-    def files_at(version: int) -> set[str]:
-        df = spark.read.format("delta").option("versionAsOf", version).load(str(root))
-        return {Path(f.removeprefix("file:")).relative_to(root).as_posix() for f in df.inputFiles()}
-
-    for v in (v for v in versions if v >= truncation):
-        expected = {Path(p).relative_to(src).as_posix() for p in spark_tables.live_files(name, v)}
-        assert files_at(v) == expected, v
-    with pytest.raises(Exception, match=r"(?i)time travel|not.*reconstruct|versions"):
-        files_at(truncation - 1)
