@@ -27,8 +27,9 @@ def _table(root: Path, orphans: int = 2) -> SyntheticTable:
     t = SyntheticTable(root)
     t.create(NOW - 10 * DAY)
     for i in range(3):
-        rel = t.write_file(f"p=a/f{i}.parquet", NOW - 9 * DAY)
-        t.commit([{"add": t.add_action(rel, NOW - 9 * DAY)}], NOW - 9 * DAY + i)
+        rel = f"p=a/f{i}.parquet"
+        size = t.write_parquet(rel, NOW - 9 * DAY, [i])
+        t.commit([{"add": t.add_action(rel, NOW - 9 * DAY, size=size)}], NOW - 9 * DAY + i)
     for i in range(orphans):
         t.write_file(f"p=a/orphan-{i}.parquet", NOW - 8 * DAY)
     return t

@@ -7,11 +7,11 @@ The damage (:mod:`deltaguard.localstack.table_damage`): deleted, truncated, grow
 wrong-magic data files; deleted and short deletion vector files; deleted, truncated and
 mismatched checkpoints, a multi-part checkpoint missing a part; ``_last_checkpoint`` naming a
 missing checkpoint or giving a wrong size; commits missing before and after the newest
-checkpoint; a corrupt line in a commit before and after it; several at once. A wrong-magic file
-of the right size shows only when it is read: for it the property is stated for
-``audit --check footers``; every other kind holds it for the default audit too.
+checkpoint; a corrupt line in a commit before and after it; several at once. The default audit
+(``--check footers``) holds the property for every kind; ``--check exists`` (the listing only)
+for every kind but a wrong-magic file of the right size, which shows only when it is read.
 
-From the other side, ``repair --check footers --yes`` on data-file damage leaves a table that
+From the other side, ``repair --yes`` (the default depth, footers) on data-file damage leaves a table that
 delta-rs reads: it removed every file a reader failed on and no undamaged one, and the rows
 left are the undamaged table's minus those files' rows; the audit is then healthy.
 
@@ -194,7 +194,7 @@ def check_property(
         )
     named = breaking or set(damaged)  # only the combination breaks a reader: any file of it
     footer_only = any(k.footer_only for k, _ in damages)
-    for mode in [("--check", "footers"), *([] if footer_only else [()])]:
+    for mode in [(), *([] if footer_only else [("--check", "exists")])]:
         code, out, err = cli.run("audit", uri, "--json", *mode)
         if not failed:
             continue
@@ -216,11 +216,11 @@ def _check_repair(
     grown: set[str],
     cli: Cli,
 ) -> None:
-    """``repair --check footers --yes`` removes every file a reader failed on and no
+    """``repair --yes`` (default depth: footers) removes every file a reader failed on and no
     undamaged one, and keeps a ``grown`` file (bytes appended after its footer: readers read
     it from the logged size), naming it ``not repaired`` (exit 1); the readers then read the
     rest, and the audit is healthy but for the grown files' ``size-mismatch``."""
-    code, out, err = cli.run("repair", uri, "--check", "footers", "--yes")
+    code, out, err = cli.run("repair", uri, "--yes")
     assert code == (1 if grown else 0), f"repair of {damaged}: exit {code}\n{out}{err}"
     for rel in grown:
         assert f"not repaired: size-mismatch: {rel}" in out, f"{rel} kept, not named:\n{out}"
@@ -232,7 +232,7 @@ def _check_repair(
     left = pristine.rows - sum(pristine.rows_per_file[rel] for rel in removed)
     failed = _failures(pristine, oracle, uri, left)
     assert not failed, f"after repair of {damaged} (removed {sorted(removed)}): {failed}"
-    code, out, err = cli.run("audit", uri, "--check", "footers", "--json")
+    code, out, err = cli.run("audit", uri, "--json")
     left_findings = {(f["code"], f["file"]) for f in json.loads(out)["findings"]}
     assert left_findings == {("size-mismatch", rel) for rel in grown}, (
         f"after repair of {damaged}: audit exit {code}\n{out}{err}"

@@ -36,12 +36,13 @@ from deltaguard.tools.cli_options import (
     Duration,
     TableLocation,
     bounded,
+    check_option,
     endpoint_option,
     profile_option,
 )
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
-from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
 from deltaguard.tools.repair.options import repair_options, repair_request
 
@@ -608,16 +609,7 @@ def _fail(command: str, exc: Exception) -> None:
     help="list the table to find live files and deletion vectors that are missing or of "
     "another size than the log's",
 )
-@click.option(
-    "--check",
-    "check_mode",
-    type=click.Choice([m.value for m in CheckMode]),
-    default=CheckMode.EXISTS.value,
-    show_default=True,
-    help="exists: the file check uses the listing only (existence, sizes); footers: also "
-    "reads each live data file's Parquet footer and each deletion vector, as repair "
-    "--check footers does",
-)
+@check_option("exists with --engine spark, whose executors list the table only")
 @dynamodb_table_path_option
 @engine_option(
     "the file check's engine: local (one process lists the table) or spark (executors "
@@ -633,7 +625,7 @@ def audit_command(
     as_json: bool,
     fmt: str,
     check_files: bool,
-    check_mode: str,
+    check_mode: str | None,
     table_paths: tuple[str, ...],
     engine: str,
     spark_master: str | None,
@@ -659,6 +651,8 @@ def audit_command(
         raise click.UsageError("give --version or --timestamp, not both")
     if engine == "spark" and (version is not None or timestamp is not None):
         raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
+    if check_mode is None:
+        check_mode = CheckMode.EXISTS if engine == "spark" else CheckMode.FOOTERS
     if engine == "spark" and check_mode == CheckMode.FOOTERS.value:
         raise click.UsageError(
             "--check footers reads the footers in this process: use --engine local"

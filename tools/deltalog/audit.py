@@ -654,7 +654,7 @@ def audit_table(
     dynamodb: DynamoDBCheck | None = None,
     check_files: bool = True,
     file_check: FileCheck | None = None,
-    footers: bool = False,
+    footers: bool = True,
 ) -> AuditReport:
     """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
     ``file_check`` lists the table and finds the live files no reader can read (default:

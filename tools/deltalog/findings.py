@@ -148,15 +148,15 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "unreadable-data-file": (
         Severity.ERROR,
-        "With --check footers: a live data file of the logged size whose Parquet footer "
+        "At --check footers (the default): a live data file of the logged size whose Parquet footer "
         "cannot be read (wrong magic bytes, footer length or footer): reads fail. Restore the "
-        "file, or remove the entry (`deltaguard repair --check footers`).",
+        "file, or remove the entry (`deltaguard repair`).",
     ),
     "unreadable-dv-file": (
         Severity.ERROR,
-        "With --check footers: a deletion vector whose size field, CRC-32 or magic number "
+        "At --check footers (the default): a deletion vector whose size field, CRC-32 or magic number "
         "does not match its descriptor: reads of its data file fail. Restore the file from a "
-        "backup, or remove the entry (`deltaguard repair --check footers`).",
+        "backup, or remove the entry (`deltaguard repair`).",
     ),
     "short-dv-file": (
         Severity.ERROR,

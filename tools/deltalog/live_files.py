@@ -2,7 +2,7 @@
 ``repair`` apply (their finding codes and messages are made here).
 
 Two depths, like Databricks ``FSCK REPAIR TABLE`` (``METADATA ONLY`` / ``VERIFY FILES``), the
-commands' ``--check exists|footers`` (:class:`deltaguard.tools.repair.modes.CheckMode`):
+commands' ``--check exists|footers`` (:class:`.check_depth.CheckMode`):
 
 ``exists`` (:func:`check_listed`)
     one listing of the table, and nothing else: every live data file and every deletion
@@ -288,8 +288,8 @@ def dv_problem(store: TableStore, rel: str, dv: DeletionVector) -> str | None:
 
 class _RangeFile(io.RawIOBase):
     """The first ``size`` bytes of a file as a seekable file for pyarrow's footer read, each
-    read one call of ``read_range(start, end)`` (on S3 a ranged GET; the footer read is two or
-    three)."""
+    read one call of ``read_range(start, end)`` (on S3 a ranged GET; pyarrow reads the last
+    64 KiB at once, and again only for a longer footer: one GET per file, as a rule)."""
 
     def __init__(self, read_range: Callable[[int, int], bytes], size: int) -> None:
         self.read_range, self.size, self.pos = read_range, size, 0

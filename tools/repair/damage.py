@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltaguard.tools.deltalog import filetable
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.live_files import (
     MISSING_DATA,
     SIZE_MISMATCH,
@@ -24,7 +25,6 @@ from deltaguard.tools.deltalog.live_files import (
     parquet_footer_problem,
 )
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.storage import TableStore
 
 
@@ -93,7 +93,8 @@ def find_damage(
 
 _GROWN_UNCHECKED = (
     "longer than logged: readers read it at the logged size, so it is kept; "
-    "`repair --check footers` removes it only if its footer at the logged size is unreadable, "
+    "`repair --check footers` (the default) removes it only if its footer at the logged size "
+    "is unreadable, "
     "or restore the committed file from a backup"
 )
 _GROWN_READABLE = (

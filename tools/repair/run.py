@@ -37,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.tools.deltalog.audit import UNREADABLE_CODES, audit_table
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
 from deltaguard.tools.deltalog.findings import Finding, Severity
@@ -49,7 +50,7 @@ from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
-from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
+from deltaguard.tools.repair.modes import CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
 from deltaguard.tools.repair.remove_commit import (
     check_writable,
@@ -69,7 +70,7 @@ class RepairRequest:
     s3: S3Options = field(default_factory=S3Options)
     dynamodb: DynamoDBCheck | None = None
     protocol: CommitProtocol | None = None
-    check: CheckMode = CheckMode.EXISTS
+    check: CheckMode = CheckMode.FOOTERS
     yes: bool = False
     as_json: bool = False
     attempts: int = 20
