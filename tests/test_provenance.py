@@ -10,9 +10,10 @@ from deltaguard.logstore.preset_name import PresetName
 from deltaguard.tools.deltalog.provenance import (
     CommitPath,
     Provenance,
+    SingleDriverHistory,
     Writer,
     classify,
-    lone_single_driver,
+    single_driver_history,
     temp_commit_versions,
     unsafe_writers,
     version_ranges,
@@ -102,25 +103,31 @@ def test_single_driver_next_to_another_writer_is_unsafe() -> None:
         "spark via deltaguard-conditional",
     }
     assert unsafe_writers({0: RUST, 1: COND}) == []
+    # single-driver commits while another writer had started: those versions only
+    found = unsafe_writers({0: SINGLE, 1: COND, 2: SINGLE, 3: COND})
+    assert [u.versions for u in found] == [(2,)]
+    assert single_driver_history({0: SINGLE, 1: COND, 2: SINGLE}) is None
 
 
-def test_a_lone_single_driver_writer_is_info_only() -> None:
+def test_single_driver_alone_or_before_every_other_writer_is_info_only() -> None:
     alone = {0: SINGLE, 1: SINGLE, 2: LOCAL}
     assert unsafe_writers(alone) == []
-    lone = lone_single_driver(alone)
-    assert lone is not None and lone.versions == (0, 1)
-    assert lone_single_driver({0: SINGLE, 1: RUST}) is None
-    assert lone_single_driver({0: LOCAL}) is None
+    assert single_driver_history(alone) == SingleDriverHistory((0, 1), alone=True)
+    moved = {0: SINGLE, 1: SINGLE, 2: COND, 3: RUST}
+    assert unsafe_writers(moved) == []
+    assert single_driver_history(moved) == SingleDriverHistory((0, 1), alone=False)
+    assert single_driver_history({0: COND, 1: RUST}) is None
+    assert single_driver_history({0: LOCAL}) is None
 
 
 def test_dynamodb_writers_next_to_conditional_ones_outside_the_migration() -> None:
-    # phase 1 (plain + transition) and phase 2 (transition + conditional): safe
+    # phase 1 (plain + transition), phase 2 (transition + conditional), a finished phase 1
     assert unsafe_writers({0: PLAIN, 1: TRANS, 2: PLAIN}) == []
     assert unsafe_writers({0: PLAIN, 1: TRANS, 2: COND, 3: TRANS}) == []
     # a plain DynamoDB commit after the first conditional one: unsafe
-    found = unsafe_writers({0: PLAIN, 1: COND, 2: PLAIN})
+    found = unsafe_writers({0: PLAIN, 1: COND, 2: PLAIN, 3: RUST})
     assert [(u.path, u.versions, u.preset) for u in found] == [
-        (CommitPath.DELTA_DYNAMODB, (0, 2), PresetName.S3_DYNAMODB_TRANSITION)
+        (CommitPath.DELTA_DYNAMODB, (2,), PresetName.S3_DYNAMODB_TRANSITION)
     ]
 
 

@@ -62,7 +62,7 @@ from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.provenance import (
     Provenance,
     classify,
-    lone_single_driver,
+    single_driver_history,
     temp_commit_versions,
     unsafe_writers,
     version_ranges,
@@ -314,7 +314,7 @@ def _check_commits(
 
 def _check_commit_paths(origins: dict[int, Provenance], out: _Collector) -> None:
     """``unsafe-commit-path`` per writer :func:`.provenance.unsafe_writers` names; the info
-    ``single-driver-commit-path`` when one writer alone uses the single-driver store."""
+    ``single-driver-commit-path`` for single-driver commits it does not name."""
     for unsafe in unsafe_writers(origins):
         n = len(unsafe.versions)
         out.add(
@@ -325,13 +325,18 @@ def _check_commit_paths(origins: dict[int, Provenance], out: _Collector) -> None
             f"{unsafe.preset} preset (deltaguard conf render {unsafe.preset})",
             _log(commit_file_name(unsafe.versions[-1])),
         )
-    lone = lone_single_driver(origins)
-    if lone is not None:
+    single = single_driver_history(origins)
+    if single is not None:
+        who = (
+            "by one writer, the only one"
+            if single.alone
+            else "all before any other writer's first commit (a finished move)"
+        )
         out.add(
             "single-driver-commit-path",
-            f"every commit whose path is known (versions {version_ranges(lone.versions)}) was "
-            "written through Delta's single-driver store, by one writer",
-            _log(commit_file_name(lone.versions[-1])),
+            f"versions {version_ranges(single.versions)} were written through Delta's "
+            f"single-driver store, {who}",
+            _log(commit_file_name(single.versions[-1])),
         )
 
 

@@ -208,7 +208,8 @@ CODES: dict[str, tuple[Severity, str]] = {
     "unsafe-commit-path": (
         Severity.ERROR,
         "Retained commits show more than one writer, and this one committed without a "
-        "put-if-absent: Delta's single-driver store overwrites a concurrent writer's commit, "
+        "put-if-absent after the other had started: Delta's single-driver store overwrites a "
+        "concurrent writer's commit, "
         "and a plain DynamoDB-protocol writer's copy is not atomic against a conditional "
         "PUT, so commits can be lost silently. Move the writer named to the preset named "
         "(docs/guides/commit-path.md; from DynamoDB, docs/guides/migration.md), and check the "
@@ -216,9 +217,10 @@ CODES: dict[str, tuple[Severity, str]] = {
     ),
     "single-driver-commit-path": (
         Severity.INFO,
-        "One writer commits through Delta's single-driver store: safe only while it stays "
-        "the only writer. Before another writer (a second Spark driver, delta-rs, Trino) "
-        "starts, move it to the s3-conditional preset (docs/guides/commit-path.md).",
+        "Commits through Delta's single-driver store, of one writer alone or all older than "
+        "any other writer's: safe only while no two writers overlap. Before another writer "
+        "(a second Spark driver, delta-rs, Trino) starts, move every job to the "
+        "s3-conditional preset (docs/guides/commit-path.md).",
     ),
     "unknown-writer-feature": (
         Severity.WARNING,

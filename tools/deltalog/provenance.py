@@ -158,8 +158,8 @@ def temp_commit_versions(temp_files: Iterable[str]) -> set[int]:
 
 @dataclass(frozen=True)
 class UnsafeWriter:
-    """A writer that committed without a put-if-absent next to another writer: its versions
-    (oldest first), the other writers seen, and the preset to move it to."""
+    """A writer that committed without a put-if-absent while another writer was committing:
+    those versions (oldest first), the other writers seen, and the preset to move it to."""
 
     writer: Writer
     path: CommitPath
@@ -173,13 +173,15 @@ class UnsafeWriter:
 
 
 @dataclass(frozen=True)
-class LoneSingleDriver:
-    """Every classified commit is one Spark writer's through the single-driver store."""
+class SingleDriverHistory:
+    """Single-driver commits that are not unsafe: ``alone`` (no other writer) or all older
+    than every other writer's commits (a finished move to another store)."""
 
     versions: tuple[int, ...]
+    alone: bool
 
 
-def _group(commits: Mapping[int, Provenance]) -> dict[tuple[Writer, CommitPath], list[int]]:
+def _groups(commits: Mapping[int, Provenance]) -> dict[tuple[Writer, CommitPath], list[int]]:
     groups: dict[tuple[Writer, CommitPath], list[int]] = {}
     for version in sorted(commits):
         p = commits[version]
@@ -188,56 +190,63 @@ def _group(commits: Mapping[int, Provenance]) -> dict[tuple[Writer, CommitPath],
     return groups
 
 
+def _rivals(
+    groups: dict[tuple[Writer, CommitPath], list[int]], key: tuple[Writer, CommitPath]
+) -> list[int]:
+    """The versions of the writers ``key``'s path is unsafe next to."""
+    if key[1] is CommitPath.SINGLE_DRIVER:
+        return [v for k, vs in groups.items() if k != key for v in vs]
+    if key[1].dynamodb_protocol:
+        return [
+            v
+            for k, vs in groups.items()
+            if k[1].put_if_absent and k[1] is not CommitPath.DELTAGUARD_TRANSITION
+            for v in vs
+        ]
+    return []
+
+
 def unsafe_writers(commits: Mapping[int, Provenance]) -> list[UnsafeWriter]:
     """The writers of ``commits`` (version -> provenance; ``unknown`` paths left out) that
-    committed without a put-if-absent next to another writer. A writer is an engine and a
-    commit path (two Spark drivers on one store are indistinguishable). The rule:
+    committed without a put-if-absent after a writer they are unsafe next to had started. A
+    writer is an engine and a commit path (two Spark drivers on one store are
+    indistinguishable). The versions named are those after the other writer's first commit:
 
-    * the single-driver store next to any other writer (its overwrite-on-race is unsafe with
-      anything else): every single-driver version is named;
-    * a plain DynamoDB-protocol writer (Delta's or deltaguard's ``s3-dynamodb``) next to a
-      put-if-absent writer, when a DynamoDB-protocol commit is newer than the first
-      put-if-absent one (older ones are a finished migration: phase 1 ended before
-      conditional writers started, docs/guides/migration.md). Transition writers are safe with
-      both, so a migration's transition phases never raise it.
+    * the single-driver store, next to any other writer (its commit overwrites a concurrent
+      one): fix ``s3-conditional``;
+    * a plain DynamoDB-protocol writer (Delta's or deltaguard's ``s3-dynamodb``), next to a
+      conditional-only writer (its copy to N.json is not atomic against a conditional PUT):
+      fix ``s3-dynamodb-transition``. Transition writers are safe next to both, so a
+      migration's phases (docs/guides/migration.md) never raise it.
+
+    Commits older than every rival's are history (a finished move), not a finding.
     """
-    groups = _group(commits)
-    found: list[UnsafeWriter] = []
+    groups = _groups(commits)
     labels = {key: f"{key[0]} via {key[1]}" for key in groups}
+    found: list[UnsafeWriter] = []
     for key, versions in groups.items():
-        writer, path = key
+        rivals = _rivals(groups, key)
+        late = tuple(v for v in versions if rivals and v > min(rivals))
+        if not late:
+            continue
+        preset = (
+            PresetName.S3_CONDITIONAL
+            if key[1] is CommitPath.SINGLE_DRIVER
+            else PresetName.S3_DYNAMODB_TRANSITION
+        )
         others = tuple(labels[k] for k in groups if k != key)
-        if path is CommitPath.SINGLE_DRIVER and others:
-            found.append(
-                UnsafeWriter(writer, path, tuple(versions), others, PresetName.S3_CONDITIONAL)
-            )
-        elif path.dynamodb_protocol:
-            conditional = [
-                v for k, vs in groups.items() if k[1].put_if_absent and k[1] is not
-                CommitPath.DELTAGUARD_TRANSITION for v in vs
-            ]  # fmt: skip
-            if conditional and versions[-1] > min(conditional):
-                found.append(
-                    UnsafeWriter(
-                        writer,
-                        path,
-                        tuple(versions),
-                        others,
-                        PresetName.S3_DYNAMODB_TRANSITION,
-                    )
-                )
+        found.append(UnsafeWriter(key[0], key[1], late, others, preset))
     return found
 
 
-def lone_single_driver(commits: Mapping[int, Provenance]) -> LoneSingleDriver | None:
-    """The info case: every commit with a known path is one writer's through the single-driver
-    store (safe only while that writer stays alone)."""
-    groups = _group(commits)
-    if len(groups) == 1:
-        ((_writer, path), versions) = next(iter(groups.items()))
-        if path is CommitPath.SINGLE_DRIVER:
-            return LoneSingleDriver(tuple(versions))
-    return None
+def single_driver_history(commits: Mapping[int, Provenance]) -> SingleDriverHistory | None:
+    """The info case: single-driver commits that :func:`unsafe_writers` does not name, because
+    their writer is the only one (``alone``) or they all precede every other writer's."""
+    groups = _groups(commits)
+    versions = [v for k, vs in groups.items() if k[1] is CommitPath.SINGLE_DRIVER for v in vs]
+    if not versions or any(u.path is CommitPath.SINGLE_DRIVER for u in unsafe_writers(commits)):
+        return None
+    return SingleDriverHistory(tuple(sorted(versions)), alone=len(groups) == 1)
 
 
 def version_ranges(versions: Iterable[int]) -> str:
