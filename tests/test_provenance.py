@@ -134,3 +134,15 @@ def test_dynamodb_writers_next_to_conditional_ones_outside_the_migration() -> No
 def test_version_ranges() -> None:
     assert version_ranges([9, 3, 5, 6, 7]) == "3, 5-7, 9"
     assert version_ranges([]) == ""
+
+
+def test_migrate_status_labels_by_the_same_classification() -> None:
+    """A commit marked by deltaguard's conditional store whose version also has a plain
+    DynamoDB entry (a DynamoDB writer that lost the race) is a conditional commit."""
+    from deltaguard.tools.deltalog.protocol_mix import CommitEvidence, WriterKind, label_by_content
+
+    entry = CommitEvidence(4, WriterKind.PLAIN, 4, True)
+    marked = label_by_content(entry, SPARK, CommitPath.DELTAGUARD_CONDITIONAL)
+    assert (marked.kind, marked.entry_kind) == (WriterKind.CONDITIONAL, WriterKind.PLAIN)
+    dynamo = label_by_content(entry, SPARK, CommitPath.DELTAGUARD_DYNAMODB)
+    assert (dynamo.kind, dynamo.entry_kind) == (WriterKind.PLAIN, None)
