@@ -164,9 +164,7 @@ def migrate_status(
             listing=recent,
             gaps=False,
             dynamodb_versions={
-                c.version
-                for c in evidence.commits
-                if c.entry_kind or c.kind != WriterKind.CONDITIONAL
+                c.version for c in evidence.commits if c.kind is not WriterKind.CONDITIONAL
             },
         )
     }
