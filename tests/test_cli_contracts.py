@@ -153,7 +153,7 @@ def _history_and_audit(table: Path) -> tuple[Any, Any]:
 
 def _rows(result: Any) -> dict[int, dict[str, Any]]:
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "deltaguard.history/3"
+    assert doc["schema"] == "deltaguard.history/4"
     return {e["version"]: e for e in doc["entries"]}
 
 

@@ -182,7 +182,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
     assert json.loads(probe.stdout)["schema"] == "deltaguard.probe/1"
     assert schemas == {
         "audit": "deltaguard.audit/1",
-        "history": "deltaguard.history/3",
+        "history": "deltaguard.history/4",
         "orphans": "deltaguard.orphans.report/1",
         "repair": "deltaguard.repair/1",
         "conf check": "deltaguard.conf-check/1",

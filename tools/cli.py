@@ -803,7 +803,7 @@ def migrate_status_command(
 @click.argument("table", type=TableLocation())
 @click.option("--limit", type=bounded(1, MAX_VERSION), help="newest N versions only")
 @click.option(
-    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/3)"
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/4)"
 )
 @format_option
 @progress_option
@@ -818,9 +818,11 @@ def history_command(
     path_style: bool,
 ) -> None:
     """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine, and the state of its commit file (ok, damaged, unreadable,
-    missing), with the audit's finding when it is not ok (one line on stderr for each such
-    version, naming its file; the others are still printed).
+    metrics, txn app ids, engine, the commit path (which store or protocol created the commit
+    file: deltaguard's stores by their mark, delta-rs/Trino by engineInfo, Delta's own stores
+    by their traces; unknown on local disk), and the state of its commit file (ok, damaged,
+    unreadable, missing), with the audit's finding when it is not ok (one line on stderr for
+    each such version, naming its file; the others are still printed).
 
     Exit code 0: every version read; 1: only missing commits a checkpoint covers
     (version-gap-covered); 2: the table could not be read, a commit could not be read or

@@ -205,6 +205,23 @@ CODES: dict[str, tuple[Severity, str]] = {
         "s3-dynamodb-transition, check `deltaguard migrate status`, and read docs/guides/migration.md; "
         "compare each job's commits with `deltaguard history` to find overwritten ones.",
     ),
+    "unsafe-commit-path": (
+        Severity.ERROR,
+        "Retained commits show more than one writer, and this one committed without a "
+        "put-if-absent after the other had started: Delta's single-driver store overwrites a "
+        "concurrent writer's commit, "
+        "and a plain DynamoDB-protocol writer's copy is not atomic against a conditional "
+        "PUT, so commits can be lost silently. Move the writer named to the preset named "
+        "(docs/guides/commit-path.md; from DynamoDB, docs/guides/migration.md), and check the "
+        "versions named with `deltaguard history`.",
+    ),
+    "single-driver-commit-path": (
+        Severity.INFO,
+        "Commits through Delta's single-driver store, of one writer alone or all older than "
+        "any other writer's: safe only while no two writers overlap. Before another writer "
+        "(a second Spark driver, delta-rs, Trino) starts, move every job to the "
+        "s3-conditional preset (docs/guides/commit-path.md).",
+    ),
     "unknown-writer-feature": (
         Severity.WARNING,
         "The protocol lists a writer feature deltaguard does not know. Reading is unaffected; "

@@ -72,6 +72,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
         "txn",
         "userMetadata",
         "engine",
+        "commit path",
     ):
         table.add_column(column, overflow="fold")
     for e in entries:
@@ -85,6 +86,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
             ", ".join(f"{k}={v}" for k, v in e.txn_app_ids.items()),
             e.user_metadata or "",
             e.engine or "",
+            str(e.commit_path),
         )
     console.print(table)
 
@@ -105,6 +107,9 @@ HISTORY_TSV_COLUMNS = (
     "problem",
     "state",
     "finding",
+    "writer",
+    "commit_path",
+    "commit_mark",
 )
 
 
@@ -134,6 +139,9 @@ def history_tsv(entries: list[HistoryEntry]) -> None:
                 e.problem,
                 str(e.state),
                 e.finding,
+                str(e.writer),
+                str(e.commit_path),
+                e.commit_mark,
             )
             for e in entries
         ),
