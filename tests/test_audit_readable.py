@@ -95,9 +95,9 @@ def test_a_data_file_shorter_than_logged_is_a_finding_and_repair_removes_it(
 def test_a_grown_data_file_readers_read_is_flagged_but_never_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Bytes appended after the footer: delta-rs (and Spark, from the logged size) still read
-    every row, so repair keeps the file and says so (``not repaired``), with or without
-    ``--check footers``."""
+    """Bytes appended after the footer: delta-rs still reads every row (at the logged size;
+    Spark fails on it: tests/test_healthy_means_readable.py), so repair keeps the file and
+    says so (``not repaired``, exit 1), with or without ``--check footers``."""
     root = _table(tmp_path / "t")
     grown = _first_live(root)
     _grow(grown)

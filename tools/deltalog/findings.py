@@ -140,11 +140,12 @@ CODES: dict[str, tuple[Severity, str]] = {
     "size-mismatch": (
         Severity.ERROR,
         "A live data file's size differs from the size its add action records (truncated, "
-        "grown, emptied or overwritten after the commit). Readers locate the Parquet footer "
-        "from the logged size: a shorter file fails every read; a longer one reads only if the "
-        "bytes up to the logged size are the committed file. Restore the file from a backup or "
-        "bucket versioning, or remove the entry (`deltaguard repair`; it keeps a longer file "
-        "whose footer at the logged size reads, see docs/guides/repair.md).",
+        "grown, emptied or overwritten after the commit). A shorter file fails every read. A "
+        "longer one fails Spark, which looks for the Parquet footer at the file's end; delta-rs "
+        "reads it at the logged size if the bytes up to it are the committed file. Restore the "
+        "file from a backup or bucket versioning, or remove the entry (`deltaguard repair`; it "
+        "keeps a longer file whose footer at the logged size reads: truncate that one to the "
+        "logged size, see docs/guides/repair.md).",
     ),
     "unreadable-data-file": (
         Severity.ERROR,

@@ -8,8 +8,8 @@ commands' ``--check exists|footers`` (:class:`.check_depth.CheckMode`):
     one listing of the table, and nothing else: every live data file and every deletion
     vector file of a live entry must be there (``missing-data-file``, ``missing-dv-file``);
     a data file's listed size must be the ``add``'s ``size`` (``size-mismatch``: truncated,
-    grown, emptied or replaced: readers locate the Parquet footer from the logged size, so
-    every reader fails on it); a deletion vector file must be long enough for its
+    grown, emptied or replaced: a shorter one fails every reader, a longer one fails Spark,
+    which looks for the footer at the file's end); a deletion vector file must be long enough for its
     descriptor (``short-dv-file``): at ``offset`` a 4-byte size, ``sizeInBytes`` of bitmap and
     a 4-byte CRC-32 (PROTOCOL.md, "Deletion Vector File Storage Format"; ``offset`` is 1,
     after the format-version byte, when the descriptor has none). No file is read.
