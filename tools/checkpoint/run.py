@@ -36,7 +36,11 @@ from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, checkpoint_names
 from deltaguard.tools.deltalog.errors import UnsupportedTableError
 from deltaguard.tools.deltalog.features import feature
-from deltaguard.tools.deltalog.listing import LastCheckpointError, read_last_checkpoint
+from deltaguard.tools.deltalog.listing import (
+    LastCheckpointError,
+    list_log,
+    read_last_checkpoint,
+)
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
@@ -159,14 +163,12 @@ def _existing(snap: Snapshot, version: int) -> str | None:
     """The name of a readable checkpoint of ``version``; refuses if it has only unreadable
     ones."""
     listed = [c for c in snap.listing.checkpoints if c.version == version]
-    if not listed and snap.listing.complete:
-        return None
-    if not listed:  # a partial listing (from _last_checkpoint) starts at it: list everything
-        from deltaguard.tools.deltalog.listing import list_log
-
+    base = snap.segment.checkpoint
+    covered = snap.listing.complete or (base is not None and base.version <= version)
+    if not listed and not covered:  # a partial listing that may start above ``version``
         listed = [c for c in list_log(snap.store).checkpoints if c.version == version]
-        if not listed:
-            return None
+    if not listed:
+        return None
     skipped = {ref.files for ref, _ in snap.segment.skipped}
     readable = [c for c in listed if c.files not in skipped]
     if not readable:
