@@ -272,7 +272,10 @@ def run_checkpoint(req: CheckpointRequest) -> int:
             f"{rec.checkpoint} was written"
             + ("" if rec.last_checkpoint else f", {LAST_CHECKPOINT} may not name it yet")
             if rec.outcome == "written"
-            else "no checkpoint was written (a file being created is complete or absent)"
+            else f"the creation of {rec.checkpoint} was in flight: it is either complete or "
+            "absent (run the command again)"
+            if rec.checkpoint is not None and rec.outcome is None
+            else "no checkpoint was written"
         )
         rec.error = f"interrupted: {done}"
         print(f"deltaguard checkpoint: {rec.error}", file=sys.stderr, flush=True)
