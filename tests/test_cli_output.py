@@ -168,6 +168,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
             str(recent.root), "--dynamodb-table", commit_table,
             "--dynamodb-endpoint", localstack.endpoint.url,
         ],
+        "checkpoint": [str(recent.root)],
     }  # fmt: skip
     assert _json_commands() == sorted(args), "a new --json command: add it here"
     schemas = {}
@@ -188,6 +189,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
         "conf check": "deltaguard.conf-check/1",
         "probe": "deltaguard.probe/1",
         "migrate status": "deltaguard.migrate-status/1",
+        "checkpoint": "deltaguard.checkpoint/1",
     }
 
 

@@ -80,6 +80,9 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard repair s3://lake/events --check exists --yes": 0,
     "deltaguard repair s3a://lake/events --commit-protocol dynamodb --dynamodb-table delta_log "
     "--region eu-west-1 --yes": 0,
+    "deltaguard checkpoint s3://lake/events": 0,
+    "deltaguard checkpoint s3://lake/events --version 0": 0,  # older: _last_checkpoint left
+    "deltaguard checkpoint ./events --json": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
     # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)
     "deltaguard orphans ./events --inventory ./events-inventory --inventory-date "

@@ -29,6 +29,8 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
+from deltaguard.tools.checkpoint.options import HELP as CHECKPOINT_HELP
+from deltaguard.tools.checkpoint.options import checkpoint_options, checkpoint_request
 from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
 from deltaguard.tools.cli_options import (
     MAX_VERSION,
@@ -727,6 +729,16 @@ def repair_command(
     ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
     dynamodb = _dynamodb_check(*ddb, o["endpoint"], o["region"])
     sys.exit(run_repair(repair_request(table, dynamodb, **o)))
+
+
+@main.command("checkpoint", help=CHECKPOINT_HELP)
+@click.argument("table", type=TableLocation())
+@checkpoint_options
+@s3_options
+def checkpoint_command(table: str, **o: Any) -> None:
+    from deltaguard.tools.checkpoint.run import run_checkpoint
+
+    sys.exit(run_checkpoint(checkpoint_request(table, **o)))
 
 
 @main.group("migrate")

@@ -4,7 +4,8 @@ README's table is this one). Every failure also prints one line on stderr,
 
 ``0`` (:attr:`ExitCode.CLEAN`)
     done, nothing to act on: healthy table, history read, nothing to clean, cleanup that
-    deleted everything it meant to delete, safe store.
+    deleted everything it meant to delete, safe store, a checkpoint written (or the version
+    already had one).
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
     or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
