@@ -22,6 +22,7 @@ from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.spark_conf.spark_lines import by_name
 
 from . import (
+    audit_depth,
     commit_latency,
     orphans,
     orphans_engines,
@@ -311,6 +312,14 @@ def markdown(results: dict[str, Any]) -> str:
             "",
         ]
         lines += streaming.markdown(st)
+    if results.get("audit_depth"):
+        ad = results["audit_depth"]
+        lines += [
+            f"`deltaguard audit` of {ad['files']:,} live files at each depth (one process per "
+            f"sample, the depths alternating; {ad.get('load', '')}), {_when(ad)}:",
+            "",
+        ]
+        lines += audit_depth.markdown(ad)
     rep = results.get("replay")
     if rep:
         lines += [
@@ -455,6 +464,15 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="orphans_engines: runs at the Spark-only sizes (one 4M-file run takes minutes)",
+    )
+    parser.add_argument(
+        "--audit-files",
+        type=int,
+        default=5000,
+        help="audit_depth: live files of the audited table",
+    )
+    parser.add_argument(
+        "--audit-runs", type=int, default=3, help="audit_depth: samples of each depth"
     )
     parser.add_argument(
         "--only",
@@ -653,6 +671,13 @@ def _measure_replay(b: _Bench) -> None:
     }
 
 
+def _measure_audit_depth(b: _Bench) -> None:
+    a = b.args
+    b.results["audit_depth"] = _stamped(
+        audit_depth.run(b.endpoint, b.bucket, a.audit_runs, a.audit_files), a.audit_runs
+    )
+
+
 #: Each section's measurement, by the name ``--only`` takes, in the order a full run measures
 #: them.
 MEASURE: dict[str, Callable[[_Bench], None]] = {
@@ -666,6 +691,7 @@ MEASURE: dict[str, Callable[[_Bench], None]] = {
     "split_listing": _measure_split_listing,
     "streaming": _measure_streaming,
     "replay": _measure_replay,
+    "audit_depth": _measure_audit_depth,
 }
 
 #: The sections ``--only`` chooses from.

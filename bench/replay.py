@@ -38,7 +38,8 @@ def _sample(side: str, table: str, endpoint: Endpoint | None) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def _upload(root: Path, endpoint: Endpoint, bucket: str, prefix: str) -> str:
+def upload(root: Path, endpoint: Endpoint, bucket: str, prefix: str) -> str:
+    """Every file under ``root`` put under ``s3://bucket/prefix/`` (8 at a time); the URI."""
     s3 = endpoint.s3_client()
     files = [p for p in root.rglob("*") if p.is_file()]
 
@@ -98,7 +99,7 @@ def run(
             },
         }
         for name, (root, expected) in tables.items():
-            uri = _upload(root, endpoint, bucket, f"replay/{name}")
+            uri = upload(root, endpoint, bucket, f"replay/{name}")
             results[name] = {
                 "local": _measure(str(root), None, runs, expected),
                 "localstack": _measure(uri, endpoint, runs, expected),

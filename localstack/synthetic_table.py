@@ -3,8 +3,10 @@ a 200,000-file table for the orphan benchmark.
 
 :class:`SyntheticTable` writes real Delta log files on local disk (protocol 1/2 JSON commits
 created exclusively, classic parquet checkpoints, ``_last_checkpoint``; each published whole, as
-Delta's local log store does, so a reader running meanwhile never sees half a file) and data files whose
-content does not matter (Delta readers here only read the log). Modification times can be set,
+Delta's local log store does, so a reader running meanwhile never sees half a file) and data files:
+empty ones whose content does not matter to tests of the log alone (``audit --check exists``),
+or real Parquet files of the table's schema (:meth:`SyntheticTable.write_parquet`) that readers
+and the default audit read. Modification times can be set,
 so "old" and "recent" files exist without waiting. It keeps the reconciled state itself, so it
 can write checkpoints and tell tests which files each version references.
 """
@@ -173,6 +175,16 @@ class SyntheticTable:
                 f.truncate(size)
         os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
         return rel
+
+    def write_parquet(self, rel: str, mtime_ms: int, ids: list[int]) -> int:
+        """A real Parquet data file of the table's schema (``id``; ``p`` is the partition
+        column, so not in the file) holding ``ids``, with the given modification time. Returns
+        its size, for :meth:`add_action`."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), path)
+        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        return path.stat().st_size
 
     @staticmethod
     def add_action(

@@ -19,11 +19,11 @@ from deltalake import DeltaTable, write_deltalake
 from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.live_files import DV_MAGIC
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
 from deltaguard.tools.exit_codes import audit_exit_code
-from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.repair.run import RepairRequest, run_repair
 
 
@@ -95,9 +95,9 @@ def test_a_data_file_shorter_than_logged_is_a_finding_and_repair_removes_it(
 def test_a_grown_data_file_readers_read_is_flagged_but_never_removed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Bytes appended after the footer: delta-rs (and Spark, from the logged size) still read
-    every row, so repair keeps the file and says so (``not repaired``), with or without
-    ``--check footers``."""
+    """Bytes appended after the footer: delta-rs still reads every row (at the logged size;
+    Spark fails on it: tests/test_healthy_means_readable.py), so repair keeps the file and
+    says so (``not repaired``, exit 1), with or without ``--check footers``."""
     root = _table(tmp_path / "t")
     grown = _first_live(root)
     _grow(grown)
@@ -118,9 +118,9 @@ def test_a_grown_data_file_unreadable_at_the_logged_size_needs_check_footers(
     broken = _first_live(root)
     broken.write_bytes(b"X" * (broken.stat().st_size + 16))  # overwritten, longer
     assert not _delta_rs_reads(root)
-    code, out = _repair(root, capsys, yes=True)
+    code, out = _repair(root, capsys, check=CheckMode.EXISTS, yes=True)
     assert code == 1 and "not repaired: size-mismatch" in out and "--check footers" in out
-    code, out = _repair(root, capsys, check=CheckMode.FOOTERS, yes=True)
+    code, out = _repair(root, capsys, yes=True)  # the default depth: footers
     assert code == 0 and "at the logged size its Parquet footer is unreadable" in out, out
     assert DeltaTable(str(root)).to_pyarrow_table().num_rows == 20
     assert audit_exit_code(audit_table(str(root))) == 0
@@ -136,7 +136,7 @@ def test_a_deleted_data_file_is_missing_data_file(tmp_path: Path) -> None:
     assert audit_exit_code(report) == 1
 
 
-def test_wrong_magic_of_the_right_size_needs_check_footers(
+def test_wrong_magic_of_the_right_size_is_found_by_the_default_depth(
     tmp_path: Path, run_cli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = _table(tmp_path / "t")
@@ -145,13 +145,13 @@ def test_wrong_magic_of_the_right_size_needs_check_footers(
     broken.write_bytes(data[:-4] + b"XXXX")  # same size, the trailing "PAR1" gone
     assert not _delta_rs_reads(root)
 
-    listing_only = audit_table(str(root))
+    listing_only = audit_table(str(root), footers=False)
     assert audit_exit_code(listing_only) == 0, "the listing cannot see it, and says so:"
     assert "contents not read" in listing_only.to_json()["summary"]["data_files_checked"]
-    text = run_cli("audit", str(root))
+    text = run_cli("audit", str(root), "--check", "exists")
     assert text.returncode == 0 and "contents not read" in text.stdout
 
-    footers = run_cli("audit", str(root), "--check", "footers", "--json")
+    footers = run_cli("audit", str(root), "--json")  # the default depth
     assert footers.returncode == 1, footers.stdout + footers.stderr
     doc = json.loads(footers.stdout)
     assert [(f["code"], f["file"]) for f in doc["findings"]] == [
@@ -160,12 +160,12 @@ def test_wrong_magic_of_the_right_size_needs_check_footers(
     assert "Parquet footer" in doc["summary"]["data_files_checked"]
     assert "contents not read" not in doc["summary"]["data_files_checked"]
 
-    code, out = _repair(root, capsys)
+    code, out = _repair(root, capsys, check=CheckMode.EXISTS)
     assert code == 0 and "nothing to repair" in out, "exists: the listing cannot see it"
-    code, out = _repair(root, capsys, check=CheckMode.FOOTERS, yes=True)
+    code, out = _repair(root, capsys, yes=True)  # the default depth: footers
     assert code == 0 and broken.name in out, out
     assert _delta_rs_reads(root)
-    assert audit_exit_code(audit_table(str(root), footers=True)) == 0
+    assert audit_exit_code(audit_table(str(root))) == 0
 
 
 def _log(root: Path, name: str) -> Path:
@@ -304,8 +304,9 @@ DV_PROTOCOL = {
 def test_deletion_vector_files_missing_or_too_short_for_their_descriptor(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Synthetic files (the layout is what is checked): each descriptor needs ``offset`` + 4 +
-    ``sizeInBytes`` + 4 bytes (PROTOCOL.md, Deletion Vector File Storage Format)."""
+    """Synthetic files (the layout is what is checked, at ``--check exists``: their contents
+    are not Parquet): each descriptor needs ``offset`` + 4 + ``sizeInBytes`` + 4 bytes
+    (PROTOCOL.md, Deletion Vector File Storage Format)."""
     t = SyntheticTable(tmp_path / "t", protocol=DV_PROTOCOL)
     t.create(1_000)
     ids = [uuid.UUID(int=i + 1) for i in range(3)]
@@ -317,14 +318,14 @@ def test_deletion_vector_files_missing_or_too_short_for_their_descriptor(
     t.write_file(dv_file_name(ids[0]), 1_000, size=need)  # exactly long enough
     t.write_file(dv_file_name(ids[1]), 1_000, size=need - 1)  # one byte short
     t.commit(adds, 2_000)  # ids[2]'s file is never written
-    report = audit_table(str(t.root))
+    report = audit_table(str(t.root), footers=False)
     assert sorted((f.code, f.file) for f in report.findings) == [
         ("missing-dv-file", dv_file_name(ids[2])),
         ("short-dv-file", dv_file_name(ids[1])),
     ]
     short = next(f for f in report.findings if f.code == "short-dv-file")
     assert f"is {need - 1} bytes" in short.message and f"needs {need}" in short.message
-    code, out = _repair(root=t.root, capsys=capsys)
+    code, out = _repair(root=t.root, capsys=capsys, check=CheckMode.EXISTS)
     assert code == 1 and "removing 2 file(s)" in out
 
 
@@ -374,8 +375,8 @@ def test_check_footers_reads_each_deletion_vector(tmp_path: Path) -> None:
         adds.append({"add": t.add_action(f"p=a/f{i}.parquet", 1_000, dv_descriptor(dv_id), 10)})
         (t.root / dv_file_name(dv_id)).write_bytes(_dv_bytes(crc_ok=i == 0))
     t.commit(adds, 2_000)
-    assert not [f for f in audit_table(str(t.root)).findings if "dv" in f.code]
-    report = audit_table(str(t.root), footers=True)
+    assert not [f for f in audit_table(str(t.root), footers=False).findings if "dv" in f.code]
+    report = audit_table(str(t.root))
     bad = [(f.code, f.file) for f in report.findings if "dv" in f.code]
     assert bad == [("unreadable-dv-file", dv_file_name(ids[1]))]
     assert "CRC-32" in next(f.message for f in report.findings if f.code == "unreadable-dv-file")

@@ -27,8 +27,9 @@ def _table(root: Path, orphans: int = 2) -> SyntheticTable:
     t = SyntheticTable(root)
     t.create(NOW - 10 * DAY)
     for i in range(3):
-        rel = t.write_file(f"p=a/f{i}.parquet", NOW - 9 * DAY)
-        t.commit([{"add": t.add_action(rel, NOW - 9 * DAY)}], NOW - 9 * DAY + i)
+        rel = f"p=a/f{i}.parquet"
+        size = t.write_parquet(rel, NOW - 9 * DAY, [i])
+        t.commit([{"add": t.add_action(rel, NOW - 9 * DAY, size=size)}], NOW - 9 * DAY + i)
     for i in range(orphans):
         t.write_file(f"p=a/orphan-{i}.parquet", NOW - 8 * DAY)
     return t
@@ -152,7 +153,7 @@ def _history_and_audit(table: Path) -> tuple[Any, Any]:
 
 def _rows(result: Any) -> dict[int, dict[str, Any]]:
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "deltaguard.history/3"
+    assert doc["schema"] == "deltaguard.history/4"
     return {e["version"]: e for e in doc["entries"]}
 
 

@@ -119,8 +119,9 @@ def test_profile_and_endpoint_url_reach_s3_like_aws_cli(moto, moto_bucket, tmp_p
     them, ``--endpoint-url`` names the server, for audit, history and orphans alike."""
     table = SyntheticTable(tmp_path / "t")
     table.create(1_700_000_000_000)
-    rel = table.write_file("p=a/part-0.parquet", 1_700_000_000_000)
-    table.commit([{"add": table.add_action(rel, 1_700_000_000_000)}], 1_700_000_001_000)
+    rel = "p=a/part-0.parquet"
+    size = table.write_parquet(rel, 1_700_000_000_000, [1])
+    table.commit([{"add": table.add_action(rel, 1_700_000_000_000, size=size)}], 1_700_000_001_000)
     uri = upload_table(table.root, moto.endpoint.s3_client(), moto_bucket, "t")
     credentials = tmp_path / "credentials"
     credentials.write_text(

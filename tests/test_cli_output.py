@@ -169,6 +169,7 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
             str(recent.root), "--dynamodb-table", commit_table,
             "--dynamodb-endpoint", localstack.endpoint.url,
         ],
+        "checkpoint": [str(recent.root)],
     }  # fmt: skip
     assert _json_commands() == sorted(args), "a new --json command: add it here"
     schemas = {}
@@ -183,13 +184,14 @@ def test_every_json_output_carries_a_schema(table, tmp_path, localstack, ls_buck
     assert json.loads(probe.stdout)["schema"] == "deltaguard.probe/1"
     assert schemas == {
         "audit": "deltaguard.audit/1",
-        "history": "deltaguard.history/3",
+        "history": "deltaguard.history/4",
         "orphans": "deltaguard.orphans.report/1",
         "log-cleanup": "deltaguard.log-cleanup.report/1",
         "repair": "deltaguard.repair/1",
         "conf check": "deltaguard.conf-check/1",
         "probe": "deltaguard.probe/1",
         "migrate status": "deltaguard.migrate-status/1",
+        "checkpoint": "deltaguard.checkpoint/1",
     }
 
 

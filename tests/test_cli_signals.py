@@ -123,6 +123,7 @@ S3_COMMANDS = {
     "audit": ["audit", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "probe": ["probe", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "repair": ["repair", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
+    "checkpoint": ["checkpoint", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "orphans": ["orphans", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "log-cleanup": ["log-cleanup", "s3://lake/t", "--endpoint-url", "{url}", "--path-style"],
     "migrate status": ["migrate", "status", "s3://lake/t", "--endpoint-url", "{url}",
@@ -153,12 +154,13 @@ def _stopped(command: str, proc: subprocess.Popen[str], signum: int) -> None:
 
 
 def _signal_cases() -> list[Any]:
-    """Each command that reaches AWS with one signal (alternating), repair with both (it
-    handles Ctrl-C itself); history's SIGINT (the issue's case) in the quick loop, the others
-    ``slow`` (a process start each)."""
+    """Each command that reaches AWS with one signal (alternating), repair and checkpoint with
+    both (they handle Ctrl-C themselves); history's SIGINT (the issue's case) in the quick
+    loop, the others ``slow`` (a process start each)."""
     cases = []
-    for i, command in enumerate(sorted(S3_COMMANDS)):
-        signals = (signal.SIGINT, signal.SIGTERM) if command == "repair" else (
+    both = ("checkpoint", "repair")
+    for i, command in enumerate([*sorted(set(S3_COMMANDS) - set(both)), *both]):
+        signals = (signal.SIGINT, signal.SIGTERM) if command in both else (
             (signal.SIGINT, signal.SIGTERM)[i % 2],)  # fmt: skip
         for signum in signals:
             quick = command == "history" and signum == signal.SIGINT

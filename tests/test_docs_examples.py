@@ -66,7 +66,7 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard audit s3://lake/events --version 1 --json": 0,
     "deltaguard audit ./events --timestamp 2026-11-01T12:00:00": 0,
     "deltaguard audit ./events --no-check-files": 0,
-    "deltaguard audit ./events --check footers": 1,  # synthetic files: no Parquet footer
+    "deltaguard audit ./events --check exists": 0,
     "deltaguard audit s3a://lake/events --dynamodb-table delta_log --region eu-west-1": 0,
     "deltaguard history s3://lake/events --limit 20": 0,
     "deltaguard history s3://lake/events --limit 20 --json": 0,
@@ -80,9 +80,12 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard orphans s3://lake/events --format tsv > candidates.tsv": 0,
     "deltaguard history s3://lake/events --format tsv > commits.tsv": 0,
     "deltaguard repair s3://lake/events": 0,  # healthy: nothing to repair
-    "deltaguard repair s3://lake/events --check footers --yes": 0,
+    "deltaguard repair s3://lake/events --check exists --yes": 0,
     "deltaguard repair s3a://lake/events --commit-protocol dynamodb --dynamodb-table delta_log "
     "--region eu-west-1 --yes": 0,
+    "deltaguard checkpoint s3://lake/events": 0,
+    "deltaguard checkpoint s3://lake/events --version 0": 0,  # older: _last_checkpoint left
+    "deltaguard checkpoint ./events --json": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
     # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)
     "deltaguard orphans ./events --inventory ./events-inventory --inventory-date "
@@ -159,8 +162,9 @@ def _synthetic(root: Path) -> None:
     """A two-version table (create, one append) with one never-committed file."""
     table = SyntheticTable(root)
     table.create(T0_MS)
-    rel = table.write_file("p=a/part-00000.parquet", T0_MS)
-    table.commit([{"add": table.add_action(rel, T0_MS)}], T0_MS + 60_000)
+    rel = "p=a/part-00000.parquet"
+    size = table.write_parquet(rel, T0_MS, [1, 2, 3])
+    table.commit([{"add": table.add_action(rel, T0_MS, size=size)}], T0_MS + 60_000)
     table.write_file("p=a/part-00001-failed.parquet", T0_MS)
 
 

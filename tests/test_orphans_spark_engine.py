@@ -540,7 +540,7 @@ def test_spark_engine_refuses_when_every_usable_checkpoint_is_damaged(
 
 
 def _audits(table: Path, spark: Any) -> tuple[dict[str, Any], dict[str, Any], int, int]:
-    local = audit_table(str(table))
+    local = audit_table(str(table), footers=False)  # the Spark engine's depth: exists
     ours = audit_table(
         str(table), file_check=spark_file_check(lambda: spark, StoreSpec(str(table)))
     )
@@ -550,8 +550,8 @@ def _audits(table: Path, spark: Any) -> tuple[dict[str, Any], dict[str, Any], in
 def test_spark_audit_file_check_finds_what_the_local_one_finds(
     spark_tables, spark, tmp_path: Path
 ) -> None:
-    """``audit --engine spark``'s file check: the same findings, summary and exit code as the
-    local one on healthy tables (hive-style paths with special characters, DVs and CDC) and
+    """``audit --engine spark``'s file check (depth ``exists``, its default): the same
+    findings, summary and exit code as the local one at that depth on healthy tables (hive-style paths with special characters, DVs and CDC) and
     on a table with a deleted data file, a deleted DV file, a truncated data file, a
     stray file in the log, an orphan and live files outside the root."""
     for name in ("partitioned", "dv_cdc"):
@@ -577,7 +577,7 @@ def test_spark_audit_file_check_finds_what_the_local_one_finds(
         b"\n".join(orjson.dumps(x) for x in lines) + b"\n"
     )
     # through the CLI, in this process: --engine spark uses the running session
-    local_run = CliRunner().invoke(main, ["audit", str(table), "--json"])
+    local_run = CliRunner().invoke(main, ["audit", str(table), "--json", "--check", "exists"])
     our_run = CliRunner().invoke(main, ["audit", str(table), "--json", "--engine", "spark"])
     local, ours = orjson.loads(local_run.stdout), orjson.loads(our_run.stdout)
     assert (ours, our_run.exit_code) == (local, local_run.exit_code) and our_run.exit_code == 1

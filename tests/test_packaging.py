@@ -253,8 +253,9 @@ def test_cli_works_from_the_wheel_without_spark(wheel_venv, tmp_path):
         assert "Usage: deltaguard" in out.stdout, command
     table = SyntheticTable(tmp_path / "events")
     table.create(1_700_000_000_000)
-    rel = table.write_file("p=a/part-0.parquet", 1_700_000_000_000)
-    table.commit([{"add": table.add_action(rel, 1_700_000_000_000)}], 1_700_000_001_000)
+    rel = "p=a/part-0.parquet"
+    size = table.write_parquet(rel, 1_700_000_000_000, [1])
+    table.commit([{"add": table.add_action(rel, 1_700_000_000_000, size=size)}], 1_700_000_001_000)
     venv_only = {**os.environ, "PATH": str(wheel_venv / "bin")}
     venv_only.pop("JAVA_HOME", None)
     assert shutil.which("java", path=venv_only["PATH"]) is None

@@ -145,8 +145,8 @@ def test_every_delta_4_4_feature_is_known_with_its_kind(tmp_path):
 def _table(root: Path) -> SyntheticTable:
     t = SyntheticTable(root)
     t.create(NOW - 10 * DAY)
-    t.write_file("p=a/f.parquet", NOW - 9 * DAY)
-    t.commit([{"add": t.add_action("p=a/f.parquet", NOW - 9 * DAY)}], NOW - 9 * DAY)
+    size = t.write_parquet("p=a/f.parquet", NOW - 9 * DAY, [1])
+    t.commit([{"add": t.add_action("p=a/f.parquet", NOW - 9 * DAY, size=size)}], NOW - 9 * DAY)
     return t
 
 
@@ -207,8 +207,8 @@ def test_absolute_dv_outside_the_root_is_checked(tmp_path):
     elsewhere = tmp_path / "shared dvs" / "dv-1.bin"
     elsewhere.parent.mkdir()
     elsewhere.write_bytes(b"x" * 40)
-    t.write_file("p=a/g.parquet", NOW - 8 * DAY)
-    add = t.add_action("p=a/g.parquet", NOW - 8 * DAY, dv=_p_dv(elsewhere))
+    size = t.write_parquet("p=a/g.parquet", NOW - 8 * DAY, [2])
+    add = t.add_action("p=a/g.parquet", NOW - 8 * DAY, dv=_p_dv(elsewhere), size=size)
     t.commit([{"add": add}], NOW - 8 * DAY)
     report = audit_table(str(t.root))
     external = [f for f in report.findings if f.code == "external-file"]

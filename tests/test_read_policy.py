@@ -45,8 +45,10 @@ def _synthetic(root: Path) -> SyntheticTable:
     t = SyntheticTable(root)
     t.create(now - 10 * DAY)
     for i in range(10):
-        rels = [t.write_file(f"p={i % 3}/f{i}-{j}.parquet", now - 9 * DAY) for j in (0, 1)]
-        t.commit([{"add": t.add_action(r, now - 9 * DAY)} for r in rels], now - 9 * DAY + i)
+        rels = [f"p={i % 3}/f{i}-{j}.parquet" for j in (0, 1)]
+        sizes = [t.write_parquet(r, now - 9 * DAY, [i]) for r in rels]
+        adds = [t.add_action(r, now - 9 * DAY, size=n) for r, n in zip(rels, sizes, strict=True)]
+        t.commit([{"add": a} for a in adds], now - 9 * DAY + i)
         if i == 7:
             t.checkpoint()
     gone = [k for k in list(t.live)[:4]]

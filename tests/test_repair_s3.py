@@ -340,8 +340,8 @@ def test_footer_check_on_s3_reads_ranges_and_removes_a_truncated_file(
     localstack, ls_bucket, run_cli
 ):
     """On S3: a file cut short (same name, fewer bytes) is found from the listing's size
-    alone; ``--check footers`` also reads each footer by ranged GETs and finds one whose size
-    is right but whose footer is garbage; both are removed."""
+    alone (``--check exists``); the default depth (footers) also reads each footer by ranged
+    GETs and finds one whose size is right but whose footer is garbage; both are removed."""
     endpoint = localstack.endpoint
     uri = f"s3://{ls_bucket}/footers"
     store = S3ConditionalLogStore(endpoint.s3_client())
@@ -356,11 +356,11 @@ def test_footer_check_on_s3_reads_ranges_and_removes_a_truncated_file(
     garbled = S3Location.parse(f"{uri}/{paths[1]}")
     body = s3.get_object(Bucket=garbled.bucket, Key=garbled.key)["Body"].read()
     s3.put_object(Bucket=garbled.bucket, Key=garbled.key, Body=body[:-4] + b"XXXX")
-    exists = run_cli("repair", uri, *_cli_args(endpoint))
+    exists = run_cli("repair", uri, *_cli_args(endpoint, "--check", "exists"))
     assert exists.returncode == 1, "the listing's size of the short file is not the log's"
     assert short.key.rsplit("/", 1)[-1] in exists.stdout, exists.stdout
     assert garbled.key.rsplit("/", 1)[-1] not in exists.stdout, "its size is right"
-    done = run_cli("repair", uri, *_cli_args(endpoint, "--check", "footers", "--yes"))
+    done = run_cli("repair", uri, *_cli_args(endpoint, "--yes"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the log's add says" in done.stdout and "Parquet footer is unreadable" in done.stdout
     removed = [a["remove"]["path"] for a in _commit_json(endpoint, uri, 4) if "remove" in a]

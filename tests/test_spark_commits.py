@@ -173,7 +173,7 @@ def documented_requests_per_append() -> tuple[int, dict[str, int]]:
 
 
 def test_one_driver_steady_append_costs_the_documented_requests(
-    localstack, ls_proxy, ls_bucket, tmp_path
+    localstack, ls_proxy, ls_bucket, tmp_path, monkeypatch
 ):
     """docs/design/logstore.md, "Requests per append", on the installed line (4.2): one driver with
     the s3-conditional preset appends 11 times through the counting proxy; the median of the 10
@@ -184,7 +184,11 @@ def test_one_driver_steady_append_costs_the_documented_requests(
     Each append's ``N.crc`` is the store's (CommitChecksums): its PUT is the request right after
     the commit's, at the checkpoint version too, where Delta's own would come only after
     Delta's commit statistics read the log back (docs/design/logstore.md, "The checkpoint version
-    under contention")."""
+    under contention").
+
+    The same session then proves issue 50's JVM side (one Spark session for both): every
+    commit carries the conditional store's provenance mark, and the mixed table's history and
+    audit name each writer (:func:`_check_mixed_table_provenance`)."""
     documented, documented_kinds = documented_requests_per_append()
     spark = build_test_session(
         ls_proxy.endpoint.s3_storage(),
@@ -202,6 +206,11 @@ def test_one_driver_steady_append_costs_the_documented_requests(
             rows.write.format("delta").mode("append").save(table)
             after = ls_proxy.stats()["by_kind"]
             per_append.append({k: n - before.get(k, 0) for k, n in after.items()})
+        # not through the counting proxy: the provenance checks below send no counted request
+        _assert_commits_marked(localstack, ls_bucket, "requests", range(11))
+        for name, value in localstack.endpoint.credentials_env().items():
+            monkeypatch.setenv(name, value)  # deltaguard's reader, in this process
+        _check_mixed_table_provenance(spark, localstack, ls_bucket)
     finally:
         spark.stop()
     log = [(r["kind"], r["path"]) for r in ls_proxy.requests()]
@@ -217,6 +226,60 @@ def test_one_driver_steady_append_costs_the_documented_requests(
     assert measured == documented, (LOGSTORE_DOC, measured, median, per_append)
     if documented_kinds:
         assert median == documented_kinds, (LOGSTORE_DOC, median, per_append)
+
+
+def _assert_commits_marked(localstack, bucket: str, table: str, versions: range) -> None:
+    """Each commit the JVM conditional store created carries its provenance mark, read with a
+    raw HeadObject (boto3 directly, not deltaguard's reader)."""
+    from deltaguard.logstore.jars import VERSION
+
+    s3 = localstack.endpoint.s3_client()
+    for version in versions:
+        head = s3.head_object(Bucket=bucket, Key=f"{table}/_delta_log/{version:020d}.json")
+        assert head["Metadata"] == {"deltaguard-commit": f"s3-conditional/jvm/{VERSION}"}, version
+
+
+def _check_mixed_table_provenance(spark: Any, localstack, bucket: str) -> None:
+    """Issue 50's mixed table: delta-rs creates it and appends (versions 0, 1), Spark appends
+    with the s3-conditional preset (2), then Spark appends through Delta's default
+    S3SingleDriverLogStore (3: the same session on an ``s3n://`` location, S3A underneath,
+    which the preset leaves to Delta's default store). ``history`` names each version's writer
+    and path; ``audit`` reports ``unsafe-commit-path`` for version 3 only once it exists."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from deltaguard.tools.deltalog.audit import audit_table
+    from deltaguard.tools.deltalog.history import read_history
+    from deltaguard.tools.storage import S3Options
+
+    endpoint = localstack.endpoint
+    uri = f"s3://{bucket}/mixed"
+    opts = S3Options(endpoint.url, endpoint.region, True)
+    data = pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]})
+    for mode in ("error", "append"):
+        write_deltalake(uri, data, mode=mode, storage_options=endpoint.delta_rs_options())
+    rows = spark.range(2).selectExpr("id", "CAST(id AS STRING) AS p")
+    rows.write.format("delta").mode("append").save(f"s3a://{bucket}/mixed")
+
+    def unsafe() -> list[str]:
+        report = audit_table(uri, s3=opts, check_files=False)
+        return [f.message for f in report.findings if f.code == "unsafe-commit-path"]
+
+    assert unsafe() == [], "delta-rs and the conditional preset are safe together"
+    spark.sparkContext._jsc.hadoopConfiguration().set(
+        "fs.s3n.impl", "org.apache.hadoop.fs.s3a.S3AFileSystem"
+    )
+    rows.write.format("delta").mode("append").save(f"s3n://{bucket}/mixed")
+    got = {e.version: (str(e.writer), str(e.commit_path)) for e in read_history(uri, s3=opts)}
+    assert got == {
+        0: ("delta-rs", "conditional-put"),
+        1: ("delta-rs", "conditional-put"),
+        2: ("spark", "deltaguard-conditional"),
+        3: ("spark", "single-driver"),
+    }
+    found = unsafe()
+    assert len(found) == 1 and "1 commit (version 3) written by spark via single-driver" in found[0]
+    assert "s3-conditional preset" in found[0], found
 
 
 def test_spark_and_python_writers_together_lose_nothing(localstack, ls_proxy, ls_bucket, tmp_path):

@@ -88,6 +88,23 @@ def test_spark_and_python_dynamodb_writers_together(
     assert result.lost_tags == [] and result.duplicated_tags == [] and result.failed_appends == []
     assert result.found_rows == 20 * ROWS and result.versions_contiguous
     _assert_raw_log_holds_each_once(localstack, ls_bucket, result)
+    _assert_marked_by_both_runtimes(localstack, ls_bucket, len(result.verified["versions"]))
+
+
+def _assert_marked_by_both_runtimes(localstack, bucket: str, versions: int) -> None:
+    """Issue 50: every commit of the DynamoDB stores carries the provenance mark (the JVM
+    store's copy through S3A's create header, the Python store's copy), read back with a raw
+    HeadObject."""
+    from deltaguard.logstore.jars import VERSION
+
+    s3 = localstack.endpoint.s3_client()
+    marks = {
+        s3.head_object(Bucket=bucket, Key=f"events/_delta_log/{v:020d}.json")["Metadata"].get(
+            "deltaguard-commit"
+        )
+        for v in range(versions)
+    }
+    assert marks == {f"s3-dynamodb/jvm/{VERSION}", f"s3-dynamodb/python/{VERSION}"}, marks
 
 
 def test_staged_claim_race_of_two_spark_drivers_loses_nothing(

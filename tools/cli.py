@@ -29,6 +29,8 @@ from deltaguard.spark_conf.presets import (
     to_properties,
 )
 from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
+from deltaguard.tools.checkpoint.options import HELP as CHECKPOINT_HELP
+from deltaguard.tools.checkpoint.options import checkpoint_options, checkpoint_request
 from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
 from deltaguard.tools.cli_options import (
     MAX_VERSION,
@@ -36,12 +38,13 @@ from deltaguard.tools.cli_options import (
     Duration,
     TableLocation,
     bounded,
+    check_option,
     endpoint_option,
     profile_option,
 )
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
-from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
 from deltaguard.tools.repair.options import repair_options, repair_request
 
@@ -686,16 +689,7 @@ def _fail(command: str, exc: Exception) -> None:
     help="list the table to find live files and deletion vectors that are missing or of "
     "another size than the log's",
 )
-@click.option(
-    "--check",
-    "check_mode",
-    type=click.Choice([m.value for m in CheckMode]),
-    default=CheckMode.EXISTS.value,
-    show_default=True,
-    help="exists: the file check uses the listing only (existence, sizes); footers: also "
-    "reads each live data file's Parquet footer and each deletion vector, as repair "
-    "--check footers does",
-)
+@check_option("exists with --engine spark, whose executors list the table only")
 @dynamodb_table_path_option
 @engine_option(
     "the file check's engine: local (one process lists the table) or spark (executors "
@@ -711,7 +705,7 @@ def audit_command(
     as_json: bool,
     fmt: str,
     check_files: bool,
-    check_mode: str,
+    check_mode: str | None,
     table_paths: tuple[str, ...],
     engine: str,
     spark_master: str | None,
@@ -737,6 +731,8 @@ def audit_command(
         raise click.UsageError("give --version or --timestamp, not both")
     if engine == "spark" and (version is not None or timestamp is not None):
         raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
+    if check_mode is None:
+        check_mode = CheckMode.EXISTS if engine == "spark" else CheckMode.FOOTERS
     if engine == "spark" and check_mode == CheckMode.FOOTERS.value:
         raise click.UsageError(
             "--check footers reads the footers in this process: use --engine local"
@@ -813,6 +809,16 @@ def repair_command(
     sys.exit(run_repair(repair_request(table, dynamodb, **o)))
 
 
+@main.command("checkpoint", help=CHECKPOINT_HELP)
+@click.argument("table", type=TableLocation())
+@checkpoint_options
+@s3_options
+def checkpoint_command(table: str, **o: Any) -> None:
+    from deltaguard.tools.checkpoint.run import run_checkpoint
+
+    sys.exit(run_checkpoint(checkpoint_request(table, **o)))
+
+
 @main.group("migrate")
 def migrate_group() -> None:
     """Moving a live table from the DynamoDB LogStore to conditional writes (docs/guides/migration.md)."""
@@ -887,7 +893,7 @@ def migrate_status_command(
 @click.argument("table", type=TableLocation())
 @click.option("--limit", type=bounded(1, MAX_VERSION), help="newest N versions only")
 @click.option(
-    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/3)"
+    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/4)"
 )
 @format_option
 @progress_option
@@ -902,9 +908,11 @@ def history_command(
     path_style: bool,
 ) -> None:
     """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine, and the state of its commit file (ok, damaged, unreadable,
-    missing), with the audit's finding when it is not ok (one line on stderr for each such
-    version, naming its file; the others are still printed).
+    metrics, txn app ids, engine, the commit path (which store or protocol created the commit
+    file: deltaguard's stores by their mark, delta-rs/Trino by engineInfo, Delta's own stores
+    by their traces; unknown on local disk), and the state of its commit file (ok, damaged,
+    unreadable, missing), with the audit's finding when it is not ok (one line on stderr for
+    each such version, naming its file; the others are still printed).
 
     Exit code 0: every version read; 1: only missing commits a checkpoint covers
     (version-gap-covered); 2: the table could not be read, a commit could not be read or

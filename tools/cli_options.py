@@ -186,3 +186,22 @@ def endpoint_option(*names: str, help: str) -> Callable[[F], F]:
 
 #: ``--region``: see the region rule in the module docstring.
 REGION_HELP = "region (default: AWS_REGION / AWS_DEFAULT_REGION / the profile's, else us-east-1)"
+
+
+def check_option(default_note: str = "") -> Callable[[F], F]:
+    """``--check exists|footers`` (:class:`~deltaguard.tools.deltalog.check_depth.CheckMode`),
+    the one definition ``audit`` and ``repair`` share. Unset is None: the command takes
+    ``footers`` unless it says otherwise in ``default_note`` (shown in the help)."""
+    from deltaguard.tools.deltalog.check_depth import CheckMode
+
+    return click.option(
+        "--check",
+        "check_mode",
+        type=click.Choice([m.value for m in CheckMode]),
+        default=None,
+        help="how deeply live files are checked. footers (the default"
+        + (f"; {default_note}" if default_note else "")
+        + "): each live data file's Parquet footer and each deletion vector are read, as well "
+        "as the listing; exists: the listing only (missing files, sizes other than the "
+        "log's); a clean result then says that file contents were not read",
+    )

@@ -4,13 +4,14 @@ README's table is this one). Every failure also prints one line on stderr,
 
 ``0`` (:attr:`ExitCode.CLEAN`)
     done, nothing to act on: healthy table, history read, nothing to clean, cleanup that
-    deleted everything it meant to delete, safe store.
+    deleted everything it meant to delete, safe store, a checkpoint written (or the version
+    already had one).
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
     or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
     ``repair`` cannot fill, a temp commit ``repair`` cannot prove without
     ``--dynamodb-table``, damage ``repair`` leaves (``not repaired: ...`` lines: errors no
-    remove commit fixes, a grown data file readers still read), missing commits a checkpoint
+    remove commit fixes, a grown data file delta-rs still reads), missing commits a checkpoint
     covers (``history``, as ``audit``), an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no

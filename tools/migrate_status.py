@@ -2,9 +2,11 @@
 table is in (docs/guides/migration.md), the evidence, and what is safe to do next.
 
 The evidence (:mod:`deltaguard.tools.deltalog.protocol_mix`): each recent commit's DynamoDB
-entry (with or without the transition marker, or none) and its ``engineInfo``, which names
-the writer kind where it is a conditional-only writer (a delta-rs commit is ``conditional``,
-whatever entry its version has). Exit codes
+entry (with or without the transition marker, or none) and its provenance
+(:mod:`deltaguard.tools.deltalog.provenance`, the classification ``history`` and ``audit``
+use), which names the writer kind where it is a conditional-only writer (a delta-rs commit, or
+one marked by deltaguard's conditional store, is ``conditional``, whatever entry its version
+has); a writer on Delta's single-driver store next to others is unsafe too. Exit codes
 (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 the table is consistently in a phase, 1 an
 unsafe mix (a plain DynamoDB commit after a conditional one), 2 what it needs could not be read
 (the table, its log, the DynamoDB table) or no commit is recent enough to tell.
@@ -24,6 +26,7 @@ from deltaguard.tools.deltalog.protocol_mix import (
     gather_evidence,
     label_by_content,
 )
+from deltaguard.tools.deltalog.provenance import CommitPath, unsafe_writers, version_ranges
 from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.storage import TableStore, table_not_found
@@ -154,15 +157,41 @@ def migrate_status(
             if c.version in listing.commits
         },
     )
-    engines = {h.version: h.engine for h in read_history(store, listing=recent, gaps=False)}
-    evidence.commits = [label_by_content(c, engines.get(c.version)) for c in evidence.commits]
+    history = {
+        h.version: h
+        for h in read_history(
+            store,
+            listing=recent,
+            gaps=False,
+            dynamodb_versions={
+                c.version for c in evidence.commits if c.kind is not WriterKind.CONDITIONAL
+            },
+        )
+    }
+    evidence.commits = [
+        label_by_content(c, h.engine, h.commit_path) if h is not None else c
+        for c in evidence.commits
+        for h in [history.get(c.version)]
+    ]
+    single = [
+        u
+        for u in unsafe_writers({v: h.provenance for v, h in history.items()})
+        if u.path is CommitPath.SINGLE_DRIVER
+    ]
+    step = next_step(evidence)
+    if single:
+        step = (
+            f"UNSAFE: versions {version_ranges(single[0].versions)} were committed through "
+            "Delta's single-driver store next to other writers; move that writer to the "
+            f"{single[0].preset} preset first. " + step
+        )
     return MigrationStatus(
         store.uri,
         dynamodb_table,
         evidence,
         evidence.phase(),
-        evidence.unsafe_mix() is not None,
-        next_step(evidence),
+        evidence.unsafe_mix() is not None or bool(single),
+        step,
     )
 
 

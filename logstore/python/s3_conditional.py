@@ -44,11 +44,13 @@ from deltaguard.logstore.aws_errors import (
     is_precondition_failed,
 )
 from deltaguard.logstore.backoff import sleep_before_retry
+from deltaguard.logstore.commit_mark import commit_mark
 from deltaguard.logstore.errors import (
     CommitOutcomeUnknownError,
     ConditionalWritesNotHonouredError,
     LogFileExistsError,
 )
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_location import S3Location
 
 LOG = logging.getLogger(__name__)
@@ -138,12 +140,14 @@ class S3ConditionalLogStore:
             return
         if self.verify_conditional_writes:
             self.ensure_verified(loc)
-        self.create_settled(loc, body)
+        self.create_settled(loc, body, mark=commit_mark(PresetName.S3_CONDITIONAL))
 
     def _sleep_before(self, retry: int) -> None:
         sleep_before_retry(retry, self.base_delay_s, self.max_delay_s)
 
-    def create_settled(self, loc: S3Location, body: bytes) -> None:
+    def create_settled(
+        self, loc: S3Location, body: bytes, *, mark: dict[str, str] | None = None
+    ) -> None:
         """Creates ``loc`` with ``body`` only if it does not exist, settling every ambiguous
         outcome: one ``PutObject`` with ``If-None-Match: *`` per attempt; after a 412 / 409 /
         5xx / throttle / lost response, a read-back decides (our bytes: done; other bytes:
@@ -154,7 +158,8 @@ class S3ConditionalLogStore:
         PUT's error that cannot be retried (403, 400, missing bucket). The
         JVM twin is ``ConditionalCreate``; the safety argument is in the JVM
         ``S3ConditionalLogStore``'s javadoc. This is the commit protocol's create; the probe
-        reuses it."""
+        reuses it. ``mark``: the object's user metadata, sent with every attempt
+        (:func:`~.commit_mark.commit_mark`: the store's provenance mark on a commit)."""
         last_error = ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
@@ -166,6 +171,7 @@ class S3ConditionalLogStore:
                     Body=body,
                     IfNoneMatch="*",
                     ContentType="application/json",
+                    **({"Metadata": mark} if mark else {}),
                 )
                 return
             except (ClientError, BotoCoreError) as exc:

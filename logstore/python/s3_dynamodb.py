@@ -31,9 +31,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
+from deltaguard.logstore.commit_mark import commit_mark
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.dynamodb_table import MARKER_ATTRIBUTE
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_conditional import LogFileStatus, S3ConditionalLogStore
 from deltaguard.logstore.s3_location import S3Location
 
@@ -51,6 +53,9 @@ class MissingCommitError(OSError):
 
 class S3DynamoDBLogStore:
     """Delta log reads and writes on S3 with DynamoDB as the commit authority."""
+
+    #: The store's commit path, named in the provenance mark of the commits it creates.
+    preset: PresetName = PresetName.S3_DYNAMODB
 
     def __init__(
         self,
@@ -206,7 +211,9 @@ class S3DynamoDBLogStore:
             return
         src = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         body = self.s3.get_object(Bucket=src.bucket, Key=src.key)["Body"].read()
-        self.s3.put_object(Bucket=dst.bucket, Key=dst.key, Body=body)
+        self.s3.put_object(
+            Bucket=dst.bucket, Key=dst.key, Body=body, Metadata=commit_mark(self.preset)
+        )
 
     def _repair(self, table_uri: str, entry: dict[str, Any]) -> None:
         dst = S3Location.parse(f"{table_uri}/_delta_log/{entry['fileName']}")

@@ -34,9 +34,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from deltaguard.logstore.commit_mark import commit_mark
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.dynamodb_table import TRANSITION_MARKER
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
+from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import MissingCommitError, S3DynamoDBLogStore
 from deltaguard.logstore.s3_location import S3Location
@@ -46,6 +48,8 @@ LOG = logging.getLogger(__name__)
 
 class S3TransitionLogStore(S3DynamoDBLogStore):
     """Delta log writes through DynamoDB whose commit files are created conditionally."""
+
+    preset: PresetName = PresetName.S3_DYNAMODB_TRANSITION
 
     def __init__(
         self,
@@ -86,7 +90,7 @@ class S3TransitionLogStore(S3DynamoDBLogStore):
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
         self.claim(entry, self.max_attempts)
         try:
-            self._conditional.create_settled(loc, body)
+            self._conditional.create_settled(loc, body, mark=commit_mark(self.preset))
         except LogFileExistsError:
             self._mark_complete(entry)
             raise
@@ -135,7 +139,7 @@ class S3TransitionLogStore(S3DynamoDBLogStore):
         body = self._conditional.read_back(temp)
         if body is not None:
             try:
-                self._conditional.create_settled(dst, body)
+                self._conditional.create_settled(dst, body, mark=commit_mark(self.preset))
                 LOG.info("repaired %s from %s", dst.uri(), entry["tempPath"])
             except LogFileExistsError:
                 LOG.info("%s holds another writer's commit; completing the entry", dst.uri())

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltaguard.logstore.commit_names import commit_file_name
-from deltaguard.tools.deltalog.actions import AddFile, RemoveFile, parse_json_actions
+from deltaguard.logstore.commit_names import commit_file_name, commit_version
+from deltaguard.tools.deltalog.actions import AddFile, CommitInfo, RemoveFile, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import (
     LOG_DIR,
     CheckpointRef,
@@ -65,6 +65,14 @@ from deltaguard.tools.deltalog.log_expiry import (
 )
 from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
+from deltaguard.tools.deltalog.provenance import (
+    Provenance,
+    classify,
+    single_driver_history,
+    temp_commit_versions,
+    unsafe_writers,
+    version_ranges,
+)
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
@@ -78,6 +86,7 @@ from deltaguard.tools.storage import (
     TableStore,
     open_table,
     read_each,
+    read_each_with_metadata,
     table_not_found,
 )
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
@@ -283,24 +292,70 @@ def _check_names(
         )
 
 
-def _check_commits(store: TableStore, listing: LogListing, out: _Collector) -> None:
+def _check_commits(
+    store: TableStore,
+    listing: LogListing,
+    entries: dict[str, EntryState] | None,
+    out: _Collector,
+) -> None:
     newest = max((c.version for c in listing.checkpoints), default=-1)
     names = [listing.commits[v] for v in sorted(listing.commits)]
     # log compactions readers may use instead of the commits they cover: parsed the same way
     names += sorted(c.name for c in listing.compactions if c.version > newest)
+    temp_versions = temp_commit_versions(listing.temp_files)
+    entry_versions = {commit_version(n) for n in entries or {}}
+    origins: dict[int, Provenance] = {}
     with phase(f"audit: reading {len(names):,} commits", total=len(names)) as shown:
-        read = read_each(store, [_log(n) for n in names], on_read=shown.advance)
+        read = read_each_with_metadata(store, [_log(n) for n in names], on_read=shown.advance)
         shown.update(description=f"audit: checking {len(names):,} commits", completed=0)
         for name, data in zip(names, read, strict=True):
-            _check_commit(name, data, out)
+            engine = _check_commit(name, data if isinstance(data, StorageError) else data[0], out)
+            version = commit_version(name)
+            if version is not None and not isinstance(data, StorageError):
+                origins[version] = classify(
+                    engine,
+                    data[1],
+                    temp_commit=version in temp_versions,
+                    dynamodb_entry=version in entry_versions,
+                )
             shown.advance()
+    _check_commit_paths(origins, out)
 
 
-def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> None:
-    """One commit's findings: unreadable, damaged lines, duplicate file actions."""
+def _check_commit_paths(origins: dict[int, Provenance], out: _Collector) -> None:
+    """``unsafe-commit-path`` per writer :func:`.provenance.unsafe_writers` names; the info
+    ``single-driver-commit-path`` for single-driver commits it does not name."""
+    for unsafe in unsafe_writers(origins):
+        n = len(unsafe.versions)
+        out.add(
+            "unsafe-commit-path",
+            f"{n} commit{'s' if n > 1 else ''} (version{'s' if n > 1 else ''} "
+            f"{version_ranges(unsafe.versions)}) written by {unsafe.label} without a "
+            f"put-if-absent, next to {', '.join(unsafe.others)}: move that writer to the "
+            f"{unsafe.preset} preset (deltaguard conf render {unsafe.preset})",
+            _log(commit_file_name(unsafe.versions[-1])),
+        )
+    single = single_driver_history(origins)
+    if single is not None:
+        who = (
+            "by one writer, the only one"
+            if single.alone
+            else "all before any other writer's first commit (a finished move)"
+        )
+        out.add(
+            "single-driver-commit-path",
+            f"versions {version_ranges(single.versions)} were written through Delta's "
+            f"single-driver store, {who}",
+            _log(commit_file_name(single.versions[-1])),
+        )
+
+
+def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> str | None:
+    """One commit's findings: unreadable, damaged lines, duplicate file actions. Returns its
+    ``commitInfo.engineInfo`` (None without one)."""
     if isinstance(data, StorageError):
         out.add("commit-unreadable", str(data), _log(name))
-        return
+        return None
     parsed = parse_json_actions(data)
     for err in parsed.errors:
         code = "incomplete-action" if err.incomplete else "corrupt-json-line"
@@ -315,6 +370,9 @@ def _check_commit(name: str, data: bytes | StorageError, out: _Collector) -> Non
                 f"{name}: {n} {kind} actions for {path}",
                 _log(name),
             )
+    info = next((a for a in parsed.actions if isinstance(a, CommitInfo)), None)
+    engine = None if info is None else info.get("engineInfo")
+    return engine if isinstance(engine, str) else None
 
 
 def _check_versions(
@@ -712,7 +770,7 @@ def audit_table(
     dynamodb: DynamoDBCheck | None = None,
     check_files: bool = True,
     file_check: FileCheck | None = None,
-    footers: bool = False,
+    footers: bool = True,
 ) -> AuditReport:
     """Audits the whole log and the snapshot at ``version`` / ``timestamp_ms`` / latest.
     ``file_check`` lists the table and finds the live files no reader can read (default:
@@ -732,7 +790,7 @@ def audit_table(
     entries = read_entries(dynamodb) if dynamodb is not None else None
     _check_names(listing, entries, int(time.time() * 1000), out)
     hint = _check_last_checkpoint(store, listing, out)
-    _check_commits(store, listing, out)
+    _check_commits(store, listing, entries, out)
     report = AuditReport(store.uri, None, listing.latest_version)
     snap: Snapshot | None = None
     if listing.latest_version is not None:

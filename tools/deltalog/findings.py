@@ -140,23 +140,24 @@ CODES: dict[str, tuple[Severity, str]] = {
     "size-mismatch": (
         Severity.ERROR,
         "A live data file's size differs from the size its add action records (truncated, "
-        "grown, emptied or overwritten after the commit). Readers locate the Parquet footer "
-        "from the logged size: a shorter file fails every read; a longer one reads only if the "
-        "bytes up to the logged size are the committed file. Restore the file from a backup or "
-        "bucket versioning, or remove the entry (`deltaguard repair`; it keeps a longer file "
-        "whose footer at the logged size reads, see docs/guides/repair.md).",
+        "grown, emptied or overwritten after the commit). A shorter file fails every read. A "
+        "longer one fails Spark, which looks for the Parquet footer at the file's end; delta-rs "
+        "reads it at the logged size if the bytes up to it are the committed file. Restore the "
+        "file from a backup or bucket versioning, or remove the entry (`deltaguard repair`; it "
+        "keeps a longer file whose footer at the logged size reads: truncate that one to the "
+        "logged size, see docs/guides/repair.md).",
     ),
     "unreadable-data-file": (
         Severity.ERROR,
-        "With --check footers: a live data file of the logged size whose Parquet footer "
+        "At --check footers (the default): a live data file of the logged size whose Parquet footer "
         "cannot be read (wrong magic bytes, footer length or footer): reads fail. Restore the "
-        "file, or remove the entry (`deltaguard repair --check footers`).",
+        "file, or remove the entry (`deltaguard repair`).",
     ),
     "unreadable-dv-file": (
         Severity.ERROR,
-        "With --check footers: a deletion vector whose size field, CRC-32 or magic number "
+        "At --check footers (the default): a deletion vector whose size field, CRC-32 or magic number "
         "does not match its descriptor: reads of its data file fail. Restore the file from a "
-        "backup, or remove the entry (`deltaguard repair --check footers`).",
+        "backup, or remove the entry (`deltaguard repair`).",
     ),
     "short-dv-file": (
         Severity.ERROR,
@@ -204,6 +205,23 @@ CODES: dict[str, tuple[Severity, str]] = {
         "the conditional writers, move every DynamoDB job (readers too) to "
         "s3-dynamodb-transition, check `deltaguard migrate status`, and read docs/guides/migration.md; "
         "compare each job's commits with `deltaguard history` to find overwritten ones.",
+    ),
+    "unsafe-commit-path": (
+        Severity.ERROR,
+        "Retained commits show more than one writer, and this one committed without a "
+        "put-if-absent after the other had started: Delta's single-driver store overwrites a "
+        "concurrent writer's commit, "
+        "and a plain DynamoDB-protocol writer's copy is not atomic against a conditional "
+        "PUT, so commits can be lost silently. Move the writer named to the preset named "
+        "(docs/guides/commit-path.md; from DynamoDB, docs/guides/migration.md), and check the "
+        "versions named with `deltaguard history`.",
+    ),
+    "single-driver-commit-path": (
+        Severity.INFO,
+        "Commits through Delta's single-driver store, of one writer alone or all older than "
+        "any other writer's: safe only while no two writers overlap. Before another writer "
+        "(a second Spark driver, delta-rs, Trino) starts, move every job to the "
+        "s3-conditional preset (docs/guides/commit-path.md).",
     ),
     "unknown-writer-feature": (
         Severity.WARNING,

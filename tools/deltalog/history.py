@@ -22,12 +22,19 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.findings import Finding
 from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
 from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.provenance import (
+    CommitPath,
+    Provenance,
+    Writer,
+    classify,
+    temp_commit_versions,
+)
 from deltaguard.tools.progress import phase
 from deltaguard.tools.storage import (
     S3Options,
     TableStore,
     open_table,
-    read_each,
+    read_each_with_metadata,
     table_not_found,
 )
 from deltaguard.tools.storage.errors import StorageError
@@ -64,14 +71,25 @@ class HistoryEntry:
     problem: str | None = None
     state: CommitState = CommitState.OK
     finding: str | None = None
+    #: the writer ``engineInfo`` names (:class:`~.provenance.Writer`)
+    writer: Writer = Writer.UNKNOWN
+    #: how the commit was made (:class:`~.provenance.CommitPath`; ``unknown`` on local disk)
+    commit_path: CommitPath = CommitPath.UNKNOWN
+    #: the provenance mark on the commit object, as written (None without one)
+    commit_mark: str | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance(self.writer, self.commit_path)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: str(v) if isinstance(v, CommitState) else v for k, v in asdict(self).items()}
+        return {k: str(v) if isinstance(v, StrEnum) else v for k, v in asdict(self).items()}
 
 
 #: ``history --json``'s ``schema``. Version 1 was a bare JSON list of the entries; version 2
-#: had no ``state`` and ``finding``, no entry for a missing version, and always a timestamp.
-HISTORY_SCHEMA = "deltaguard.history/3"
+#: had no ``state`` and ``finding``, no entry for a missing version, and always a timestamp;
+#: version 3 had no ``writer``, ``commit_path`` and ``commit_mark``.
+HISTORY_SCHEMA = "deltaguard.history/4"
 
 
 def history_json(table: str, entries: list[HistoryEntry]) -> dict[str, Any]:
@@ -89,10 +107,16 @@ def _str(value: Any) -> str | None:
 
 
 def _entry(
-    version: int, rel: str, data: bytes | StorageError, mtime_ms: int | None, previous: int | None
+    version: int,
+    rel: str,
+    data: tuple[bytes, dict[str, str] | None] | StorageError,
+    mtime_ms: int | None,
+    previous: int | None,
+    evidence: _Evidence,
 ) -> HistoryEntry:
-    """The entry of a commit file read as ``data`` (its bytes, or the error reading it): its
-    in-commit timestamp, else ``mtime_ms`` (None if unlisted) made later than ``previous``."""
+    """The entry of a commit file read as ``data`` (its bytes and user metadata, or the error
+    reading it): its in-commit timestamp, else ``mtime_ms`` (None if unlisted) made later than
+    ``previous``; its provenance (:func:`.provenance.classify`)."""
     ts = mtime_ms
     if ts is not None and previous is not None and ts <= previous:
         ts = previous + 1
@@ -101,7 +125,8 @@ def _entry(
             version, ts, None, file=rel, problem=str(data), state=CommitState.UNREADABLE,
             finding="commit-unreadable",
         )  # fmt: skip
-    parsed = parse_json_actions(data)
+    body, metadata = data
+    parsed = parse_json_actions(body)
     actions = parsed.actions
     info = next((a for a in actions if isinstance(a, CommitInfo)), CommitInfo({}))
     ict = info.raw.get("inCommitTimestamp")
@@ -113,6 +138,13 @@ def _entry(
         problem = f"line {error.line}: {error.message}"
         state = CommitState.DAMAGED
         finding = "incomplete-action" if error.incomplete else "corrupt-json-line"
+    engine = _str(info.get("engineInfo"))
+    origin = classify(
+        engine,
+        metadata,
+        temp_commit=version in evidence.temp_versions,
+        dynamodb_entry=version in evidence.dynamodb_versions,
+    )
     return HistoryEntry(
         version,
         ts,
@@ -120,13 +152,25 @@ def _entry(
         _dict(info.get("operationParameters")),
         _dict(info.get("operationMetrics")),
         {a.app_id: a.version for a in actions if isinstance(a, Txn)},
-        _str(info.get("engineInfo")),
+        engine,
         _str(info.get("userMetadata")),
         rel,
         problem,
         state,
         finding,
+        origin.writer,
+        origin.path,
+        None if origin.mark is None else str(origin.mark),
     )
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What tells Delta's DynamoDB store from its single-driver store for unmarked Spark
+    commits: versions with a listed temp commit, versions with a DynamoDB entry."""
+
+    temp_versions: set[int]
+    dynamodb_versions: set[int]
 
 
 def _missing(version: int, rel: str, finding: Finding) -> HistoryEntry:
@@ -143,6 +187,7 @@ def read_history(
     limit: int | None = None,
     listing: LogListing | None = None,
     gaps: bool = True,
+    dynamodb_versions: set[int] | None = None,
 ) -> list[HistoryEntry]:
     """Every version of the retained log, newest first (at most ``limit``). The timestamp is
     the in-commit timestamp when the commit has one, else the commit file's modification time,
@@ -150,7 +195,9 @@ def read_history(
     listed commit file between the oldest and the newest listed one is an entry too: its file
     is read once more, so one that is there but unlisted (a directory, a dangling link) or
     unreadable is ``unreadable``, one that is not there ``missing`` (``gaps=False``: the
-    listed commits only, for a ``listing`` that holds some commits only). Raises
+    listed commits only, for a ``listing`` that holds some commits only). Each entry's
+    provenance comes from the same GET (:mod:`.provenance`); ``dynamodb_versions``: the
+    versions with a DynamoDB entry, when the caller read them. Raises
     :class:`TableNotFoundError` or :class:`StorageError` (the log cannot be listed)."""
     store = open_table(table, s3) if isinstance(table, str) else table
     if listing is None:
@@ -162,7 +209,8 @@ def read_history(
     versions = sorted([*listing.commits, *missing])
     rels = [f"{LOG_DIR}/{listing.commits.get(v) or commit_file_name(v)}" for v in versions]
     with phase(f"history: reading {len(rels):,} commits", total=len(rels)) as shown:
-        read = read_each(store, rels, on_read=shown.advance)
+        read = read_each_with_metadata(store, rels, on_read=shown.advance)
+    evidence = _Evidence(temp_commit_versions(listing.temp_files), dynamodb_versions or set())
     entries: list[HistoryEntry] = []
     previous: int | None = None
     for version, rel, data in zip(versions, rels, read, strict=True):
@@ -171,7 +219,7 @@ def read_history(
             continue
         name = rel[len(LOG_DIR) + 1 :]
         mtime = listing.mtime_ms(name) if name in listing.files else None
-        entry = _entry(version, rel, data, mtime, previous)
+        entry = _entry(version, rel, data, mtime, previous, evidence)
         if entry.timestamp_ms is not None:
             previous = entry.timestamp_ms
         entries.append(entry)

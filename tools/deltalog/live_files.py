@@ -2,14 +2,14 @@
 ``repair`` apply (their finding codes and messages are made here).
 
 Two depths, like Databricks ``FSCK REPAIR TABLE`` (``METADATA ONLY`` / ``VERIFY FILES``), the
-commands' ``--check exists|footers`` (:class:`deltaguard.tools.repair.modes.CheckMode`):
+commands' ``--check exists|footers`` (:class:`.check_depth.CheckMode`):
 
 ``exists`` (:func:`check_listed`)
     one listing of the table, and nothing else: every live data file and every deletion
     vector file of a live entry must be there (``missing-data-file``, ``missing-dv-file``);
     a data file's listed size must be the ``add``'s ``size`` (``size-mismatch``: truncated,
-    grown, emptied or replaced: readers locate the Parquet footer from the logged size, so
-    every reader fails on it); a deletion vector file must be long enough for its
+    grown, emptied or replaced: a shorter one fails every reader, a longer one fails Spark,
+    which looks for the footer at the file's end); a deletion vector file must be long enough for its
     descriptor (``short-dv-file``): at ``offset`` a 4-byte size, ``sizeInBytes`` of bitmap and
     a 4-byte CRC-32 (PROTOCOL.md, "Deletion Vector File Storage Format"; ``offset`` is 1,
     after the format-version byte, when the descriptor has none). No file is read.
@@ -288,8 +288,8 @@ def dv_problem(store: TableStore, rel: str, dv: DeletionVector) -> str | None:
 
 class _RangeFile(io.RawIOBase):
     """The first ``size`` bytes of a file as a seekable file for pyarrow's footer read, each
-    read one call of ``read_range(start, end)`` (on S3 a ranged GET; the footer read is two or
-    three)."""
+    read one call of ``read_range(start, end)`` (on S3 a ranged GET; pyarrow reads the last
+    64 KiB at once, and again only for a longer footer: one GET per file, as a rule)."""
 
     def __init__(self, read_range: Callable[[int, int], bytes], size: int) -> None:
         self.read_range, self.size, self.pos = read_range, size, 0

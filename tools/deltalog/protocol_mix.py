@@ -10,11 +10,12 @@ repaired an entry), ``transition`` (an entry with the marker: ``S3TransitionLogS
 entry only counts as ``conditional`` while its entry could not have expired yet: commits older
 than the entries' TTL (estimated from the entries themselves) are left out.
 
-The commit itself has the last word on who wrote it: a commit whose ``commitInfo.engineInfo``
-names a writer that only commits conditionally (:data:`CONDITIONAL_ONLY_WRITERS`: delta-rs,
-Trino) is ``conditional`` even when its version has a DynamoDB entry (the entry is then a
-DynamoDB writer's that lost the race for that version; :func:`label_by_content`). The entry
-stays evidence of its writer: ``entry_kind``.
+The commit itself has the last word on who wrote it: a commit whose provenance
+(:mod:`.provenance`, the one classification) is a conditional-only path (deltaguard's
+conditional store by its mark, delta-rs or Trino by ``engineInfo``) is ``conditional`` even
+when its version has a DynamoDB entry (the entry is then a DynamoDB writer's that lost the
+race for that version; :func:`label_by_content`). The entry stays evidence of its writer:
+``entry_kind``.
 
 The unsafe mix: a ``plain-dynamodb`` entry at a version above a ``conditional`` one means a
 plain DynamoDB client was still committing after a conditional writer started; its
@@ -33,12 +34,10 @@ from typing import Any
 from deltaguard.logstore.commit_names import commit_version
 from deltaguard.logstore.dynamodb_table import TRANSITION_MARKER
 from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.provenance import CommitPath, conditional_only
 
 #: Default look-back of ``migrate status``: commits older than this are not evidence.
 DEFAULT_WINDOW_S = 6 * 3600
-#: ``engineInfo`` prefixes of writers that commit with conditional creates only, never through
-#: DynamoDB (delta-rs writes ``delta-rs:<version>``, Trino ``Trino/<version>``).
-CONDITIONAL_ONLY_WRITERS = ("delta-rs", "trino")
 
 
 class WriterKind(StrEnum):
@@ -83,19 +82,23 @@ class CommitEvidence:
         }
 
 
-def label_by_content(commit: CommitEvidence, engine_info: str | None) -> CommitEvidence:
-    """``commit`` with its ``engineInfo``, and relabelled ``conditional`` if that names a
-    conditional-only writer (:data:`CONDITIONAL_ONLY_WRITERS`) while its entry said
-    otherwise."""
+def label_by_content(
+    commit: CommitEvidence, engine_info: str | None, path: CommitPath = CommitPath.UNKNOWN
+) -> CommitEvidence:
+    """``commit`` with its ``engineInfo``, and relabelled ``conditional`` if its provenance is
+    a conditional-only path (``path``: deltaguard's conditional store, delta-rs, Trino; or an
+    ``engineInfo`` naming delta-rs or Trino) while its entry said otherwise."""
     from dataclasses import replace
 
-    writer = (engine_info or "").strip().lower()
-    conditional = writer.startswith(CONDITIONAL_ONLY_WRITERS)
+    conditional = conditional_only(engine_info) or path in _CONDITIONAL_ONLY_PATHS
     if conditional and commit.kind is not WriterKind.CONDITIONAL:
         return replace(
             commit, kind=WriterKind.CONDITIONAL, engine_info=engine_info, entry_kind=commit.kind
         )
     return replace(commit, engine_info=engine_info)
+
+
+_CONDITIONAL_ONLY_PATHS = (CommitPath.DELTAGUARD_CONDITIONAL, CommitPath.CONDITIONAL_PUT)
 
 
 @dataclass

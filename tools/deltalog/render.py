@@ -105,6 +105,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
         "txn",
         "userMetadata",
         "engine",
+        "commit path",
     ):
         table.add_column(column, overflow="fold")
     for e in entries:
@@ -118,6 +119,7 @@ def print_history(entries: list[HistoryEntry], console: Console) -> None:
             ", ".join(f"{k}={v}" for k, v in e.txn_app_ids.items()),
             e.user_metadata or "",
             e.engine or "",
+            str(e.commit_path),
         )
     console.print(table)
 
@@ -138,6 +140,9 @@ HISTORY_TSV_COLUMNS = (
     "problem",
     "state",
     "finding",
+    "writer",
+    "commit_path",
+    "commit_mark",
 )
 
 
@@ -167,6 +172,9 @@ def history_tsv(entries: list[HistoryEntry]) -> None:
                 e.problem,
                 str(e.state),
                 e.finding,
+                str(e.writer),
+                str(e.commit_path),
+                e.commit_mark,
             )
             for e in entries
         ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltaguard.tools.deltalog import filetable
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.live_files import (
     MISSING_DATA,
     SIZE_MISMATCH,
@@ -24,7 +25,6 @@ from deltaguard.tools.deltalog.live_files import (
     parquet_footer_problem,
 )
 from deltaguard.tools.deltalog.snapshot import Snapshot
-from deltaguard.tools.repair.modes import CheckMode
 from deltaguard.tools.storage import TableStore
 
 
@@ -92,14 +92,17 @@ def find_damage(
 
 
 _GROWN_UNCHECKED = (
-    "longer than logged: readers read it at the logged size, so it is kept; "
-    "`repair --check footers` removes it only if its footer at the logged size is unreadable, "
-    "or restore the committed file from a backup"
+    "longer than logged: delta-rs reads it at the logged size, Spark fails on it (it looks "
+    "for the footer at the file's end); kept, as removing it would drop rows delta-rs reads. "
+    "`repair --check footers` (the default) removes it only if its footer at the logged size "
+    "is unreadable; truncate it to the logged size or restore the committed file from a "
+    "backup"
 )
 _GROWN_READABLE = (
-    "longer than logged, but its footer at the logged size reads: readers read it, so it is "
-    "kept; restore the committed file from a backup (or truncate it to the logged size) to "
-    "clear the finding"
+    "longer than logged, but its footer at the logged size reads: delta-rs reads it, Spark "
+    "fails on it (it looks for the footer at the file's end); kept, as removing it would drop "
+    "rows delta-rs reads. Truncate it to the logged size (the committed file) or restore the "
+    "committed file from a backup"
 )
 
 

@@ -1,16 +1,10 @@
-"""The two choices of ``deltaguard repair`` (light to import: the CLI builds its options from
-them). What each means: :mod:`.damage` and :mod:`.committer`."""
+"""``deltaguard repair``'s commit protocol choice (light to import: the CLI builds its option
+from it). What each means: :mod:`.committer`. The ``--check`` depth is
+:class:`deltaguard.tools.deltalog.check_depth.CheckMode`, shared with ``audit``."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-
-
-class CheckMode(StrEnum):
-    """How dangling references are found (:mod:`.damage`)."""
-
-    EXISTS = "exists"
-    FOOTERS = "footers"
 
 
 class CommitProtocol(StrEnum):

@@ -8,14 +8,16 @@ from typing import Any, TypeVar
 
 import click
 
+from deltaguard.tools.cli_options import check_option
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.output import TSV, format_option
-from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
+from deltaguard.tools.repair.modes import CommitProtocol
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 HELP = """Fix what the audit finds in TABLE (a local path, s3:// or s3a://): remove the live
 entries whose data or deletion vector file is missing or of another size than the log says
-(or, with --check footers, has an unreadable Parquet footer) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
+or has an unreadable Parquet footer or deletion vector (--check footers, the default) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
 Dry run unless --yes; commits through the table's own protocol (--commit-protocol), safe next
 to live writers (docs/guides/repair.md).
 
@@ -29,15 +31,7 @@ def repair_options(f: F) -> F:
     :func:`~deltaguard.tools.output.format_option`)."""
     for option in reversed(
         (
-            click.option(
-                "--check",
-                type=click.Choice([m.value for m in CheckMode]),
-                default=CheckMode.EXISTS.value,
-                show_default=True,
-                help="exists: files that are missing or of another size than the log's (the "
-                "listing only, as audit); footers: also an unreadable Parquet footer or deletion "
-                "vector (reads each)",
-            ),
+            check_option(),
             click.option(
                 "--commit-protocol",
                 type=click.Choice([p.value for p in CommitProtocol]),
@@ -57,7 +51,7 @@ def repair_options(f: F) -> F:
 def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
     """The :class:`~deltaguard.tools.repair.run.RepairRequest` of the command line: TABLE, the
     DynamoDB check the shared options built, and the remaining options by name (``endpoint``,
-    ``region``, ``path_style``, ``check``, ``commit_protocol``, ``yes``, ``as_json``, ``fmt``)."""
+    ``region``, ``path_style``, ``check_mode``, ``commit_protocol``, ``yes``, ``as_json``, ``fmt``)."""
     from deltaguard.tools.repair.run import RepairRequest
     from deltaguard.tools.storage import S3Options
 
@@ -67,7 +61,7 @@ def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
         S3Options(options["endpoint"], options["region"], options["path_style"]),
         dynamodb,
         CommitProtocol(protocol) if protocol else None,
-        CheckMode(options["check"]),
+        CheckMode(options["check_mode"] or CheckMode.FOOTERS),
         options["yes"],
         options["as_json"],
         tsv=options["fmt"] == TSV,

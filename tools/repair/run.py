@@ -37,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.tools.deltalog.audit import UNREADABLE_CODES, audit_table
+from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
 from deltaguard.tools.deltalog.findings import Finding, Severity
@@ -49,7 +50,7 @@ from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
-from deltaguard.tools.repair.modes import CheckMode, CommitProtocol
+from deltaguard.tools.repair.modes import CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
 from deltaguard.tools.repair.remove_commit import (
     check_writable,
@@ -69,7 +70,7 @@ class RepairRequest:
     s3: S3Options = field(default_factory=S3Options)
     dynamodb: DynamoDBCheck | None = None
     protocol: CommitProtocol | None = None
-    check: CheckMode = CheckMode.EXISTS
+    check: CheckMode = CheckMode.FOOTERS
     yes: bool = False
     as_json: bool = False
     attempts: int = 20
@@ -213,21 +214,32 @@ def _commit_removes(
     raise _Refused(f"no free version after {req.attempts} attempts: nothing committed")
 
 
-#: Audit findings :func:`_repair` reports otherwise (the file check's, its gap lines) or that
-#: mean the audit could not read something the repair's own replay did read.
-_REPORTED_OTHERWISE = frozenset({*FILE_CODES, "external-file", "version-gap", *UNREADABLE_CODES})
+#: Audit findings :func:`_repair` reports otherwise (the file check's, its gap lines, its
+#: stranded-commit plan for temp commits: leftover ones are for ``orphans``/``log-cleanup``) or
+#: that mean the audit could not read something the repair's own replay did read.
+_REPORTED_OTHERWISE = frozenset(
+    {
+        *FILE_CODES,
+        "external-file",
+        "version-gap",
+        "version-gap-covered",
+        "temp-file",
+        *UNREADABLE_CODES,
+    }
+)
 
 
 def _beyond_repair(store: TableStore) -> list[Finding]:
-    """The audit's errors on ``store`` that a remove commit does not fix (a damaged
-    checkpoint, ``_last_checkpoint`` naming none, a corrupt line before the checkpoint, a
-    ``.crc`` that disagrees, ...): repair names them rather than call the table repaired. The
-    audit's log checks (no file check: :func:`find_dangling` is that)."""
+    """The audit's errors and warnings on ``store`` that a remove commit does not fix (a
+    damaged checkpoint, ``_last_checkpoint`` naming none or disagreeing with its checkpoint, a
+    corrupt line before the checkpoint, a ``.crc`` that disagrees, a stray log file, ...):
+    repair names them rather than call the table repaired, so its exit 0 means the audit's
+    would be 0 too (leftover temp files aside: :data:`_REPORTED_OTHERWISE`). The audit's log checks (no file check: :func:`find_dangling` is that)."""
     report = audit_table(store, check_files=False)
     return [
         f
         for f in report.findings
-        if f.severity is Severity.ERROR and f.code not in _REPORTED_OTHERWISE
+        if f.severity in (Severity.ERROR, Severity.WARNING) and f.code not in _REPORTED_OTHERWISE
     ]
 
 

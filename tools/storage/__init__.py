@@ -35,6 +35,7 @@ from deltaguard.tools.storage.open import (
     local_path,
     open_table,
     read_each,
+    read_each_with_metadata,
     read_many,
     table_not_found,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "local_path",
     "open_table",
     "read_each",
+    "read_each_with_metadata",
     "read_many",
     "table_not_found",
 ]

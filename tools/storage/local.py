@@ -83,6 +83,10 @@ class LocalTableStore:
                     continue
                 yield FileInfo(prefix + name, st.st_size, st.st_mtime_ns // 1_000_000)
 
+    def read_with_metadata(self, rel_path: str) -> tuple[bytes, dict[str, str] | None]:
+        """:meth:`read`; a local file has no user metadata (None)."""
+        return self.read(rel_path), None
+
     def read(self, rel_path: str) -> bytes:
         """The file's bytes. Raises :class:`FileMissingError` when nothing is at the path, and
         :class:`StorageError` for what is there but cannot be read (a directory, a symbolic

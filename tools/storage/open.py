@@ -1,13 +1,13 @@
 """Opening a table location as a :class:`~deltaguard.tools.storage.table_store.TableStore`
 (:func:`open_table`, :func:`local_path`), the error for a location without a table
 (:func:`table_not_found`), and reading many files at once (:func:`read_each`,
-:func:`read_many`)."""
+:func:`read_each_with_metadata`, :func:`read_many`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from deltaguard.logstore.s3_location import (
     S3_SCHEMES,
@@ -21,6 +21,8 @@ from deltaguard.tools.storage.local import LocalTableStore
 from deltaguard.tools.storage.s3 import S3TableStore
 from deltaguard.tools.storage.table_store import S3Options, TableStore
 
+_T = TypeVar("_T")
+
 
 def read_each(
     store: TableStore,
@@ -33,10 +35,30 @@ def read_each(
     thread-safe; 10 threads is botocore's default connection pool); local reads are
     sequential (each store's ``read_threads``). ``on_read`` is called after each file (from
     the reading thread): a progress counter."""
+    return _each(store, store.read, rel_paths, threads, on_read)
 
-    def one(rel: str) -> bytes | StorageError:
+
+def read_each_with_metadata(
+    store: TableStore,
+    rel_paths: list[str],
+    threads: int = 10,
+    on_read: Callable[[], None] | None = None,
+) -> list[tuple[bytes, dict[str, str] | None] | StorageError]:
+    """:func:`read_each` through :meth:`TableStore.read_with_metadata`: each file's bytes with
+    its user metadata from the same GET (None on local disk), or the error reading it."""
+    return _each(store, store.read_with_metadata, rel_paths, threads, on_read)
+
+
+def _each(
+    store: TableStore,
+    read: Callable[[str], _T],
+    rel_paths: list[str],
+    threads: int,
+    on_read: Callable[[], None] | None,
+) -> list[_T | StorageError]:
+    def one(rel: str) -> _T | StorageError:
         try:
-            return store.read(rel)
+            return read(rel)
         except StorageError as exc:
             return exc
         finally:

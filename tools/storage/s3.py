@@ -128,6 +128,14 @@ class S3TableStore:
         except (ClientError, BotoCoreError) as exc:
             raise self._error(exc, "read", key) from None
 
+    def read_with_metadata(self, rel_path: str) -> tuple[bytes, dict[str, str] | None]:
+        key = self._key(rel_path)
+        try:
+            response = self.client.get_object(Bucket=self.root.bucket, Key=key)
+            return bytes(response["Body"].read()), dict(response.get("Metadata") or {})
+        except (ClientError, BotoCoreError) as exc:
+            raise self._error(exc, "read", key) from None
+
     def read_lines(self, rel_path: str) -> Iterator[bytes]:
         yield from self.read(rel_path).splitlines(keepends=True)
 

@@ -129,6 +129,12 @@ class TableStore(Protocol):
         """The whole file. Raises :class:`FileMissingError` or :class:`StorageError`."""
         ...
 
+    def read_with_metadata(self, rel_path: str) -> tuple[bytes, dict[str, str] | None]:
+        """The whole file and its user metadata from the same read (S3: the GetObject
+        response's ``x-amz-meta-*`` names without the prefix, ``{}`` when it has none); None
+        where files have no such metadata (local disk). Raises as :meth:`read`."""
+        ...
+
     def exists(self) -> bool:
         """Whether anything is at the root: a local directory, at least one S3 object under
         the prefix. Raises :class:`StorageError`."""

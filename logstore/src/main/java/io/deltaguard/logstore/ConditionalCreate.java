@@ -3,6 +3,8 @@ package io.deltaguard.logstore;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.Map;
 import java.util.Optional;
 
 import org.slf4j.Logger;
@@ -39,11 +41,26 @@ final class ConditionalCreate {
     private final S3Calls s3;
     private final int maxAttempts;
     private final Backoff backoff;
+    private final Map<String, String> metadata;
 
     ConditionalCreate(S3Calls s3, int maxAttempts, Backoff backoff) {
+        this(s3, maxAttempts, backoff, Collections.emptyMap());
+    }
+
+    private ConditionalCreate(S3Calls s3, int maxAttempts, Backoff backoff,
+                              Map<String, String> metadata) {
         this.s3 = s3;
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
+        this.metadata = metadata;
+    }
+
+    /**
+     * The same create whose every PUT carries the user metadata {@code metadata} (a store's
+     * {@link CommitMark}); reads are unchanged.
+     */
+    ConditionalCreate marking(Map<String, String> metadata) {
+        return new ConditionalCreate(s3, maxAttempts, backoff, metadata);
     }
 
     int maxAttempts() {
@@ -52,7 +69,7 @@ final class ConditionalCreate {
 
     /** The same create on the same client and backoff, with {@code attempts} PUTs at most. */
     ConditionalCreate withMaxAttempts(int attempts) {
-        return new ConditionalCreate(s3, attempts, backoff);
+        return new ConditionalCreate(s3, attempts, backoff, metadata);
     }
 
     Backoff backoff() {
@@ -68,7 +85,7 @@ final class ConditionalCreate {
             }
             S3Failure.Kind kind;
             try {
-                s3.putIfAbsent(bucket, key, body, "application/json");
+                s3.putIfAbsent(bucket, key, body, "application/json", metadata);
                 return;
             } catch (S3Failure e) {
                 kind = e.kind();

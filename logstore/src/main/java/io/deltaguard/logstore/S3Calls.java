@@ -1,5 +1,7 @@
 package io.deltaguard.logstore;
 
+import java.util.Collections;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -16,15 +18,28 @@ interface S3Calls {
     /**
      * {@code PutObject}; with {@code ifNoneMatch} it carries {@code If-None-Match: *} and stores
      * {@code body} only if the key does not exist (412 PreconditionFailed otherwise), without it
-     * the last writer wins (benchmarks' baseline only).
+     * the last writer wins. {@code metadata}: the object's user metadata (names without
+     * {@code x-amz-meta-}; empty for none), e.g. the {@link CommitMark}.
      */
-    void put(String bucket, String key, byte[] body, String contentType, boolean ifNoneMatch)
-        throws S3Failure;
+    void put(String bucket, String key, byte[] body, String contentType, boolean ifNoneMatch,
+             Map<String, String> metadata) throws S3Failure;
 
-    /** {@code PutObject} with {@code If-None-Match: *}. */
+    /** {@link #put} without user metadata. */
+    default void put(String bucket, String key, byte[] body, String contentType,
+                     boolean ifNoneMatch) throws S3Failure {
+        put(bucket, key, body, contentType, ifNoneMatch, Collections.emptyMap());
+    }
+
+    /** {@code PutObject} with {@code If-None-Match: *}, no user metadata. */
     default void putIfAbsent(String bucket, String key, byte[] body, String contentType)
             throws S3Failure {
-        put(bucket, key, body, contentType, true);
+        put(bucket, key, body, contentType, true, Collections.emptyMap());
+    }
+
+    /** {@code PutObject} with {@code If-None-Match: *} and the user metadata {@code metadata}. */
+    default void putIfAbsent(String bucket, String key, byte[] body, String contentType,
+                             Map<String, String> metadata) throws S3Failure {
+        put(bucket, key, body, contentType, true, metadata);
     }
 
     /** The object's bytes, or empty if the key does not exist (404 NoSuchKey). */

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 
 import io.delta.storage.CloseableIterator;
 import io.delta.storage.HadoopFileSystemLogStore;
@@ -100,19 +101,29 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         writeLines(lines.iterator(), body);
         write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
-            body.toByteArray(), overwrite);
+            body.toByteArray(), overwrite, CommitMark.of(CommitMark.CONDITIONAL));
         if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
             CommitChecksums.afterCommit(conditionalCreate(target.calls(), settings),
                 target.endpoint(), target.bucket(), target.key(), lines);
         }
     }
 
-    /**
-     * {@link #write} on a resolved key: with {@code overwrite} one unconditional PUT, else
-     * (after the once-per-JVM verification) the conditional create. Sends nothing else.
-     */
+    /** {@link #write(S3Calls, LogStoreSettings, String, String, String, byte[], boolean, Map)}
+     *  without a mark (files that are not commits: checkpoints). */
     static void write(S3Calls s3, LogStoreSettings settings, String endpoint, String bucket,
                       String key, byte[] body, boolean overwrite) throws IOException {
+        write(s3, settings, endpoint, bucket, key, body, overwrite,
+            java.util.Collections.<String, String>emptyMap());
+    }
+
+    /**
+     * {@link #write} on a resolved key: with {@code overwrite} one unconditional PUT, else
+     * (after the once-per-JVM verification) the conditional create, whose PUTs carry the user
+     * metadata {@code mark} (the store's {@link CommitMark}). Sends nothing else.
+     */
+    static void write(S3Calls s3, LogStoreSettings settings, String endpoint, String bucket,
+                      String key, byte[] body, boolean overwrite, Map<String, String> mark)
+            throws IOException {
         if (overwrite) {
             S3LogFiles.overwrite(s3, bucket, key, body);
             return;
@@ -123,7 +134,7 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             ConditionalWriteVerifier.ensureVerified(s3, endpoint, bucket,
                 slash < 0 ? "" : key.substring(0, slash), create);
         }
-        create.create(bucket, key, body);
+        create.marking(mark).create(bucket, key, body);
     }
 
     static ConditionalCreate conditionalCreate(S3Calls s3, LogStoreSettings settings) {

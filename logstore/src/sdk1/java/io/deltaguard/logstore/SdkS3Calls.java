@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import com.amazonaws.AmazonClientException;
@@ -39,10 +40,13 @@ final class SdkS3Calls implements S3Calls {
 
     @Override
     public void put(String bucket, String key, byte[] body, String contentType,
-                     boolean ifNoneMatch) throws S3Failure {
+                     boolean ifNoneMatch, Map<String, String> userMetadata) throws S3Failure {
         ObjectMetadata metadata = new ObjectMetadata();
         metadata.setContentLength(body.length);
         metadata.setContentType(contentType);
+        if (!userMetadata.isEmpty()) {
+            metadata.setUserMetadata(userMetadata);
+        }
         PutObjectRequest request =
             new PutObjectRequest(bucket, key, new ByteArrayInputStream(body), metadata);
         // The SDK re-reads the stream on its own retries; a byte array stream supports reset.

@@ -61,6 +61,8 @@ import org.slf4j.LoggerFactory;
 public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
     private static final Logger LOG = LoggerFactory.getLogger(S3DynamoDBLogStore.class);
     private static final PathLock PATH_LOCK = new PathLock();
+    /** S3A's prefix of create options that become the object's user metadata. */
+    private static final String CREATE_HEADER = "fs.s3a.create.header.";
 
     private final DynamoDBSettings settings;
     private final LogStoreSettings retries;
@@ -172,8 +174,16 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
         }
     }
 
+    /**
+     * Copies {@code src} to {@code dst} through S3A's create (existence check, then a plain
+     * PUT, as Delta's store does); the PUT carries the {@link CommitMark} as user metadata
+     * through S3A's {@code fs.s3a.create.header.} option (hadoop-aws 3.4+: the SDK v2 jar).
+     */
     private static void copy(FileSystem fs, Path src, Path dst) throws IOException {
-        try (InputStream in = fs.open(src); OutputStream out = fs.create(dst, false)) {
+        try (InputStream in = fs.open(src);
+             OutputStream out = (OutputStream) fs.createFile(dst).overwrite(false)
+                 .opt(CREATE_HEADER + CommitMark.KEY, CommitMark.value(CommitMark.DYNAMODB))
+                 .build()) {
             byte[] buffer = new byte[8192];
             for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
                 out.write(buffer, 0, n);

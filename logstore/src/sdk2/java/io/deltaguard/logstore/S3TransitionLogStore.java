@@ -121,7 +121,8 @@ public class S3TransitionLogStore extends HadoopFileSystemLogStore {
         if (overwrite || !FileNameUtils.isDeltaFile(resolved)) {
             // not a commit: what the conditional store does (plain PUT, or conditional create)
             S3ConditionalLogStore.write(target.calls(), settings, target.endpoint(),
-                target.bucket(), target.key(), body.toByteArray(), overwrite);
+                target.bucket(), target.key(), body.toByteArray(), overwrite,
+                CommitMark.of(CommitMark.TRANSITION));
             return;
         }
         ConditionalCreate create = S3ConditionalLogStore.conditionalCreate(target.calls(), settings);
@@ -137,7 +138,8 @@ public class S3TransitionLogStore extends HadoopFileSystemLogStore {
     }
 
     private TransitionCommit commit(S3Target target, ConditionalCreate create) {
-        return new TransitionCommit(target.calls(), create, tables.forTarget(target),
+        return new TransitionCommit(target.calls(),
+            create.marking(CommitMark.of(CommitMark.TRANSITION)), tables.forTarget(target),
             tables.settings().ttlSeconds);
     }
 

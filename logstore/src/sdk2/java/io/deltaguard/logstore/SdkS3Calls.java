@@ -2,6 +2,7 @@ package io.deltaguard.logstore;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import org.apache.hadoop.fs.s3a.S3AFileSystem;
@@ -39,9 +40,12 @@ final class SdkS3Calls implements S3Calls {
 
     @Override
     public void put(String bucket, String key, byte[] body, String contentType,
-                     boolean ifNoneMatch) throws S3Failure {
+                     boolean ifNoneMatch, Map<String, String> metadata) throws S3Failure {
         PutObjectRequest.Builder request = PutObjectRequest.builder()
             .bucket(bucket).key(key).contentType(contentType).contentLength((long) body.length);
+        if (!metadata.isEmpty()) {
+            request.metadata(metadata);
+        }
         if (ifNoneMatch) {
             request.overrideConfiguration(o -> o.putHeader("If-None-Match", "*"));
         }

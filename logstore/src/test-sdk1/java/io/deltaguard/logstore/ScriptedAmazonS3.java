@@ -44,7 +44,9 @@ class ScriptedAmazonS3 extends AbstractAmazonS3 {
         boolean ifNoneMatch = "*".equals(request.getCustomRequestHeaders() == null ? null
             : request.getCustomRequestHeaders().get("If-None-Match"));
         try {
-            store.put(request.getKey(), ifNoneMatch, body);
+            store.put(request.getKey(), ifNoneMatch, body,
+                request.getMetadata() == null ? java.util.Map.of()
+                    : request.getMetadata().getUserMetadata());
         } catch (FakeS3.HttpError e) {
             throw error(e.status, e.code);
         } catch (FakeS3.NoAnswer e) {

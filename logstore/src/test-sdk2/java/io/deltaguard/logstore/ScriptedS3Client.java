@@ -48,7 +48,8 @@ class ScriptedS3Client implements S3Client {
     @Override
     public PutObjectResponse putObject(PutObjectRequest request, RequestBody body) {
         try (var in = body.contentStreamProvider().newStream()) {
-            store.put(request.key(), ifNoneMatchStar(request), in.readAllBytes());
+            store.put(request.key(), ifNoneMatchStar(request), in.readAllBytes(),
+                request.metadata());
         } catch (FakeS3.HttpError e) {
             throw error(e.status, e.code);
         } catch (FakeS3.NoAnswer e) {

@@ -30,6 +30,31 @@ class ConditionalCreateTest {
     }
 
     @Test
+    void everyAttemptOfAMarkedCreateCarriesTheMark() throws IOException {
+        FakeS3 s3 = new FakeS3(true);
+        s3.script.add(FakeS3.Fault.ERROR_503);
+        java.util.Map<String, String> mark = CommitMark.of(CommitMark.CONDITIONAL);
+        create(s3, 3).marking(mark).create("b", KEY, OURS);
+        assertEquals(java.util.List.of(mark, mark), s3.putMetadata, "the retry carries it too");
+        assertEquals(mark, s3.metadata.get(KEY));
+        assertEquals("s3-conditional/jvm/", CommitMark.value(CommitMark.CONDITIONAL)
+            .substring(0, "s3-conditional/jvm/".length()));
+        assertEquals("deltaguard-commit", mark.keySet().iterator().next());
+    }
+
+    @Test
+    void theConditionalStoreMarksCommitsNotCheckpoints() throws IOException {
+        FakeS3 s3 = new FakeS3(true);
+        LogStoreSettings settings = LogStoreSettings.from(new org.apache.hadoop.conf.Configuration());
+        S3ConditionalLogStore.write(s3.calls(), settings, "fake", "b", KEY, OURS, false,
+            CommitMark.of(CommitMark.CONDITIONAL));
+        S3ConditionalLogStore.write(s3.calls(), settings, "fake", "b", "t/_delta_log/x.parquet",
+            OURS, false);
+        assertEquals(CommitMark.of(CommitMark.CONDITIONAL), s3.metadata.get(KEY));
+        assertEquals(java.util.Map.of(), s3.metadata.get("t/_delta_log/x.parquet"));
+    }
+
+    @Test
     void otherWritersObjectIsFileAlreadyExistsAndUntouched() {
         FakeS3 s3 = new FakeS3(true);
         s3.objects.put(KEY, THEIRS);

@@ -73,7 +73,18 @@ class FakeS3 {
         return ScriptedSdk.calls(this);
     }
 
+    /** The user metadata each stored object's PUT carried (the last PUT's). */
+    final Map<String, Map<String, String>> metadata = new ConcurrentHashMap<>();
+    /** The user metadata of every PUT, in arrival order (failed attempts included). */
+    final List<Map<String, String>> putMetadata = new ArrayList<>();
+
     synchronized void put(String key, boolean ifNoneMatch, byte[] body) {
+        put(key, ifNoneMatch, body, Map.of());
+    }
+
+    synchronized void put(String key, boolean ifNoneMatch, byte[] body,
+                          Map<String, String> userMetadata) {
+        putMetadata.add(Map.copyOf(userMetadata));
         beforePut.run();
         puts++;
         requests.add("PUT " + key + (ifNoneMatch ? " If-None-Match" : ""));
@@ -90,6 +101,7 @@ class FakeS3 {
             throw new HttpError(412, "PreconditionFailed");
         }
         objects.put(key, body);
+        metadata.put(key, Map.copyOf(userMetadata));
         if (fault == Fault.DROP_RESPONSE) {
             throw new NoAnswer("Unexpected end of stream (response lost)");
         }

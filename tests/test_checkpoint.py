@@ -1,0 +1,348 @@
+"""``deltaguard checkpoint`` without Spark: tables written by delta-rs (partitions that need
+URL encoding, deletes that leave tombstones) and hand-written logs (every field an ``add``
+can carry, expired tombstones, a V2-checkpoint table), on local disk and one on LocalStack.
+
+Readers are delta-rs and deltaguard's replay and audit (whose ``checkpoint-mismatch``
+comparison replays the commits beside the checkpoint); Spark reads them in
+``test_repair_spark.py``. A checkpoint is proven used by deleting the commits before it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
+from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
+from deltaguard.tools.deltalog import load_snapshot
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.storage import S3Options
+
+PARTS = ("a b", "x/y%z", "k=v", "日本")
+
+
+def _rows(uri: str, version: int | None = None, **options: Any) -> list[tuple[Any, ...]]:
+    """Every row delta-rs reads (through DataFusion: every live file opened), sorted."""
+    dt = DeltaTable(uri, version=version, storage_options=options or None)
+    table = QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()
+    data = pa.table(table)
+    return sorted(tuple(r.values()) for r in data.to_pylist())
+
+
+def _delta_rs_table(root: Path) -> None:
+    """Versions 0-3: appends over encoded partitions, then a delete (tombstones)."""
+    for i in range(3):
+        data = pa.table(
+            {"id": [i * 10 + j for j in range(4)], "p": [PARTS[(i + j) % 4] for j in range(4)]}
+        )
+        write_deltalake(str(root), data, mode="append", partition_by=["p"])
+    DeltaTable(str(root)).delete("id = 11")
+
+
+def _log(root: Path) -> Path:
+    return root / "_delta_log"
+
+
+def _drop_commits_before(root: Path, version: int) -> None:
+    """Deletes the commits (and checkpoints, .crc files) before ``version``: a reader must then
+    start from the checkpoint of ``version``."""
+    for f in _log(root).iterdir():
+        if f.name[:20].isdigit() and int(f.name[:20]) < version:
+            f.unlink()
+
+
+def _set_fields(value: Any) -> Any:
+    """A parquet row with its null struct fields left out (maps stay lists of pairs)."""
+    if isinstance(value, dict):
+        return {k: _set_fields(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _checkpoint_rows(path: Path) -> list[dict[str, Any]]:
+    return [_set_fields(r) for r in pq.read_table(path).to_pylist()]
+
+
+def test_json_checksum_is_the_protocols() -> None:
+    """PROTOCOL.md "JSON checksum"'s own example (Spark-written ``_last_checkpoint`` files
+    are checked in test_repair_spark.py)."""
+    sample = json.loads(
+        '{"k0":"\'v 0\'", "checksum": "adsaskfljadfkjadfkj", "k1":{"k2": 2, "k3": ["v3", '
+        '[1, 2], {"k4": "v4", "k5": ["v5", "v6", "v7"]}]}}'
+    )
+    assert json_checksum(sample) == "6a92d155a59bf2eecbd4b4ec7fd1f875"
+    assert json_checksum({**sample, "k0": "'v 1'"}) != "6a92d155a59bf2eecbd4b4ec7fd1f875"
+
+
+def test_checkpoint_of_a_delta_rs_table_reads_the_same(run_cli, tmp_path) -> None:
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = DeltaTable(str(root)).version()
+    result = run_cli("checkpoint", str(root))
+    assert result.returncode == 0, result.stderr
+    name = f"{latest:020d}.checkpoint.parquet"
+    assert f"wrote _delta_log/{name}: version {latest}" in result.stdout
+    hint = json.loads((_log(root) / "_last_checkpoint").read_text())
+    rows = _checkpoint_rows(_log(root) / name)
+    adds = [r["add"] for r in rows if "add" in r]
+    assert hint == {
+        "version": latest,
+        "size": len(rows),
+        "sizeInBytes": (_log(root) / name).stat().st_size,
+        "numOfAddFiles": len(adds),
+        "checksum": json_checksum(hint),
+    }
+    assert {unquote(a["path"]) for a in adds} == set(load_snapshot(str(root)).adds.paths())
+    assert any("%" in a["path"] for a in adds)  # the raw, encoded paths, as the log has them
+    assert all(a["dataChange"] is False and a["stats"] for a in adds)
+    assert sum(1 for r in rows if "remove" in r) >= 1  # the delete's fresh tombstones
+    report = audit_table(str(root))
+    assert report.healthy, report.findings
+    assert report.to_json()["summary"]["checkpoint_compared"] == (
+        f"{name} with the commits from version 0: same state"
+    )
+    assert _rows(str(root)) == before
+    _drop_commits_before(root, latest)
+    assert load_snapshot(str(root)).segment.checkpoint is not None
+    assert _rows(str(root)) == before
+    assert _rows(str(root), version=latest) == before  # time travel to the checkpoint
+    write_deltalake(str(root), pa.table({"id": [99], "p": ["a b"]}), mode="append")
+    assert _rows(str(root)) == sorted([*before, (99, "a b")])
+
+
+def test_never_over_a_checkpoint_and_the_hint_only_moves_forward(run_cli, tmp_path, capsys) -> None:
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    assert run_cli("checkpoint", str(root)).returncode == 0
+    name = _log(root) / "00000000000000000003.checkpoint.parquet"
+    written, hint = name.read_bytes(), (_log(root) / "_last_checkpoint").read_bytes()
+    assert run_checkpoint(CheckpointRequest(str(root))) == 0
+    assert "already has a checkpoint" in capsys.readouterr().out
+    assert name.read_bytes() == written
+    at_1 = _rows(str(root), version=1)
+    older = run_cli("checkpoint", str(root), "--version", "1", "--format", "tsv")
+    assert older.returncode == 0, older.stderr
+    header, row = older.stdout.splitlines()
+    assert dict(zip(header.split("\t"), row.split("\t"), strict=True)) | {"size_in_bytes": ""} == {
+        "version": "1",
+        "checkpoint": "00000000000000000001.checkpoint.parquet",
+        "outcome": "written",
+        "actions": "10",
+        "add_files": "8",
+        "tombstones": "0",
+        "size_in_bytes": "",
+        "last_checkpoint": "left",
+        "last_checkpoint_version": "3",
+    }
+    assert (_log(root) / "_last_checkpoint").read_bytes() == hint
+    assert _rows(str(root), version=1) == at_1
+    audit = audit_table(str(root))
+    assert audit.healthy, audit.findings
+
+
+def test_refusals_are_one_line_and_write_nothing(run_cli, tmp_path, capsys) -> None:
+    missing = run_cli("checkpoint", str(tmp_path / "nothing"))
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"deltaguard checkpoint: {tmp_path / 'nothing'} does not exist"
+    ]
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    assert run_checkpoint(CheckpointRequest(str(root), 2)) == 0
+    _drop_commits_before(root, 2)
+    capsys.readouterr()
+    listing = sorted(p.name for p in _log(root).iterdir())
+    for version, why in ((1, "version 1"), (7, "no version 7")):
+        assert run_checkpoint(CheckpointRequest(str(root), version, as_json=True)) == 2
+        out, err = capsys.readouterr()
+        assert len(err.strip().splitlines()) == 1 and why in err, err
+        assert err.startswith("deltaguard checkpoint: ")
+        assert json.loads(out)["exit_code"] == 2
+    assert sorted(p.name for p in _log(root).iterdir()) == listing
+
+
+def _hand_log(root: Path, commits: list[list[dict[str, Any]]]) -> None:
+    _log(root).mkdir(parents=True)
+    for version, actions in enumerate(commits):
+        text = "".join(json.dumps(a) + "\n" for a in actions)
+        (_log(root) / f"{version:020d}.json").write_text(text)
+
+
+def _metadata(**conf: str) -> dict[str, Any]:
+    schema = {
+        "type": "struct",
+        "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}],
+    }
+    return {
+        "metaData": {
+            "id": "7d0c1b5e-0000-4000-8000-000000000001",
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps(schema),
+            "partitionColumns": [],
+            "configuration": conf,
+            "createdTime": 1,
+        }
+    }
+
+
+def _info(ts: int) -> dict[str, Any]:
+    return {"commitInfo": {"timestamp": ts, "operation": "WRITE"}}
+
+
+def test_every_field_of_an_add_is_kept_and_expired_tombstones_go(run_cli, tmp_path) -> None:
+    """A hand-written log: row tracking (baseRowId, defaultRowCommitVersion, its domain
+    metadata), tags, stats, a deletion vector, a txn; a tombstone within the retention and one
+    past it; a removed domain."""
+    now = int(time.time() * 1000)
+    protocol = {
+        "protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["deletionVectors"],
+            "writerFeatures": ["deletionVectors", "rowTracking", "domainMetadata"],
+        }
+    }
+    dv = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+        "offset": 1,
+        "sizeInBytes": 36,
+        "cardinality": 2,
+    }
+    add = {
+        "path": "part%20one.parquet",
+        "partitionValues": {},
+        "size": 10,
+        "modificationTime": 5,
+        "dataChange": True,
+        "stats": '{"numRecords":3}',
+        "tags": {"INSERTION_TIME": "1"},
+        "deletionVector": dv,
+        "baseRowId": 40,
+        "defaultRowCommitVersion": 1,
+    }
+    old = {
+        "path": "old.parquet",
+        "deletionTimestamp": now - 8 * 86_400_000,
+        "dataChange": True,
+        "size": 3,
+    }
+    fresh = {
+        "path": "fresh.parquet",
+        "deletionTimestamp": now - 1000,
+        "dataChange": True,
+        "size": 4,
+        "stats": '{"numRecords":1}',
+        "tags": {"x": "y"},
+    }
+    root = tmp_path / "t"
+    _hand_log(
+        root,
+        [
+            [_info(now - 2000), protocol, _metadata(**{"delta.enableRowTracking": "true"})],
+            [
+                _info(now - 1000),
+                {"add": add},
+                {"remove": old},
+                {"remove": fresh},
+                {"txn": {"appId": "app", "version": 4, "lastUpdated": now}},
+                {
+                    "domainMetadata": {
+                        "domain": "delta.rowTracking",
+                        "configuration": '{"rowIdHighWaterMark":42}',
+                        "removed": False,
+                    }
+                },
+                {"domainMetadata": {"domain": "gone", "configuration": "{}", "removed": False}},
+            ],
+            [
+                _info(now),
+                {"domainMetadata": {"domain": "gone", "configuration": "{}", "removed": True}},
+            ],
+        ],
+    )
+    result = run_cli("checkpoint", str(root), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["outcome"], report["add_files"], report["tombstones"]) == ("written", 1, 1)
+    rows = _checkpoint_rows(_log(root) / "00000000000000000002.checkpoint.parquet")
+    by_kind: dict[str, list[Any]] = {}
+    for r in rows:
+        ((kind, body),) = r.items()
+        by_kind.setdefault(kind, []).append(body)
+    (written,) = by_kind["add"]
+    assert written == {
+        **add,
+        "dataChange": False,
+        "partitionValues": [],
+        "tags": [("INSERTION_TIME", "1")],
+    }
+    (tombstone,) = by_kind["remove"]
+    assert tombstone == {
+        "path": "fresh.parquet",
+        "deletionTimestamp": fresh["deletionTimestamp"],
+        "dataChange": False,
+        "size": 4,
+    }
+    assert by_kind["txn"] == [{"appId": "app", "version": 4, "lastUpdated": now}]
+    assert [d["domain"] for d in by_kind["domainMetadata"]] == ["delta.rowTracking"]
+    assert by_kind["protocol"] == [protocol["protocol"]]
+    assert load_snapshot(str(root)).segment.checkpoint is not None
+
+
+def test_a_v2_checkpoint_table_is_refused(run_cli, tmp_path) -> None:
+    root = tmp_path / "t"
+    protocol = {
+        "protocol": {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["v2Checkpoint"],
+            "writerFeatures": ["v2Checkpoint"],
+        }
+    }
+    _hand_log(root, [[_info(1), protocol, _metadata(**{"delta.checkpointPolicy": "v2"})]])
+    result = run_cli("checkpoint", str(root))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"deltaguard checkpoint: {root} uses writer feature v2Checkpoint: its checkpoints must "
+        "follow the V2 spec (checkpointMetadata, sidecars), which deltaguard does not write yet: "
+        "no checkpoint written"
+    ]
+    assert sorted(p.name for p in _log(root).iterdir()) == ["00000000000000000000.json"]
+
+
+def test_checkpoint_on_localstack(localstack, ls_bucket, run_cli, monkeypatch, capsys) -> None:
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    uri = f"s3://{ls_bucket}/t"
+    options = endpoint.delta_rs_options()
+    for i in range(3):
+        data = pa.table({"id": [i, i + 10], "p": [PARTS[i], PARTS[i + 1]]})
+        write_deltalake(uri, data, mode="append", partition_by=["p"], storage_options=options)
+    before = _rows(uri, **options)
+    args = ["--endpoint", endpoint.url, "--region", endpoint.region, "--path-style"]
+    result = run_cli("checkpoint", uri, *args, env=endpoint.credentials_env())
+    assert result.returncode == 0, result.stderr
+    s3 = endpoint.s3_client()
+    keys = {
+        o["Key"] for o in s3.list_objects_v2(Bucket=ls_bucket, Prefix="t/_delta_log/")["Contents"]
+    }
+    assert "t/_delta_log/00000000000000000002.checkpoint.parquet" in keys
+    hint = json.loads(
+        s3.get_object(Bucket=ls_bucket, Key="t/_delta_log/_last_checkpoint")["Body"].read()
+    )
+    assert hint["version"] == 2 and hint["checksum"] == json_checksum(hint)
+    for key in keys:
+        if key.rsplit("/", 1)[1][:20] in ("00000000000000000000", "00000000000000000001"):
+            s3.delete_object(Bucket=ls_bucket, Key=key)
+    assert _rows(uri, **options) == before
+    s3_options = S3Options(endpoint.url, endpoint.region, True)
+    assert run_checkpoint(CheckpointRequest(uri, s3=s3_options, as_json=True)) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] == "exists"

@@ -1,0 +1,81 @@
+"""Issue 50 part 1, Python side: each of deltaguard's Python stores marks the commit objects it
+creates (``x-amz-meta-deltaguard-commit: <preset>/python/<version>``), read back with a raw
+HeadObject (boto3 directly, an oracle independent of deltaguard's reader); the DynamoDB
+store's repair copy carries it too. The audit's reader sees the same mark through its GET."""
+
+from __future__ import annotations
+
+import pytest
+
+from deltaguard.logstore.jars import VERSION
+from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
+from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+from deltaguard.logstore.s3_transition import S3TransitionLogStore
+from deltaguard.tools.deltalog.history import read_history
+from deltaguard.tools.storage import S3Options
+
+LINE = '{"commitInfo":{"operation":"WRITE","engineInfo":"deltaguard-test"}}'
+
+
+@pytest.mark.parametrize(
+    ("preset", "make"),
+    [
+        ("s3-conditional", lambda ep, table: S3ConditionalLogStore(ep.s3_client())),
+        (
+            "s3-dynamodb",
+            lambda ep, table: S3DynamoDBLogStore(ep.s3_client(), ep.dynamodb_client(), table),
+        ),
+        (
+            "s3-dynamodb-transition",
+            lambda ep, table: S3TransitionLogStore(ep.s3_client(), ep.dynamodb_client(), table),
+        ),
+    ],
+)
+def test_each_python_store_marks_its_commits(
+    localstack, ls_bucket, ls_commit_table, monkeypatch, preset, make
+):
+    ep = localstack.endpoint
+    for name, value in ep.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    store = make(ep, ls_commit_table)
+    uri = f"s3://{ls_bucket}/t"
+    for version in range(2):
+        store.write(f"{uri}/_delta_log/{version:020d}.json", [LINE])
+    s3 = ep.s3_client()
+    for version in range(2):
+        head = s3.head_object(Bucket=ls_bucket, Key=f"t/_delta_log/{version:020d}.json")
+        assert head["Metadata"] == {"deltaguard-commit": f"{preset}/python/{VERSION}"}
+    temp = s3.list_objects_v2(Bucket=ls_bucket, Prefix="t/_delta_log/.tmp/").get("Contents", [])
+    for obj in temp:  # temp commits are not commits: no mark
+        assert s3.head_object(Bucket=ls_bucket, Key=obj["Key"])["Metadata"] == {}
+    history = read_history(uri, s3=S3Options(ep.url, ep.region, True))
+    expected = {
+        "s3-conditional": "deltaguard-conditional",
+        "s3-dynamodb": "deltaguard-dynamodb",
+        "s3-dynamodb-transition": "deltaguard-transition",
+    }[preset]
+    assert [(e.commit_path, e.commit_mark) for e in history] == [
+        (expected, f"{preset}/python/{VERSION}")
+    ] * 2
+
+
+def test_the_dynamodb_repair_copy_is_marked(localstack, ls_bucket, ls_commit_table):
+    """A writer stopped after its PutItem: the next writer's repair copies the temp commit to
+    N.json, with the mark."""
+    ep = localstack.endpoint
+    store = S3DynamoDBLogStore(ep.s3_client(), ep.dynamodb_client(), ls_commit_table)
+    uri = f"s3://{ls_bucket}/r"
+    store.write(f"{uri}/_delta_log/{0:020d}.json", [LINE])
+    entry = {
+        "tablePath": uri,
+        "fileName": f"{1:020d}.json",
+        "tempPath": f".tmp/{1:020d}.json.stopped",
+        "complete": False,
+    }
+    ep.s3_client().put_object(
+        Bucket=ls_bucket, Key=f"r/_delta_log/{entry['tempPath']}", Body=b"x\n"
+    )
+    store.claim(entry, 1)
+    store.write(f"{uri}/_delta_log/{2:020d}.json", [LINE])
+    head = ep.s3_client().head_object(Bucket=ls_bucket, Key=f"r/_delta_log/{1:020d}.json")
+    assert head["Metadata"] == {"deltaguard-commit": f"s3-dynamodb/python/{VERSION}"}
