@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from child_signals import default_sigint
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.exit_codes import ExitCode
@@ -139,6 +140,7 @@ def _start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
         stderr=subprocess.PIPE,
         text=True,
         env=env or {**os.environ, **ENV},
+        preexec_fn=default_sigint,
     )
 
 

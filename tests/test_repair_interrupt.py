@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import pytest
+from child_signals import default_sigint
 from conftest import DELTAGUARD
 from deltalake import DeltaTable
 from s3_appends import rows, s3_put
@@ -70,6 +71,7 @@ def _interrupted_repair(
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **endpoint.credentials_env()},
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 120
     while proxy.fired() != fired:
