@@ -9,7 +9,10 @@ code, so they cannot drift from it:
   the shipped ``spark_conf/presets/*.properties`` and the table of Spark lines
   (:data:`deltaguard.spark_conf.spark_lines.LINES`);
 * ``docs/benchmarks.md`` from ``bench/results/latest.json``, through the benchmarks' own
-  renderer (:func:`bench.__main__.markdown`; no second renderer), under a short header.
+  renderer (:func:`bench.__main__.markdown`; no second renderer), under a short header;
+* the table of layers in ``docs/architecture.md`` (between its ``generated`` markers; the rest
+  of that page is written by hand) from ``tests/layers.py``, the list
+  ``tests/test_layering.py`` checks.
 
 Each page is a function of the code (and of ``latest.json``) alone: nothing is measured, timed
 or read from the machine, so ``tests/test_docs_generated.py`` regenerates every page and fails
@@ -19,6 +22,7 @@ on any difference. This is a top-level script, like ``bench/``: not part of the 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import json
 import re
@@ -265,6 +269,48 @@ def benchmarks_md() -> str:
     return "\n".join(header) + markdown(results) + "\n"
 
 
+def layers_md() -> str:
+    """The layer table of ``docs/architecture.md``, from ``tests/layers.py``."""
+    spec = importlib.util.spec_from_file_location("layers", REPO / "tests" / "layers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("layers", module)
+    spec.loader.exec_module(module)
+    lines = [
+        GENERATED.format(source="`tests/layers.py`"),
+        "",
+        "| layer, lowest first | modules (`deltaguard.` + name; `*`: any one name) | may import | for |",
+        "|---|---|---|---|",
+    ]
+    for layer in module.LAYERS:
+        below = [x.name for x in module.LAYERS[: module.LAYERS.index(layer)]]
+        uses = below if layer.uses is None else list(layer.uses)
+        if not below:
+            may = "itself only"
+        elif layer.uses is None:
+            may = "itself and every layer above this row"
+        else:
+            may = "itself, " + ", ".join(uses)
+        names = ", ".join(f"`{m}`" for m in layer.modules)
+        lines.append(f"| {layer.name} | {names} | {may} | {_cell(layer.summary)} |")
+    return "\n".join(lines) + "\n"
+
+
+#: Generated blocks inside hand-written pages: page relative to docs/ -> (block name, function).
+BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {"architecture.md": ("layers", layers_md)}
+
+
+def _with_block(page: str, name: str, body: str) -> str:
+    """``page`` with the text between its ``<!-- begin: NAME -->`` and ``<!-- end: NAME -->``
+    lines replaced by ``body``."""
+    begin, end = f"<!-- begin: {name} -->\n", f"<!-- end: {name} -->"
+    head, found, rest = page.partition(begin)
+    _old, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise SystemExit(f"docs/generate.py: the page has no {begin.strip()} ... {end} block")
+    return head + begin + body + end + tail
+
+
 #: Every generated page, relative to docs/, and the function that writes it.
 PAGES: dict[str, Callable[[], str]] = {
     "reference/cli.md": cli_md,
@@ -281,6 +327,11 @@ def write(out: Path = DOCS) -> list[Path]:
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(page())
+        written.append(target)
+    for rel, (name, block) in BLOCKS.items():
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_with_block((DOCS / rel).read_text(), name, block()))
         written.append(target)
     return written
 

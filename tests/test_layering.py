@@ -1,13 +1,15 @@
-"""The package's layers import downwards only: logstore < tools/storage < tools/deltalog <
-engines (orphans, repair, fanout) < commands (tools/cli.py). Read from the source with ``ast``
-(every import: top-level, function-local and ``TYPE_CHECKING`` ones), so a lazy import cannot
-hide an upward one. Nothing but the console-script entry point (pyproject's
-``[project.scripts]``) imports ``deltaguard.tools.cli``."""
+"""Every module of the ``deltaguard`` namespace is under a layer of :data:`layers.LAYERS` (the
+one list, rendered into docs/architecture.md) and imports only what its layer may. Read from
+the source with ``ast`` (every import: top-level, function-local and ``TYPE_CHECKING`` ones), so
+a lazy import cannot hide an upward one."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
+from layers import LAYERS, layer_of, may_import
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,53 +20,6 @@ ROOTS = {
     "tools": "deltaguard.tools",
     "localstack": "deltaguard.localstack",
 }
-
-#: Leaf utilities any tools layer may use (they import only the logstore layer).
-LEAF_UTILITIES = ("deltaguard.tools.progress", "deltaguard.tools.output")
-
-#: Package -> the deltaguard packages its modules may import (a prefix each).
-ALLOWED = {
-    "deltaguard.logstore": ("deltaguard.logstore",),
-    "deltaguard.tools.progress": ("deltaguard.logstore",),
-    "deltaguard.tools.output": ("deltaguard.logstore",),
-    "deltaguard.tools.storage": (
-        "deltaguard.logstore",
-        "deltaguard.tools.storage",
-        "deltaguard.tools.progress",
-    ),
-    "deltaguard.tools.deltalog": (
-        "deltaguard.logstore",
-        "deltaguard.tools.storage",
-        "deltaguard.tools.deltalog",
-        *LEAF_UTILITIES,
-    ),
-    # The engines: the local one and the orchestrator over the seam know no Spark; the Spark
-    # engine implements the seam (it imports orphans, never the reverse).
-    "deltaguard.tools.orphans": (
-        "deltaguard.logstore",
-        "deltaguard.tools.storage",
-        "deltaguard.tools.deltalog",
-        "deltaguard.tools.orphans",
-        "deltaguard.tools.exit_codes",
-        "deltaguard.tools.state_dir",
-        *LEAF_UTILITIES,
-    ),
-    "deltaguard.tools.spark_engine": (
-        "deltaguard.logstore",
-        "deltaguard.spark_conf",
-        "deltaguard.tools.storage",
-        "deltaguard.tools.deltalog",
-        "deltaguard.tools.orphans",
-        "deltaguard.tools.spark_engine",
-        "deltaguard.tools.state_dir",
-        *LEAF_UTILITIES,
-    ),
-}
-
-CLI = "deltaguard.tools.cli"
-#: The entry points: the console script's module, and the spark-submit script that runs a
-#: command inside a Spark job. Nothing else imports the CLI.
-ENTRY_POINTS = (CLI, "deltaguard.tools.spark_job")
 
 
 def _module_of(path: Path) -> str:
@@ -113,13 +68,14 @@ PARENTS = {"deltaguard", "deltaguard.tools"}
 
 
 def _upward(module: str, imported: set[str]) -> list[str]:
-    """The imports of ``module`` its layer does not allow, and any import of the CLI."""
-    rules = [allowed for layer, allowed in ALLOWED.items() if _within(module, layer)]
+    """The imports of ``module`` its layer may not make (a module no layer covers: all)."""
+    importer = layer_of(module)
+    if importer is None and module in PARENTS:
+        return sorted(imported)
     found = []
     for name in sorted(imported - PARENTS):
-        if _within(name, CLI) and module not in ENTRY_POINTS:
-            found.append(name)
-        elif rules and not any(_within(name, prefix) for prefix in rules[0]):
+        target = layer_of(name)
+        if importer is None or target is None or not may_import(importer, target):
             found.append(name)
     return found
 
@@ -128,6 +84,16 @@ def _violations() -> list[tuple[str, str]]:
     return [
         (rel, name) for rel, module, imported in _sources() for name in _upward(module, imported)
     ]
+
+
+def test_every_module_is_under_a_layer() -> None:
+    """Every module has a layer, but the parent packages, which import nothing."""
+    uncovered = [
+        (rel, imported)
+        for rel, module, imported in _sources()
+        if layer_of(module) is None and (module not in PARENTS or imported)
+    ]
+    assert uncovered == []
 
 
 def test_layers_import_downwards_only() -> None:
@@ -150,18 +116,46 @@ def test_the_rules_see_an_upward_import(tmp_path: Path) -> None:
         "deltaguard.tools.deltalog.errors.CorruptLogError",
     ]
     assert _upward("deltaguard.logstore.probe", {"deltaguard.logstore.errors"}) == []
-    assert _upward("deltaguard.logstore.probe", {"deltaguard.spark_conf.presets"}) == [
-        "deltaguard.spark_conf.presets"
-    ]
     assert _upward("deltaguard.tools.orphans.run", imported) == ["deltaguard.tools.cli"]
+    assert _upward("deltaguard.tools.orphans.new_module", {"deltaguard.tools.orphans.run"}) == [
+        "deltaguard.tools.orphans.run"
+    ], "a library may not import a runner"
 
 
-def test_each_rule_covers_modules() -> None:
-    """Every layer named in :data:`ALLOWED` has modules (a renamed package would silently
-    leave its rule checking nothing)."""
-    modules = {module for _rel, module, _imported in _sources()}
-    for layer in ALLOWED:
-        assert any(_within(m, layer) for m in modules), layer
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("deltaguard.tools.repair.damage", "deltaguard.tools.spark_engine.session"),
+        ("deltaguard.spark_conf.presets", "deltaguard.tools.orphans.classify"),
+        ("deltaguard.tools.fanout.writer", "deltaguard.localstack.endpoints"),
+        ("deltaguard.logstore.probe", "deltaguard.spark_conf.presets"),
+        ("deltaguard.tools.orphans.cleanup", "deltaguard.tools.exit_codes"),
+        ("deltaguard.localstack.demo", "deltaguard.tools.cli"),
+        ("deltaguard.tools.cli", "deltaguard.localstack.demo"),
+        ("deltaguard.tools.orphans.classify", "deltaguard.spark_conf.presets"),
+        ("deltaguard.tools.newthing", "deltaguard.logstore.errors"),
+    ],
+)
+def test_made_up_imports_fail(module: str, imported: str) -> None:
+    """Imports the layers forbid: a library reaching the Spark engine, Spark settings reaching
+    a library, the product importing the test bed, a library knowing an exit code or Spark's settings, anything
+    importing the CLI, and a module no layer covers."""
+    assert _upward(module, {imported}) == [imported]
+
+
+def test_each_layer_covers_modules() -> None:
+    """Every pattern of :data:`LAYERS` names modules (a renamed package would silently leave
+    its rule checking nothing)."""
+    modules = [module for _rel, module, _imported in _sources()]
+    for layer in LAYERS:
+        for pattern in layer.modules:
+            assert any(layer_of(m) == layer and _covers(m, pattern) for m in modules), pattern
+
+
+def _covers(module: str, pattern: str) -> bool:
+    from layers import _matches
+
+    return _matches(module, pattern)
 
 
 #: Defined in :mod:`deltaguard.tools.storage.errors`; imported from there only, never through
