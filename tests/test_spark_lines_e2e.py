@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from test_spark_commits import (
     ROWS,
+    _assert_commits_marked,
     _assert_nothing_lost,
     assert_no_commit_written,
     assert_requests_per_append,
@@ -107,6 +108,8 @@ def test_staged_race_conditional_store_loses_nothing(
     assert ls_proxy.fired() == [1, 0, 0], "the race was staged"
     _assert_ran_on(result, line, line, line)
     _assert_nothing_lost(result, 15)
+    # Issue 50: this line's jar (3.5: AWS SDK v1, 4.1: v2) marks every commit it creates.
+    _assert_commits_marked(localstack, ls_bucket, "events", range(1, 16))
     # The line's own request-saving settings were in effect (spark_conf.request_tuning).
     assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=16, drivers=3)
 
