@@ -113,7 +113,7 @@ test-java: venv ## the JUnit suite of logstore/, once per SDK generation; the bu
 # Tests marked `long` (the long variants of races, soaks and property tests) run in `make soak`;
 # `make test` runs their short variants.
 test: setup test-java  ## set everything up, run every test but the long variants (JUnit, then pytest; prints the wall time)
-	@bash .ci/timed-tests -m "not long" -n 2 --dist loadgroup
+	@bash .ci/timed-tests -m "not long" -n 2 --dist loadgroup --no-loadscope-reorder
 
 # The quick loop: what needs no Spark JVM and takes under 10 s a test (the CLI, the Python
 # LogStores, audit and orphans on synthetic tables, the test-bed servers): under 3 minutes.
