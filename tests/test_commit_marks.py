@@ -5,6 +5,8 @@ store's repair copy carries it too. The audit's reader sees the same mark throug
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from deltaguard.logstore.jars import VERSION
@@ -79,3 +81,39 @@ def test_the_dynamodb_repair_copy_is_marked(localstack, ls_bucket, ls_commit_tab
     store.write(f"{uri}/_delta_log/{2:020d}.json", [LINE])
     head = ep.s3_client().head_object(Bucket=ls_bucket, Key=f"r/_delta_log/{1:020d}.json")
     assert head["Metadata"] == {"deltaguard-commit": f"s3-dynamodb/python/{VERSION}"}
+
+
+def test_history_names_delta_dynamodb_commits_by_their_entries(
+    localstack, ls_bucket, ls_commit_table, run_cli
+):
+    """A Spark commit without a mark and without a temp commit left: ``history`` calls it the
+    single-driver store's, until ``--dynamodb-table`` shows its version has an entry of
+    Delta's DynamoDB store (issue 50 part 1). The commit files are plain PUTs (no mark)."""
+    ep = localstack.endpoint
+    spark = (
+        '{"commitInfo":{"operation":"WRITE","engineInfo":"Apache-Spark/3.5.3 Delta-Lake/3.3.2"}}'
+    )
+    s3 = ep.s3_client()
+    for version in range(2):
+        key = f"h/_delta_log/{version:020d}.json"
+        s3.put_object(Bucket=ls_bucket, Key=key, Body=spark.encode() + b"\n")
+    ep.dynamodb_client().put_item(
+        TableName=ls_commit_table,
+        Item={
+            "tablePath": {"S": f"s3a://{ls_bucket}/h"},
+            "fileName": {"S": f"{1:020d}.json"},
+            "tempPath": {"S": f".tmp/{1:020d}.json.gone"},
+            "complete": {"S": "true"},
+        },
+    )
+    uri = f"s3://{ls_bucket}/h"
+    s3_args = ["--endpoint", ep.url, "--region", ep.region, "--path-style"]
+    ddb_args = ["--dynamodb-table", ls_commit_table, "--dynamodb-endpoint", ep.url]
+
+    def paths(*extra: str) -> list[str]:
+        done = run_cli("history", uri, "--json", *s3_args, *extra, env=ep.credentials_env())
+        assert done.returncode == 0, done.stderr
+        return [e["commit_path"] for e in json.loads(done.stdout)["entries"]]
+
+    assert paths() == ["single-driver", "single-driver"]
+    assert paths(*ddb_args) == ["delta-dynamodb", "single-driver"]

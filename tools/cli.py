@@ -898,6 +898,8 @@ def migrate_status_command(
 @format_option
 @progress_option
 @s3_options
+@dynamodb_options
+@dynamodb_table_path_option
 def history_command(
     table: str,
     limit: int | None,
@@ -906,11 +908,16 @@ def history_command(
     endpoint: str | None,
     region: str | None,
     path_style: bool,
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    table_paths: tuple[str, ...],
 ) -> None:
     """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
     metrics, txn app ids, engine, the commit path (which store or protocol created the commit
     file: deltaguard's stores by their mark, delta-rs/Trino by engineInfo, Delta's own stores
-    by their traces; unknown on local disk), and the state of its commit file (ok, damaged,
+    by their traces, including the DynamoDB entries with --dynamodb-table; unknown on local
+    disk), and the state of its commit file (ok, damaged,
     unreadable, missing), with the audit's finding when it is not ok (one line on stderr for
     each such version, naming its file; the others are still printed).
 
@@ -924,8 +931,23 @@ def history_command(
     from deltaguard.tools.storage import S3Options
     from deltaguard.tools.storage.errors import DeltaLogError
 
+    dynamodb = _dynamodb_check(
+        table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
+    )
     try:
-        entries = read_history(table, s3=S3Options(endpoint, region, path_style), limit=limit)
+        versions = None
+        if dynamodb is not None:
+            from deltaguard.logstore.commit_names import commit_version
+            from deltaguard.tools.deltalog.temp_commits import read_entries
+
+            named = (commit_version(name) for name in read_entries(dynamodb))
+            versions = {v for v in named if v is not None}
+        entries = read_history(
+            table,
+            s3=S3Options(endpoint, region, path_style),
+            limit=limit,
+            dynamodb_versions=versions,
+        )
     except (DeltaLogError, OSError) as exc:
         _fail("history", exc)
     if as_json:
