@@ -406,39 +406,47 @@ def _manifest_dir(path: Path | None) -> Path | None:
     return path
 
 
+def cleanup_options(retention: str, yes: str, manifest: str) -> Callable[[F], F]:
+    """The options ``orphans`` and ``log-cleanup`` share, with each command's help for
+    ``--retention``, ``--yes`` and ``--manifest``: the retention and its floor, the report's
+    formats and the manifest directory."""
+    return _options(
+        click.option("--retention", "retention_hours", type=Duration(), help=retention),
+        click.option("--yes", is_flag=True, help=yes),
+        click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours"),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="print the report as JSON (docs/reference/json-schemas.md)",
+        ),
+        format_option,
+        progress_option,
+        click.option(
+            "--manifest",
+            "manifest_path",
+            type=click.Path(file_okay=False, path_type=Path),
+            callback=lambda _ctx, _param, value: _manifest_dir(value),
+            help=manifest,
+        ),
+    )
+
+
 @main.command("orphans")
 @click.argument("table", type=TableLocation())
 @s3_options
 @click.option(
-    "--retention",
-    "retention_hours",
-    type=Duration(),
-    help="how long a file must be untouched before cleanup: 7d, 36h, 90m, or hours (default: "
-    "the table's delta.deletedFileRetentionDuration, 7 days if unset)",
-)
-@click.option(
     "--delete", is_flag=True, help="delete orphan and log-temp files (dry run without --yes)"
 )
-@click.option("--yes", is_flag=True, help="with --delete: really delete")
 @click.option("--include-tombstones", is_flag=True, help="also delete expired-tombstone files")
-@click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="print the report as JSON (docs/reference/json-schemas.md)",
-)
-@format_option
-@progress_option
-@click.option(
-    "--manifest",
-    "manifest_path",
-    type=click.Path(file_okay=False, path_type=Path),
-    callback=lambda _ctx, _param, value: _manifest_dir(value),
-    help="the directory of --delete --yes manifests: each run adds a new one (manifest.json and "
-    "Parquet records, both engines) and continues the table's latest unfinished run there, so "
-    "the same --manifest works on every run (docs/guides/cleanup.md; a .json path is refused; "
-    "default: the state directory's orphans/, $DELTAGUARD_STATE_DIR or "
+@cleanup_options(
+    retention="how long a file must be untouched before cleanup: 7d, 36h, 90m, or hours "
+    "(default: the table's delta.deletedFileRetentionDuration, 7 days if unset)",
+    yes="with --delete: really delete",
+    manifest="the directory of --delete --yes manifests: each run adds a new one (manifest.json "
+    "and Parquet records, both engines) and continues the table's latest unfinished run there, "
+    "so the same --manifest works on every run (docs/guides/cleanup.md; a .json path is "
+    "refused; default: the state directory's orphans/, $DELTAGUARD_STATE_DIR or "
     "$XDG_STATE_HOME/deltaguard)",
 )
 @click.option(
@@ -563,31 +571,13 @@ def orphans_command(
 @main.command("log-cleanup")
 @click.argument("table", type=TableLocation())
 @s3_options
-@click.option(
-    "--retention",
-    "retention_hours",
-    type=Duration(),
-    help="how old a log file must be: 30d, 36h, or hours (default: the table's "
+@cleanup_options(
+    retention="how old a log file must be: 30d, 36h, or hours (default: the table's "
     "delta.logRetentionDuration, 30 days if unset); the cut-off is truncated to the UTC day",
-)
-@click.option("--yes", is_flag=True, help="really delete (default: a dry run)")
-@click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="print the report as JSON (docs/reference/json-schemas.md)",
-)
-@format_option
-@progress_option
-@click.option(
-    "--manifest",
-    "manifest_path",
-    type=click.Path(file_okay=False, path_type=Path),
-    callback=lambda _ctx, _param, value: _manifest_dir(value),
-    help="the directory of --yes manifests: each run adds a new one and continues the table's "
-    "latest unfinished log-cleanup run there (docs/guides/log-cleanup.md; default: the state "
-    "directory's log-cleanup/)",
+    yes="really delete (default: a dry run)",
+    manifest="the directory of --yes manifests: each run adds a new one and continues the "
+    "table's latest unfinished log-cleanup run there (docs/guides/log-cleanup.md; default: the "
+    "state directory's log-cleanup/)",
 )
 @dynamodb_options
 @dynamodb_table_path_option
