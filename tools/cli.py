@@ -39,8 +39,18 @@ from deltaguard.tools.cli_options import (
     TableLocation,
     bounded,
     check_option,
+    combine,
+    dynamodb_check,
+    dynamodb_client_for,
+    dynamodb_options,
+    dynamodb_table_path_option,
+    dynamodb_table_paths,
     endpoint_option,
+    engine_option,
+    parse_timestamp,
     profile_option,
+    s3_options,
+    spark_master_option,
 )
 from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.output import format_option
@@ -200,97 +210,6 @@ def conf_check(files: tuple[Path, ...], as_json: bool) -> None:
     click.echo(f"{', '.join(parsed)}: no problems found")
 
 
-def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
-    def apply(f: F) -> F:
-        for decorator in reversed(decorators):
-            f = decorator(f)
-        return f
-
-    return apply
-
-
-#: How a command reaches S3: shared by probe, audit, history, orphans and migrate status.
-s3_options = _options(
-    endpoint_option(
-        "--endpoint", "--endpoint-url", help="S3 endpoint URL (default: AWS for the region)"
-    ),
-    click.option("--region", default=None, help=f"S3 {REGION_HELP}"),
-    click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
-    profile_option,
-)
-#: The DynamoDB LogStore's table, to check: shared by probe and audit.
-dynamodb_options = _options(
-    click.option(
-        "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
-    ),
-    endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
-    click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)"),
-)
-
-
-#: The ``tablePath`` the DynamoDB LogStore's writers use: shared by audit and orphans.
-dynamodb_table_path_option = click.option(
-    "--dynamodb-table-path",
-    "table_paths",
-    multiple=True,
-    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
-)
-
-
-def _dynamodb_check(
-    table: str,
-    table_paths: tuple[str, ...],
-    dynamodb_table: str | None,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-    endpoint: str | None,
-    region: str | None,
-) -> Any:
-    """The :class:`~deltaguard.tools.deltalog.temp_commits.DynamoDBCheck` of
-    ``--dynamodb-table`` (None without it): audit's and orphans' one reading of the options."""
-    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
-
-    if not dynamodb_table:
-        return None
-    return DynamoDBCheck(
-        _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
-        dynamodb_table,
-        _dynamodb_table_paths(table, table_paths),
-    )
-
-
-def engine_option(help: str) -> Callable[[F], F]:
-    """``--engine local|spark`` (default local): shared by audit and orphans."""
-    return click.option(
-        "--engine",
-        type=click.Choice(["local", "spark"]),
-        default="local",
-        show_default=True,
-        help=help,
-    )
-
-
-#: Where ``--engine spark`` runs when no session is active: shared by audit and orphans.
-spark_master_option = click.option(
-    "--spark-master", help="--engine spark without a running session: the master"
-)
-
-
-def _dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]:
-    """The tablePath values DynamoDB writers use: ``given``, else TABLE (no trailing ``/``) as
-    s3a:// and s3://."""
-    root = table.rstrip("/")
-    return given or tuple(
-        dict.fromkeys(root.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://")))
-    )
-
-
-def _dynamodb_client(endpoint: str | None, region: str | None) -> Any:
-    from deltaguard.logstore.clients import dynamodb_client
-
-    return dynamodb_client(endpoint, region)
-
-
 @main.command("probe")
 @click.argument("target", type=TableLocation())
 @s3_options
@@ -333,7 +252,7 @@ def probe_command(
 
     try:
         ddb = (
-            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region)
+            dynamodb_client_for(dynamodb_endpoint or endpoint, dynamodb_region or region)
             if dynamodb_table
             else None
         )
@@ -382,7 +301,7 @@ def dynamodb_create_table(name: str, region: str | None, endpoint: str | None) -
     )
 
     try:
-        result = create_table(_dynamodb_client(endpoint, region), name)
+        result = create_table(dynamodb_client_for(endpoint, region), name)
     except CommitTableAccessError as exc:
         _fail("dynamodb create-table", exc)
     except CommitTableError as exc:
@@ -410,7 +329,7 @@ def cleanup_options(retention: str, yes: str, manifest: str) -> Callable[[F], F]
     """The options ``orphans`` and ``log-cleanup`` share, with each command's help for
     ``--retention``, ``--yes`` and ``--manifest``: the retention and its floor, the report's
     formats and the manifest directory."""
-    return _options(
+    return combine(
         click.option("--retention", "retention_hours", type=Duration(), help=retention),
         click.option("--yes", is_flag=True, help=yes),
         click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours"),
@@ -541,7 +460,7 @@ def orphans_command(
         tsv=fmt == "tsv",
         manifest_path=manifest_path,
         workers=workers,
-        dynamodb=_dynamodb_check(
+        dynamodb=dynamodb_check(
             table,
             table_paths,
             dynamodb_table,
@@ -621,29 +540,11 @@ def log_cleanup_command(
         as_json=as_json,
         tsv=fmt == "tsv",
         manifest_path=manifest_path,
-        dynamodb=_dynamodb_check(
+        dynamodb=dynamodb_check(
             table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
         ),
     )
     sys.exit(run_log_cleanup(request))
-
-
-def _parse_timestamp(value: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 time (UTC unless it has an offset)."""
-    from datetime import UTC, datetime
-
-    if value.isdigit():
-        return int(value)
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is neither epoch milliseconds nor an ISO 8601 time",
-            param_hint="--timestamp",
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 def _wide_console() -> Any:
@@ -727,8 +628,8 @@ def audit_command(
         raise click.UsageError(
             "--check footers reads the footers in this process: use --engine local"
         )
-    timestamp_ms = _parse_timestamp(timestamp) if timestamp is not None else None
-    dynamodb = _dynamodb_check(
+    timestamp_ms = parse_timestamp(timestamp) if timestamp is not None else None
+    dynamodb = dynamodb_check(
         table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
     )
     s3 = S3Options(endpoint, region, path_style)
@@ -795,7 +696,7 @@ def repair_command(
     from deltaguard.tools.repair.run import run_repair
 
     ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
-    dynamodb = _dynamodb_check(*ddb, o["endpoint"], o["region"])
+    dynamodb = dynamodb_check(*ddb, o["endpoint"], o["region"])
     sys.exit(run_repair(repair_request(table, dynamodb, **o)))
 
 
@@ -868,9 +769,9 @@ def migrate_status_command(
     try:
         status = migrate_status(
             open_table(table, S3Options(endpoint, region, path_style)),
-            _dynamodb_client(dynamodb_endpoint or endpoint, dynamodb_region or region),
+            dynamodb_client_for(dynamodb_endpoint or endpoint, dynamodb_region or region),
             dynamodb_table,
-            _dynamodb_table_paths(table, table_paths),
+            dynamodb_table_paths(table, table_paths),
             window_s=window_hours * 3600,
         )
     except (MigrateStatusError, DeltaLogError, OSError, BotoCoreError) as exc:
@@ -921,7 +822,7 @@ def history_command(
     from deltaguard.tools.storage import S3Options
     from deltaguard.tools.storage.errors import DeltaLogError
 
-    dynamodb = _dynamodb_check(
+    dynamodb = dynamodb_check(
         table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
     )
     try:

@@ -205,3 +205,114 @@ def check_option(default_note: str = "") -> Callable[[F], F]:
         "as the listing; exists: the listing only (missing files, sizes other than the "
         "log's); a clean result then says that file contents were not read",
     )
+
+
+def combine(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator applying ``decorators`` in order, the first outermost."""
+
+    def apply(f: F) -> F:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+#: How a command reaches S3: shared by probe, audit, history, orphans and migrate status.
+s3_options = combine(
+    endpoint_option(
+        "--endpoint", "--endpoint-url", help="S3 endpoint URL (default: AWS for the region)"
+    ),
+    click.option("--region", default=None, help=f"S3 {REGION_HELP}"),
+    click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style"),
+    profile_option,
+)
+#: The DynamoDB LogStore's table, to check: shared by probe and audit.
+dynamodb_options = combine(
+    click.option(
+        "--dynamodb-table", help="also check this DynamoDB table for the DynamoDB LogStore"
+    ),
+    endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)"),
+    click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)"),
+)
+
+
+#: The ``tablePath`` the DynamoDB LogStore's writers use: shared by audit and orphans.
+dynamodb_table_path_option = click.option(
+    "--dynamodb-table-path",
+    "table_paths",
+    multiple=True,
+    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
+)
+
+
+def dynamodb_check(
+    table: str,
+    table_paths: tuple[str, ...],
+    dynamodb_table: str | None,
+    dynamodb_endpoint: str | None,
+    dynamodb_region: str | None,
+    endpoint: str | None,
+    region: str | None,
+) -> Any:
+    """The :class:`~deltaguard.tools.deltalog.temp_commits.DynamoDBCheck` of
+    ``--dynamodb-table`` (None without it): audit's and orphans' one reading of the options."""
+    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
+
+    if not dynamodb_table:
+        return None
+    return DynamoDBCheck(
+        dynamodb_client_for(dynamodb_endpoint or endpoint, dynamodb_region or region),
+        dynamodb_table,
+        dynamodb_table_paths(table, table_paths),
+    )
+
+
+def engine_option(help: str) -> Callable[[F], F]:
+    """``--engine local|spark`` (default local): shared by audit and orphans."""
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "spark"]),
+        default="local",
+        show_default=True,
+        help=help,
+    )
+
+
+#: Where ``--engine spark`` runs when no session is active: shared by audit and orphans.
+spark_master_option = click.option(
+    "--spark-master", help="--engine spark without a running session: the master"
+)
+
+
+def dynamodb_table_paths(table: str, given: tuple[str, ...]) -> tuple[str, ...]:
+    """The tablePath values DynamoDB writers use: ``given``, else TABLE (no trailing ``/``) as
+    s3a:// and s3://."""
+    root = table.rstrip("/")
+    return given or tuple(
+        dict.fromkeys(root.replace(s, t, 1) for s, t in (("s3://", "s3a://"), ("s3a://", "s3://")))
+    )
+
+
+def dynamodb_client_for(endpoint: str | None, region: str | None) -> Any:
+    from deltaguard.logstore.clients import dynamodb_client
+
+    return dynamodb_client(endpoint, region)
+
+
+def parse_timestamp(value: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it has an offset)."""
+    from datetime import UTC, datetime
+
+    if value.isdigit():
+        return int(value)
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is neither epoch milliseconds nor an ISO 8601 time",
+            param_hint="--timestamp",
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)

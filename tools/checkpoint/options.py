@@ -1,5 +1,5 @@
 """The options of ``deltaguard checkpoint`` that are its own (the S3 ones are the shared
-decorators of :mod:`deltaguard.tools.cli`)."""
+decorators of :mod:`deltaguard.tools.cli_options`)."""
 
 from __future__ import annotations
 

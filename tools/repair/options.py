@@ -1,5 +1,5 @@
 """The options of ``deltaguard repair`` that are its own (the S3 and DynamoDB ones are the
-shared decorators of :mod:`deltaguard.tools.cli`)."""
+shared decorators of :mod:`deltaguard.tools.cli_options`)."""
 
 from __future__ import annotations
 
