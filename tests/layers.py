@@ -64,6 +64,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "commands",
         (
+            "tools.commands",
             "tools.*.run",
             "tools.*.options",
             "tools.orphans.log_cleanup_run",

@@ -38,7 +38,6 @@ from deltaguard.tools.cli_options import (
     Duration,
     TableLocation,
     bounded,
-    check_option,
     combine,
     dynamodb_check,
     dynamodb_client_for,
@@ -47,12 +46,11 @@ from deltaguard.tools.cli_options import (
     dynamodb_table_paths,
     endpoint_option,
     engine_option,
-    parse_timestamp,
     profile_option,
     s3_options,
     spark_master_option,
 )
-from deltaguard.tools.deltalog.check_depth import CheckMode
+from deltaguard.tools.commands import audit
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
@@ -559,124 +557,11 @@ def _fail(command: str, exc: Exception) -> None:
     sys.exit(2)
 
 
-@main.command("audit")
+@main.command("audit", help=audit.HELP)
 @click.argument("table", type=TableLocation())
-@click.option(
-    "--version",
-    "version",
-    type=bounded(0, MAX_VERSION),
-    help="audit this version (default: the latest)",
-)
-@click.option("--timestamp", help="audit the version current at this time (ISO 8601 or epoch ms)")
-@click.option(
-    "--json", "as_json", is_flag=True, help="print the report as JSON (schema deltaguard.audit/1)"
-)
-@format_option
-@progress_option
-@click.option(
-    "--check-files/--no-check-files",
-    default=True,
-    show_default=True,
-    help="list the table to find live files and deletion vectors that are missing or of "
-    "another size than the log's",
-)
-@check_option("exists with --engine spark, whose executors list the table only")
-@dynamodb_table_path_option
-@engine_option(
-    "the file check's engine: local (one process lists the table) or spark (executors "
-    "list it; the latest version only; docs/guides/audit.md)"
-)
-@spark_master_option
-@s3_options
-@dynamodb_options
-def audit_command(
-    table: str,
-    version: int | None,
-    timestamp: str | None,
-    as_json: bool,
-    fmt: str,
-    check_files: bool,
-    check_mode: str | None,
-    table_paths: tuple[str, ...],
-    engine: str,
-    spark_master: str | None,
-    endpoint: str | None,
-    region: str | None,
-    path_style: bool,
-    dynamodb_table: str | None,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-) -> None:
-    """Read every file of TABLE's Delta log, replay a snapshot and report what is wrong.
-
-    TABLE is a local path or an s3:// / s3a:// URI. Exit code 0: healthy; 1: findings
-    (errors or warnings); 2: the table, or the snapshot asked for, could not be read (the
-    findings say why)."""
-    import json
-
-    from deltaguard.tools.deltalog.audit import audit_table
-    from deltaguard.tools.storage import S3Options
-    from deltaguard.tools.storage.errors import DeltaLogError
-
-    if version is not None and timestamp is not None:
-        raise click.UsageError("give --version or --timestamp, not both")
-    if engine == "spark" and (version is not None or timestamp is not None):
-        raise click.UsageError("--engine spark checks the latest version: no --version/--timestamp")
-    if check_mode is None:
-        check_mode = CheckMode.EXISTS if engine == "spark" else CheckMode.FOOTERS
-    if engine == "spark" and check_mode == CheckMode.FOOTERS.value:
-        raise click.UsageError(
-            "--check footers reads the footers in this process: use --engine local"
-        )
-    timestamp_ms = parse_timestamp(timestamp) if timestamp is not None else None
-    dynamodb = dynamodb_check(
-        table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
-    )
-    s3 = S3Options(endpoint, region, path_style)
-    file_check = None
-    if engine == "spark":
-        from deltaguard.tools.spark_engine.audit_files import spark_file_check
-        from deltaguard.tools.spark_engine.session import engine_session
-        from deltaguard.tools.spark_engine.store_spec import StoreSpec
-
-        file_check = spark_file_check(
-            lambda: engine_session(table, s3, master=spark_master), StoreSpec(table, s3)
-        )
-    try:
-        report = audit_table(
-            table,
-            version,
-            timestamp_ms,
-            s3=s3,
-            dynamodb=dynamodb,
-            check_files=check_files,
-            file_check=file_check,
-            footers=check_mode == CheckMode.FOOTERS.value,
-        )
-    except (DeltaLogError, OSError) as exc:
-        _fail("audit", exc)
-    except Exception as exc:  # a Spark job's failure (pyspark/py4j are optional imports)
-        from deltaguard.tools.spark_engine.errors import spark_failure
-
-        if engine != "spark" or type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
-            raise
-        _fail("audit", RuntimeError(spark_failure(exc) or str(exc).strip().splitlines()[0]))
-    if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-    elif fmt == "tsv":
-        from deltaguard.tools.deltalog.render import audit_tsv
-
-        audit_tsv(report)
-    else:
-        from deltaguard.tools.deltalog.render import print_audit
-
-        print_audit(report, _wide_console())
-    unreadable = report.unreadable_line()
-    if unreadable is not None:
-        click.echo(f"deltaguard audit: {unreadable}", err=True)
-    from deltaguard.tools.exit_codes import audit_exit_code
-
-    sys.exit(audit_exit_code(report))
+@audit.options
+def audit_command(table: str, **o: Any) -> None:
+    sys.exit(audit.run(audit.request(table, **o)))
 
 
 @main.command("repair", help=REPAIR_HELP)
