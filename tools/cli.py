@@ -33,7 +33,6 @@ from deltaguard.tools.checkpoint.options import HELP as CHECKPOINT_HELP
 from deltaguard.tools.checkpoint.options import checkpoint_options, checkpoint_request
 from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
 from deltaguard.tools.cli_options import (
-    MAX_VERSION,
     REGION_HELP,
     Duration,
     TableLocation,
@@ -50,7 +49,7 @@ from deltaguard.tools.cli_options import (
     s3_options,
     spark_master_option,
 )
-from deltaguard.tools.commands import audit
+from deltaguard.tools.commands import audit, history
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
@@ -665,84 +664,8 @@ def migrate_status_command(
     sys.exit(status.exit_code)
 
 
-@main.command("history")
+@main.command("history", help=history.HELP)
 @click.argument("table", type=TableLocation())
-@click.option("--limit", type=bounded(1, MAX_VERSION), help="newest N versions only")
-@click.option(
-    "--json", "as_json", is_flag=True, help="print the history as JSON (deltaguard.history/4)"
-)
-@format_option
-@progress_option
-@s3_options
-@dynamodb_options
-@dynamodb_table_path_option
-def history_command(
-    table: str,
-    limit: int | None,
-    as_json: bool,
-    fmt: str,
-    endpoint: str | None,
-    region: str | None,
-    path_style: bool,
-    dynamodb_table: str | None,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-    table_paths: tuple[str, ...],
-) -> None:
-    """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
-    metrics, txn app ids, engine, the commit path (which store or protocol created the commit
-    file: deltaguard's stores by their mark, delta-rs/Trino by engineInfo, Delta's own stores
-    by their traces, including the DynamoDB entries with --dynamodb-table; unknown on local
-    disk), and the state of its commit file (ok, damaged,
-    unreadable, missing), with the audit's finding when it is not ok (one line on stderr for
-    each such version, naming its file; the others are still printed).
-
-    Exit code 0: every version read; 1: only missing commits a checkpoint covers
-    (version-gap-covered); 2: the table could not be read, a commit could not be read or
-    parsed, or a commit the latest version needs is missing (version-gap)."""
-    import json
-
-    from deltaguard.tools.deltalog.history import read_history
-    from deltaguard.tools.exit_codes import history_exit_code
-    from deltaguard.tools.storage import S3Options
-    from deltaguard.tools.storage.errors import DeltaLogError
-
-    dynamodb = dynamodb_check(
-        table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region, endpoint, region
-    )
-    try:
-        versions = None
-        if dynamodb is not None:
-            from deltaguard.logstore.commit_names import commit_version
-            from deltaguard.tools.deltalog.temp_commits import read_entries
-
-            named = (commit_version(name) for name in read_entries(dynamodb))
-            versions = {v for v in named if v is not None}
-        entries = read_history(
-            table,
-            s3=S3Options(endpoint, region, path_style),
-            limit=limit,
-            dynamodb_versions=versions,
-        )
-    except (DeltaLogError, OSError) as exc:
-        _fail("history", exc)
-    if as_json:
-        from deltaguard.tools.deltalog.history import history_json
-
-        click.echo(json.dumps(history_json(table, entries), indent=2))
-    elif fmt == "tsv":
-        from deltaguard.tools.deltalog.render import history_tsv
-
-        history_tsv(entries)
-    else:
-        from deltaguard.tools.deltalog.render import print_history
-
-        print_history(entries, _wide_console())
-    for entry in entries:  # newest first, as printed
-        if entry.problem:
-            click.echo(
-                f"deltaguard history: {entry.file}: {entry.state} ({entry.finding}): "
-                f"{entry.problem}",
-                err=True,
-            )
-    sys.exit(history_exit_code(entries))
+@history.options
+def history_command(table: str, **o: Any) -> None:
+    sys.exit(history.run(history.request(table, **o)))
