@@ -42,14 +42,13 @@ from deltaguard.tools.cli_options import (
     dynamodb_client_for,
     dynamodb_options,
     dynamodb_table_path_option,
-    dynamodb_table_paths,
     endpoint_option,
     engine_option,
     profile_option,
     s3_options,
     spark_master_option,
 )
-from deltaguard.tools.commands import audit, history
+from deltaguard.tools.commands import audit, history, migrate, probe
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
@@ -207,73 +206,11 @@ def conf_check(files: tuple[Path, ...], as_json: bool) -> None:
     click.echo(f"{', '.join(parsed)}: no problems found")
 
 
-@main.command("probe")
+@main.command("probe", help=probe.HELP)
 @click.argument("target", type=TableLocation())
-@s3_options
-@dynamodb_options
-@click.option(
-    "--writers",
-    type=bounded(2, 256),
-    default=8,
-    show_default=True,
-    help="concurrent writers per race round",
-)
-@click.option(
-    "--rounds", type=bounded(1, 10_000), default=20, show_default=True, help="race rounds"
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="print the report as JSON (deltaguard.probe/1)"
-)
-@progress_option
-def probe_command(
-    target: str,
-    endpoint: str | None,
-    region: str | None,
-    path_style: bool,
-    dynamodb_table: str | None,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-    writers: int,
-    rounds: int,
-    as_json: bool,
-) -> None:
-    """Check that s3://bucket/prefix really honours conditional writes, atomically.
-
-    Exit code 0: safe (a preset is recommended); 1: unsafe; 2: the probe could not run, or
-    could not decide (transient errors outlasted the retry budget)."""
-    import json
-
-    from deltaguard.logstore.clients import commit_client, read_client
-    from deltaguard.logstore.probe import ProbeAbortedError, print_report, run_probe
-    from deltaguard.tools.progress import phase
-
-    try:
-        ddb = (
-            dynamodb_client_for(dynamodb_endpoint or endpoint, dynamodb_region or region)
-            if dynamodb_table
-            else None
-        )
-        with phase(f"probe: {writers} writers racing, rounds", total=rounds) as shown:
-            report = run_probe(
-                target,
-                lambda: commit_client(endpoint, region, path_style),
-                make_read_client=lambda: read_client(endpoint, region, path_style),
-                writers=writers,
-                rounds=rounds,
-                dynamodb_client=ddb,
-                dynamodb_table=dynamodb_table,
-                on_round=shown.advance,
-            )
-    except (ProbeAbortedError, ValueError) as exc:
-        click.echo(f"deltaguard probe: {exc}", err=True)
-        sys.exit(2)
-    if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-    else:
-        from deltaguard.tools.output import stdout_console
-
-        print_report(report, stdout_console())
-    sys.exit(report.exit_code)
+@probe.options
+def probe_command(target: str, **o: Any) -> None:
+    sys.exit(probe.run(probe.request(target, **o)))
 
 
 @main.group("dynamodb")
@@ -594,74 +531,16 @@ def checkpoint_command(table: str, **o: Any) -> None:
     sys.exit(run_checkpoint(checkpoint_request(table, **o)))
 
 
-@main.group("migrate")
+@main.group("migrate", help=migrate.GROUP_HELP)
 def migrate_group() -> None:
-    """Moving a live table from the DynamoDB LogStore to conditional writes (docs/guides/migration.md)."""
+    pass
 
 
-@migrate_group.command("status")
+@migrate_group.command("status", help=migrate.STATUS_HELP)
 @click.argument("table", type=TableLocation())
-@click.option("--dynamodb-table", required=True, help="the DynamoDB LogStore's table")
-@endpoint_option("--dynamodb-endpoint", help="DynamoDB endpoint URL (default: AWS)")
-@click.option("--dynamodb-region", help="DynamoDB region (default: --region's rule)")
-@click.option(
-    "--dynamodb-table-path",
-    "table_paths",
-    multiple=True,
-    help="tablePath the DynamoDB writers use (default: TABLE as s3a:// and s3://)",
-)
-@click.option(
-    "--window-hours",
-    "--window",
-    "window_hours",
-    type=Duration(positive=True),
-    default="6h",
-    show_default=True,
-    help="commits younger than this are the evidence (capped at the entries' TTL): 6h, 2d, "
-    "90m, or hours; make it longer than your longest job",
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="print the status as JSON (deltaguard.migrate-status/1)"
-)
-@progress_option
-@s3_options
-def migrate_status_command(
-    table: str,
-    dynamodb_table: str,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-    table_paths: tuple[str, ...],
-    window_hours: float,
-    as_json: bool,
-    endpoint: str | None,
-    region: str | None,
-    path_style: bool,
-) -> None:
-    """Name the phase TABLE is in (dynamodb, transition, conditional), the evidence, and what
-    is safe to do next.
-
-    Exit code 0: consistently in a phase; 1: an unsafe mix (a plain DynamoDB commit after a
-    conditional one); 2: the table, its log or the DynamoDB table could not be read."""
-    import json
-
-    from botocore.exceptions import BotoCoreError
-
-    from deltaguard.tools.migrate_status import MigrateStatusError, migrate_status, render_text
-    from deltaguard.tools.storage import S3Options, open_table
-    from deltaguard.tools.storage.errors import DeltaLogError
-
-    try:
-        status = migrate_status(
-            open_table(table, S3Options(endpoint, region, path_style)),
-            dynamodb_client_for(dynamodb_endpoint or endpoint, dynamodb_region or region),
-            dynamodb_table,
-            dynamodb_table_paths(table, table_paths),
-            window_s=window_hours * 3600,
-        )
-    except (MigrateStatusError, DeltaLogError, OSError, BotoCoreError) as exc:
-        _fail("migrate status", exc)
-    click.echo(json.dumps(status.to_json(), indent=2) if as_json else render_text(status))
-    sys.exit(status.exit_code)
+@migrate.status_options
+def migrate_status_command(table: str, **o: Any) -> None:
+    sys.exit(migrate.run_status(migrate.status_request(table, **o)))
 
 
 @main.command("history", help=history.HELP)
