@@ -15,23 +15,9 @@ from typing import Any, TypeVar
 
 import click
 
-from deltaguard.logstore.jars import PluginJarMissingError, plugin_jar
-from deltaguard.spark_conf.conf_check import Entry, check, parse_properties
-from deltaguard.spark_conf.conf_check_across import check_across
-from deltaguard.spark_conf.presets import (
-    JAR_MODES,
-    PresetError,
-    PresetName,
-    PresetOptions,
-    render,
-    to_env,
-    to_json,
-    to_properties,
-)
-from deltaguard.spark_conf.spark_lines import SPARK_VERSIONS, SparkLine, UnknownSparkLineError
 from deltaguard.tools.checkpoint.options import HELP as CHECKPOINT_HELP
 from deltaguard.tools.checkpoint.options import checkpoint_options, checkpoint_request
-from deltaguard.tools.cli_errors import CliGroup, Refused, debug_option
+from deltaguard.tools.cli_errors import CliGroup, debug_option
 from deltaguard.tools.cli_options import (
     REGION_HELP,
     Duration,
@@ -48,7 +34,7 @@ from deltaguard.tools.cli_options import (
     s3_options,
     spark_master_option,
 )
-from deltaguard.tools.commands import audit, history, migrate, probe
+from deltaguard.tools.commands import audit, conf, history, migrate, probe
 from deltaguard.tools.output import format_option
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.repair.options import HELP as REPAIR_HELP
@@ -64,146 +50,35 @@ def main(debug: bool) -> None:
     """Safe concurrent Delta Lake commits on S3."""
 
 
-def _line_options(f: F) -> F:
-    """--spark-version / --hadoop-version: which Spark line's jars (spark_lines.LINES)."""
-    f = click.option(
-        "--hadoop-version",
-        help="the cluster's Hadoop (3.3.4 or 3.4.1 for Spark 3.5; default: what pyspark ships)",
-    )(f)
-    return click.option(
-        "--spark-version",
-        metavar="|".join(SPARK_VERSIONS),
-        help="the Spark line (default: the installed pyspark's, else the newest); another "
-        "version is refused with exit code 2",
-    )(f)
-
-
-def _line(spark_version: str | None, hadoop_version: str | None) -> SparkLine:
-    try:
-        return PresetOptions(spark_version=spark_version, hadoop_version=hadoop_version).line()
-    except UnknownSparkLineError as exc:
-        raise Refused(str(exc)) from None
-
-
-@main.command("jar")
-@_line_options
+@main.command("jar", help=conf.JAR_HELP)
+@conf.line_options
 def jar_command(spark_version: str | None, hadoop_version: str | None) -> None:
-    """Print the path of deltaguard's LogStore jar for a Spark line (for spark-submit --jars)."""
-    try:
-        click.echo(str(plugin_jar(_line(spark_version, hadoop_version).sdk)))
-    except PluginJarMissingError as exc:
-        raise Refused(str(exc)) from None
+    sys.exit(conf.run_jar(conf.line(spark_version, hadoop_version)))
 
 
-@main.command("packages")
-@_line_options
+@main.command("packages", help=conf.PACKAGES_HELP)
+@conf.line_options
 def packages_command(spark_version: str | None, hadoop_version: str | None) -> None:
-    """Print the Maven coordinates a Spark line needs besides pyspark (for --packages)."""
-    click.echo(",".join(_line(spark_version, hadoop_version).coordinates))
+    sys.exit(conf.run_packages(conf.line(spark_version, hadoop_version)))
 
 
-@main.group("conf")
+@main.group("conf", help=conf.GROUP_HELP)
 def conf_group() -> None:
-    """spark-submit presets: render them, check properties files."""
+    pass
 
 
-@conf_group.command("render")
-@click.argument("preset", type=click.Choice([p.value for p in PresetName]))
-@click.option(
-    "--table-root", help="s3://bucket/prefix the preset is for (marks the bucket multi-writer)"
-)
-@click.option("--region", default=None, help=f"S3 {REGION_HELP}")
-@endpoint_option(
-    "--endpoint", "--endpoint-url", help="S3 endpoint URL (S3-compatible stores, LocalStack)"
-)
-@click.option("--path-style/--virtual-host-style", default=False, help="S3 addressing style")
-@click.option("--credentials-provider", help="Hadoop/SDK v2 credentials provider class")
-@click.option(
-    "--dynamodb-table",
-    default="delta_log",
-    show_default=True,
-    help="s3-dynamodb(-transition): the table",
-)
-@click.option(
-    "--dynamodb-region", help="s3-dynamodb(-transition): the table's region (default: --region)"
-)
-@endpoint_option(
-    "--dynamodb-endpoint", help="s3-dynamodb(-transition): DynamoDB endpoint URL (default: AWS)"
-)
-@click.option(
-    "--ttl",
-    "ttl_seconds",
-    default=86400,
-    show_default=True,
-    type=bounded(1, 10 * 366 * 86400),
-    help="s3-dynamodb(-transition): seconds a completed entry is kept",
-)
-@click.option(
-    "--acknowledge-single-driver",
-    is_flag=True,
-    help="s3-single-driver only: confirm exactly one driver writes each table",
-)
-@click.option(
-    "--jars",
-    type=click.Choice(JAR_MODES),
-    default="auto",
-    show_default=True,
-    help="cache: spark.jars from deltaguard's jar cache (`make jars`); packages: Maven "
-    "coordinates resolved from Maven Central (not ~/.m2); auto: cache if resolved, else "
-    "packages; none: no jar settings (docs/guides/commit-path.md)",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["properties", "json", "env"]),
-    default="properties",
-    show_default=True,
-)
-@_line_options
+@conf_group.command("render", help=conf.RENDER_HELP)
+@click.argument("preset", type=conf.PRESET_CHOICE)
+@conf.render_options
 def conf_render(preset: str, fmt: str, **options: Any) -> None:
-    """Print the Spark settings of PRESET (s3-conditional, s3-dynamodb, s3-dynamodb-transition,
-    s3-single-driver, local)."""
-    from deltaguard.logstore.clients import region_or_default
-
-    options["region"] = region_or_default(options["region"])
-    try:
-        conf = render(preset, PresetOptions(**options))
-    except (PresetError, PluginJarMissingError, ValueError) as exc:
-        raise Refused(str(exc)) from None
-    formatter = {"properties": to_properties, "json": to_json, "env": to_env}[fmt]
-    click.echo(formatter(conf), nl=False)
+    sys.exit(conf.run_render(conf.render_request(preset, fmt, **options)))
 
 
-@conf_group.command("check")
+@conf_group.command("check", help=conf.CHECK_HELP)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--json", "as_json", is_flag=True, help="print the problems as JSON (deltaguard.conf-check/1)"
-)
+@conf.check_options
 def conf_check(files: tuple[Path, ...], as_json: bool) -> None:
-    """Check Spark properties FILES: one line per problem, exit code 1 if any. With several
-    files, also a bucket that some give to a plain DynamoDB store and others to a conditional
-    store (mixed-commit-protocols)."""
-    parsed: dict[str, dict[str, Entry]] = {}
-    for file in files:
-        try:
-            parsed[str(file)] = parse_properties(file.read_text())
-        except OSError as exc:
-            click.echo(f"deltaguard conf check: cannot read {file}: {exc.strerror}", err=True)
-            sys.exit(2)
-    found = [(path, f) for path, entries in parsed.items() for f in check(entries)]
-    found += check_across(parsed)
-    if as_json:
-        import json
-
-        from deltaguard.spark_conf.conf_check import findings_json
-
-        click.echo(json.dumps(findings_json(list(parsed), found), indent=2))
-        sys.exit(1 if found else 0)
-    for path, finding in found:
-        click.echo(finding.format(path))
-    if found:
-        sys.exit(1)
-    click.echo(f"{', '.join(parsed)}: no problems found")
+    sys.exit(conf.run_check(files, as_json))
 
 
 @main.command("probe", help=probe.HELP)
