@@ -14,9 +14,13 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
+from deltaguard.tools.output import format_option
+from deltaguard.tools.progress import progress_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -316,3 +320,43 @@ def parse_timestamp(value: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+def manifest_dir(path: Path | None) -> Path | None:
+    """``--manifest``: a path that can hold the runs' manifest directories, else a usage error
+    (exit 2) before anything is scanned."""
+    if path is None:
+        return None
+    from deltaguard.tools.orphans.manifest import ManifestPathError, check_manifests_dir
+
+    try:
+        check_manifests_dir(path)
+    except ManifestPathError as exc:
+        raise click.BadParameter(str(exc)) from exc
+    return path
+
+
+def cleanup_options(retention: str, yes: str, manifest: str) -> Callable[[F], F]:
+    """The options ``orphans`` and ``log-cleanup`` share, with each command's help for
+    ``--retention``, ``--yes`` and ``--manifest``: the retention and its floor, the report's
+    formats and the manifest directory."""
+    return combine(
+        click.option("--retention", "retention_hours", type=Duration(), help=retention),
+        click.option("--yes", is_flag=True, help=yes),
+        click.option("--unsafe-retention", is_flag=True, help="allow a retention under 24 hours"),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="print the report as JSON (docs/reference/json-schemas.md)",
+        ),
+        format_option,
+        progress_option,
+        click.option(
+            "--manifest",
+            "manifest_path",
+            type=click.Path(file_okay=False, path_type=Path),
+            callback=lambda _ctx, _param, value: manifest_dir(value),
+            help=manifest,
+        ),
+    )
