@@ -48,6 +48,7 @@ from deltaguard.spark_conf.spark_lines import (
     LINES,
     NEWEST,
     SPARK_VERSIONS,
+    SparkLine,
     lines_of_delta,
     sdk_of_hadoop,
 )
@@ -366,84 +367,140 @@ def _supported() -> str:
     return ", ".join(f"{d} (Spark {', '.join(sparks)})" for d, sparks in by_delta.items())
 
 
+def _package_versions(packages: Entry | None) -> dict[str, str]:
+    """``group:artifact`` -> version of each coordinate in ``spark.jars.packages``."""
+    versions: dict[str, str] = {}
+    for coordinate in packages.value.split(",") if packages else []:
+        parts = coordinate.strip().split(":")
+        if len(parts) >= 3:
+            versions[f"{parts[0]}:{parts[1]}"] = parts[-1]
+    return versions
+
+
+def _plugin_sdk(jars: Entry | None) -> str | None:
+    """The AWS SDK generation of the deltaguard plugin jar ``spark.jars`` names, if any."""
+    found = None
+    for sdk, name in JAR_NAMES.items():
+        if jars and any(Path(j.strip()).name == name for j in jars.value.split(",")):
+            found = sdk
+    return found
+
+
+Problems = list[tuple[Entry, str]]
+
+
+def _delta_problems(
+    packages: Entry, artifact: str, delta: str, versions: dict[str, str], ours: str
+) -> tuple[Problems, list[SparkLine]]:
+    """The problems of the Delta coordinates (Spark line, Scala, delta-storage, hadoop-aws)
+    and the lines they fit."""
+    same_delta = lines_of_delta(delta)
+    built_for = _artifact_spark(artifact)
+    lines = [
+        line
+        for line in same_delta
+        if artifact.endswith("_" + line.scala) and built_for in (None, line.spark)
+    ]
+    problems: Problems = []
+    if built_for is not None and built_for not in SPARK_VERSIONS:
+        problems.append(
+            (
+                packages,
+                f"{artifact}:{delta} is Delta for Spark {built_for}, which no deltaguard line "
+                f"supports; {ours}the newest supported line is Spark {NEWEST.spark} "
+                f"({NEWEST.delta_artifact}:{NEWEST.delta})",
+            )
+        )
+    elif not same_delta:
+        problems.append(
+            (packages, f"Delta {delta} is not a supported line; {ours}supported: {_supported()}")
+        )
+    elif built_for is not None and not lines:
+        problems.append(
+            (
+                packages,
+                f"{artifact}:{delta} is Delta for Spark {built_for}, but deltaguard's lines "
+                f"run Delta {delta} on Spark "
+                f"{', '.join(line.spark for line in same_delta)}; {ours}supported: "
+                f"{_supported()}",
+            )
+        )
+    elif not lines:
+        problems.append(
+            (
+                packages,
+                f"{artifact}:{delta} is built for another Scala than Spark "
+                f"{same_delta[0].spark} (Scala {same_delta[0].scala})",
+            )
+        )
+    storage = versions.get("io.delta:delta-storage")
+    if storage and storage != delta:
+        problems.append(
+            (packages, f"delta-storage {storage} with {artifact} {delta}: they must match")
+        )
+    return problems, lines
+
+
+def _hadoop_problems(
+    packages: Entry, jars: Entry | None, hadoop_aws: str, bundle: str | None, plugin_sdk: str | None
+) -> Problems:
+    """A second AWS SDK next to hadoop-aws's, and a plugin jar of the other SDK generation."""
+    problems: Problems = []
+    matching = [line for line in LINES if line.hadoop == hadoop_aws]
+    if bundle and matching and bundle not in {line.sdk_bundle for line in matching}:
+        problems.append(
+            (
+                packages,
+                f"{bundle} with hadoop-aws {hadoop_aws}, which is built with "
+                f"{matching[0].sdk_bundle}: a second AWS SDK breaks S3A",
+            )
+        )
+    if jars and plugin_sdk and plugin_sdk != sdk_of_hadoop(hadoop_aws).value:
+        right = JAR_NAMES[sdk_of_hadoop(hadoop_aws).value]
+        problems.append(
+            (
+                jars,
+                f"{JAR_NAMES[plugin_sdk]} is built for AWS SDK {plugin_sdk[-1]}, but "
+                f"hadoop-aws {hadoop_aws} runs SDK {sdk_of_hadoop(hadoop_aws).value[-1]}: "
+                f"use {right} (deltaguard jar --spark-version ...)",
+            )
+        )
+    return problems
+
+
+def _sdk1_dynamodb_problems(stores: list[Entry]) -> Problems:
+    """A deltaguard DynamoDB store named with the AWS SDK v1 jar, which has none."""
+    for store in stores:
+        if "DynamoDB" in store.value and store.value.startswith("io.deltaguard."):
+            return [
+                (
+                    store,
+                    f"{store.value} is not in {JAR_NAMES['sdk1']} (AWS SDK v1 lines have "
+                    "no deltaguard DynamoDB LogStore); use s3-conditional",
+                )
+            ]
+    return []
+
+
 def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) -> list[Finding]:
     """``line-mismatch`` findings: the coordinates and plugin jar must be one line's."""
     packages = value("jars.packages")
     jars = value("jars")
-    versions: dict[str, str] = {}
-    if packages:
-        for coordinate in packages.value.split(","):
-            parts = coordinate.strip().split(":")
-            if len(parts) >= 3:
-                versions[f"{parts[0]}:{parts[1]}"] = parts[-1]
+    versions = _package_versions(packages)
     delta_spark = next(
         ((k.split(":")[1], v) for k, v in versions.items() if k.startswith("io.delta:delta-spark")),
         None,
     )
-    storage = versions.get("io.delta:delta-storage")
     hadoop_aws = versions.get("org.apache.hadoop:hadoop-aws")
-    bundle = next(
-        (
-            f"{k}:{v}"
-            for k, v in versions.items()
-            if k in ("com.amazonaws:aws-java-sdk-bundle", "software.amazon.awssdk:bundle")
-        ),
-        None,
-    )
-    plugin_sdk = None
-    if jars:
-        for sdk, name in JAR_NAMES.items():
-            if any(Path(j.strip()).name == name for j in jars.value.split(",")):
-                plugin_sdk = sdk
-    problems: list[tuple[Entry, str]] = []
+    bundles = ("com.amazonaws:aws-java-sdk-bundle", "software.amazon.awssdk:bundle")
+    bundle = next((f"{k}:{v}" for k, v in versions.items() if k in bundles), None)
+    plugin_sdk = _plugin_sdk(jars)
+    problems: Problems = []
     if packages and delta_spark:
         artifact, delta = delta_spark
-        same_delta = lines_of_delta(delta)
-        built_for = _artifact_spark(artifact)
-        lines = [
-            line
-            for line in same_delta
-            if artifact.endswith("_" + line.scala) and built_for in (None, line.spark)
-        ]
         ours = f"{JAR_NAMES[plugin_sdk]} is not built for it; " if plugin_sdk else ""
-        if built_for is not None and built_for not in SPARK_VERSIONS:
-            problems.append(
-                (
-                    packages,
-                    f"{artifact}:{delta} is Delta for Spark {built_for}, which no deltaguard line "
-                    f"supports; {ours}the newest supported line is Spark {NEWEST.spark} "
-                    f"({NEWEST.delta_artifact}:{NEWEST.delta})",
-                )
-            )
-        elif not same_delta:
-            problems.append(
-                (
-                    packages,
-                    f"Delta {delta} is not a supported line; {ours}supported: {_supported()}",
-                )
-            )
-        elif built_for is not None and not lines:
-            problems.append(
-                (
-                    packages,
-                    f"{artifact}:{delta} is Delta for Spark {built_for}, but deltaguard's lines "
-                    f"run Delta {delta} on Spark "
-                    f"{', '.join(line.spark for line in same_delta)}; {ours}supported: "
-                    f"{_supported()}",
-                )
-            )
-        elif not lines:
-            problems.append(
-                (
-                    packages,
-                    f"{artifact}:{delta} is built for another Scala than Spark "
-                    f"{same_delta[0].spark} (Scala {same_delta[0].scala})",
-                )
-            )
-        if storage and storage != delta:
-            problems.append(
-                (packages, f"delta-storage {storage} with {artifact} {delta}: they must match")
-            )
+        found, lines = _delta_problems(packages, artifact, delta, versions, ours)
+        problems += found
         if lines and hadoop_aws and not [line for line in lines if line.hadoop == hadoop_aws]:
             allowed = " or ".join(line.hadoop for line in lines)
             problems.append(
@@ -454,34 +511,7 @@ def _line_findings(value: Callable[[str], Entry | None], stores: list[Entry]) ->
                 )
             )
     if packages and hadoop_aws:
-        matching = [line for line in LINES if line.hadoop == hadoop_aws]
-        if bundle and matching and bundle not in {line.sdk_bundle for line in matching}:
-            problems.append(
-                (
-                    packages,
-                    f"{bundle} with hadoop-aws {hadoop_aws}, which is built with "
-                    f"{matching[0].sdk_bundle}: a second AWS SDK breaks S3A",
-                )
-            )
-        if jars and plugin_sdk and plugin_sdk != sdk_of_hadoop(hadoop_aws).value:
-            right = JAR_NAMES[sdk_of_hadoop(hadoop_aws).value]
-            problems.append(
-                (
-                    jars,
-                    f"{JAR_NAMES[plugin_sdk]} is built for AWS SDK {plugin_sdk[-1]}, but "
-                    f"hadoop-aws {hadoop_aws} runs SDK {sdk_of_hadoop(hadoop_aws).value[-1]}: "
-                    f"use {right} (deltaguard jar --spark-version ...)",
-                )
-            )
+        problems += _hadoop_problems(packages, jars, hadoop_aws, bundle, plugin_sdk)
     if jars and plugin_sdk == "sdk1":
-        for store in stores:
-            if "DynamoDB" in store.value and store.value.startswith("io.deltaguard."):
-                problems.append(
-                    (
-                        store,
-                        f"{store.value} is not in {JAR_NAMES['sdk1']} (AWS SDK v1 lines have "
-                        "no deltaguard DynamoDB LogStore); use s3-conditional",
-                    )
-                )
-                break
+        problems += _sdk1_dynamodb_problems(stores)
     return [Finding("line-mismatch", e.line, e.key, message) for e, message in problems]
