@@ -392,11 +392,7 @@ def write_fanout(
     Returns the per-table outcomes; raises :class:`FanoutError` after all writes ended if any
     failed and ``raise_on_error``, or if the input stream raised.
     """
-    if not job_id:
-        raise ValueError("job_id must not be empty: it is part of every write's txnAppId")
-    TxnKey(job_id, run_version)  # validates run_version
-    if max_workers < 1:
-        raise ValueError("max_workers must be >= 1")
+    _check_arguments(job_id, run_version, max_workers)
     run = _Run(
         spark, job_id, run_version, retry or RetryPolicy(), dict(options or {}), stop_on_error
     )
@@ -444,7 +440,25 @@ def write_fanout(
         },
         input_error,
     )
+    _raise_if_failed(result, raise_on_error)
+    return result
+
+
+def _check_arguments(job_id: str, run_version: int, max_workers: int) -> None:
+    """Raises ValueError for an empty ``job_id``, a ``run_version`` no txnVersion can hold, or
+    fewer than one worker."""
+    if not job_id:
+        raise ValueError("job_id must not be empty: it is part of every write's txnAppId")
+    TxnKey(job_id, run_version)  # validates run_version
+    if max_workers < 1:
+        raise ValueError("max_workers must be >= 1")
+
+
+def _raise_if_failed(result: FanoutResult, raise_on_error: bool) -> None:
+    """Raises :class:`FanoutError` if the input stream raised, or writes failed and
+    ``raise_on_error``."""
     errors = [e for e in result.errors if isinstance(e, Exception)]
+    input_error = result.input_error
     if input_error is not None or (raise_on_error and errors):
         failed = sum(1 for b in result.batches if b.status is BatchStatus.FAILED)
         raise FanoutError(
@@ -453,4 +467,3 @@ def write_fanout(
             errors,
             result,
         )
-    return result
