@@ -1,11 +1,12 @@
-"""One Spark driver of tests/test_commit_metrics_spark.py: deltaguard's ``s3-conditional``
-session with the preset's Prometheus servlet (and the UI, which serves it) on, appends
+"""One Spark driver of tests/test_commit_metrics_spark.py: a session of deltaguard's
+``--logstore`` (``s3-conditional``, or ``s3-dynamodb-transition`` with ``--dynamodb-table`` on
+the same endpoint) with the presets' Prometheus servlet (and the UI, which serves it) on, appends
 ``--appends`` one-row batches to an existing table, then scrapes its own driver UI's
 ``/metrics/prometheus`` over HTTP and prints ``DELTAGUARD-RESULT {json}``: every line of the
 source ``deltaguard`` as Spark renders it.
 
 Run as ``python tests/commit_metrics_driver.py --table s3a://... --endpoint URL --writer W
---appends N --local-dir DIR``.
+--appends N --local-dir DIR [--logstore PRESET --dynamodb-table NAME]``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.localstack.spark_driver import build_test_session
 from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.presets import PROMETHEUS_SERVLET_CONF
+from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
 
 
 def main() -> None:
@@ -30,12 +32,21 @@ def main() -> None:
     parser.add_argument("--writer", type=int, required=True)
     parser.add_argument("--appends", type=int, required=True)
     parser.add_argument("--local-dir", type=Path, required=True)
+    parser.add_argument("--logstore", type=PresetName, default=PresetName.S3_CONDITIONAL)
+    parser.add_argument("--dynamodb-table")
     args = parser.parse_args()
+    endpoint = Endpoint(url=args.endpoint)
+    dynamodb = None
+    if args.logstore.uses_dynamodb:
+        dynamodb = DynamoDBCommitTableSpec(
+            table_name=args.dynamodb_table, region=endpoint.region, endpoint=endpoint.url
+        )
     spark = build_test_session(
-        Endpoint(url=args.endpoint).s3_storage(),
-        PresetName.S3_CONDITIONAL,
+        endpoint.s3_storage(),
+        args.logstore,
         app_name=f"metrics-w{args.writer}",
         local_dir=args.local_dir,
+        dynamodb=dynamodb,
         extra_conf={**PROMETHEUS_SERVLET_CONF, "spark.ui.enabled": "true", "spark.ui.port": "0"},
     )
     for batch in range(args.appends):
