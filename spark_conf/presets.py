@@ -74,6 +74,23 @@ PRESET_DIR = Path(__file__).with_name("presets")
 IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
 #: Where the jar settings come from (module docstring); ``auto`` is the default.
 JAR_MODES = ("auto", "cache", "packages", "none")
+#: The presets of deltaguard's own stores turn Spark's Prometheus servlet sink on, so the
+#: stores' commit metrics (the Spark metrics source ``deltaguard``) are scraped from the driver's
+#: UI at ``/metrics/prometheus`` with no other setting: Spark's defaults serve only the JSON
+#: servlet (``/metrics/json``). docs/guides/commit-path.md ("Metrics").
+PROMETHEUS_SERVLET_CONF = {
+    "spark.metrics.conf.*.sink.prometheusServlet.class": (
+        "org.apache.spark.metrics.sink.PrometheusServlet"
+    ),
+    "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+}
+_PROMETHEUS_NOTE = (
+    "Spark's Prometheus servlet on the driver UI (/metrics/prometheus), where a scrape finds the "
+    "LogStore's commit metrics (source deltaguard: commits, conflicts, attempts, settles, "
+    "outcomes_unknown, failures, commit_latency; docs/guides/commit-path.md). Spark serves only "
+    "/metrics/json by default. It replaces a prometheusServlet sink set in metrics.properties; "
+    "JMX and CSV sinks set there report the source as well."
+)
 
 
 class PresetError(ValueError):
@@ -204,6 +221,7 @@ def render(name: PresetName | str, options: PresetOptions | None = None) -> dict
             **delta_conf(_storage(options), PresetName.S3_CONDITIONAL, line=options.line()),
             **_jars(options, True),
         }
+    conf.update(PROMETHEUS_SERVLET_CONF)
     if bucket:
         conf[MULTI_WRITER_BUCKETS_KEY] = bucket
     return conf
@@ -221,7 +239,7 @@ def to_properties(conf: dict[str, str], header: str = "") -> str:
     """spark-submit ``--properties-file`` format, one ``key=value`` per line, sorted; a setting
     that saves S3 requests is preceded by a comment saying why it is safe
     (:func:`~deltaguard.spark_conf.request_tuning.setting_notes`)."""
-    notes = setting_notes()
+    notes = {**setting_notes(), next(iter(PROMETHEUS_SERVLET_CONF)): _PROMETHEUS_NOTE}
     lines = [f"# {line}" for line in header.splitlines()] if header else []
     for key, value in sorted(conf.items()):
         if key in notes:

@@ -45,6 +45,8 @@ from deltaguard.logstore.aws_errors import (
 )
 from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.commit_mark import commit_mark
+from deltaguard.logstore.commit_metrics import CommitMetrics, CommitTally
+from deltaguard.logstore.commit_names import commit_version
 from deltaguard.logstore.errors import (
     CommitOutcomeUnknownError,
     ConditionalWritesNotHonouredError,
@@ -121,6 +123,8 @@ class S3ConditionalLogStore:
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
         self.verify_conditional_writes = verify_conditional_writes
+        #: This store's commit counters (:mod:`~.commit_metrics`).
+        self.metrics = CommitMetrics()
 
     # -- writes -------------------------------------------------------------------------
 
@@ -140,13 +144,24 @@ class S3ConditionalLogStore:
             return
         if self.verify_conditional_writes:
             self.ensure_verified(loc)
-        self.create_settled(loc, body, mark=commit_mark(PresetName.S3_CONDITIONAL))
+        mark = commit_mark(PresetName.S3_CONDITIONAL)
+        version = commit_version(loc.name)
+        if version is None:  # not a commit
+            self.create_settled(loc, body, mark=mark)
+            return
+        with self.metrics.observe(PresetName.S3_CONDITIONAL.value, uri, version) as tally:
+            self.create_settled(loc, body, mark=mark, tally=tally)
 
     def _sleep_before(self, retry: int) -> None:
         sleep_before_retry(retry, self.base_delay_s, self.max_delay_s)
 
     def create_settled(
-        self, loc: S3Location, body: bytes, *, mark: dict[str, str] | None = None
+        self,
+        loc: S3Location,
+        body: bytes,
+        *,
+        mark: dict[str, str] | None = None,
+        tally: CommitTally | None = None,
     ) -> None:
         """Creates ``loc`` with ``body`` only if it does not exist, settling every ambiguous
         outcome: one ``PutObject`` with ``If-None-Match: *`` per attempt; after a 412 / 409 /
@@ -159,12 +174,16 @@ class S3ConditionalLogStore:
         JVM twin is ``ConditionalCreate``; the safety argument is in the JVM
         ``S3ConditionalLogStore``'s javadoc. This is the commit protocol's create; the probe
         reuses it. ``mark``: the object's user metadata, sent with every attempt
-        (:func:`~.commit_mark.commit_mark`: the store's provenance mark on a commit)."""
+        (:func:`~.commit_mark.commit_mark`: the store's provenance mark on a commit).
+        ``tally``: a commit's :class:`~.commit_metrics.CommitTally`, told of each PUT and of a
+        settle (a read-back finding our bytes)."""
+        tally = tally if tally is not None else CommitTally()
         last_error = ""
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
                 self._sleep_before(attempt - 1)
             try:
+                tally.attempts += 1
                 self.s3.put_object(
                     Bucket=loc.bucket,
                     Key=loc.key,
@@ -206,6 +225,7 @@ class S3ConditionalLogStore:
             if stored is not None:
                 if stored == body:
                     LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
+                    tally.settles += 1
                     return
                 raise LogFileExistsError(
                     f"{loc.uri()}: another writer created it first ({last_error})"

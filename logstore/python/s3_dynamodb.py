@@ -32,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
 from deltaguard.logstore.commit_mark import commit_mark
+from deltaguard.logstore.commit_metrics import CommitMetrics, CommitTally
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.dynamodb_table import MARKER_ATTRIBUTE
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
@@ -74,6 +75,8 @@ class S3DynamoDBLogStore:
         self.ttl_seconds = ttl_seconds
         # listing and reading are plain S3, shared with the conditional store
         self._files = S3ConditionalLogStore(s3, verify_conditional_writes=False)
+        #: This store's commit counters (:mod:`~.commit_metrics`).
+        self.metrics = CommitMetrics()
 
     # -- DynamoDB items -------------------------------------------------------------------
 
@@ -142,7 +145,11 @@ class S3DynamoDBLogStore:
         self._call("put_item", **kwargs)
 
     def claim(
-        self, entry: dict[str, Any], max_attempts: int = 10, base_delay_s: float = 0.05
+        self,
+        entry: dict[str, Any],
+        max_attempts: int = 10,
+        base_delay_s: float = 0.05,
+        tally: CommitTally | None = None,
     ) -> None:
         """The commit point: PutItem of ``entry`` with ``attribute_not_exists(fileName)``,
         settled by a consistent read-back after any failure (the JVM
@@ -150,13 +157,16 @@ class S3DynamoDBLogStore:
         temp file; a lost response is success). Raises :class:`LogFileExistsError` iff another
         writer's entry holds the file, :class:`CommitOutcomeUnknownError` when ``max_attempts``
         PutItems (5xx, throttling, no answer) do not settle, and
-        :class:`CommitTableMissingError` at once."""
+        :class:`CommitTableMissingError` at once. ``tally``: a commit's
+        :class:`~.commit_metrics.CommitTally`, told of each PutItem and of a settle."""
+        tally = tally if tally is not None else CommitTally()
         uri = f"{entry['tablePath']}/_delta_log/{entry['fileName']}"
         last_error = ""
         for attempt in range(1, max_attempts + 1):
             if attempt > 1:
                 sleep_before_retry(attempt - 1, base_delay_s, 5.0)
             try:
+                tally.attempts += 1
                 self._put(entry, overwrite=False)
                 return
             except ClientError as exc:
@@ -179,6 +189,7 @@ class S3DynamoDBLogStore:
                 continue
             if stored is not None:
                 if stored["tempPath"] == entry["tempPath"]:
+                    tally.settles += 1
                     return
                 raise LogFileExistsError(f"{uri}: DynamoDB entry exists in {self.table_name}")
         raise CommitOutcomeUnknownError(
@@ -236,10 +247,20 @@ class S3DynamoDBLogStore:
         if overwrite:
             self.s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=body)
             return
+        version = commit_version(loc.name)
+        if version is None:  # not a commit
+            self._commit(uri, loc, body, version, CommitTally())
+            return
+        with self.metrics.observe(self.preset.value, uri, version) as tally:
+            self._commit(uri, loc, body, version, tally)
+
+    def _commit(
+        self, uri: str, loc: S3Location, body: bytes, version: int | None, tally: CommitTally
+    ) -> None:
+        """The protocol above, for a file that is not there yet."""
         if self._exists(loc):
             raise LogFileExistsError(uri)
         table_uri = uri.rsplit("/_delta_log/", 1)[0]
-        version = commit_version(loc.name)
         if version is not None and version > 0:
             prev_name = commit_file_name(version - 1)
             prev = self._get(table_uri, prev_name)
@@ -258,7 +279,7 @@ class S3DynamoDBLogStore:
         }
         temp = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
-        self.claim(entry, self.max_attempts)
+        self.claim(entry, self.max_attempts, tally=tally)
         try:
             self._copy_if_absent(table_uri, entry, loc)
             self._put(

@@ -35,6 +35,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.commit_mark import commit_mark
+from deltaguard.logstore.commit_metrics import CommitTally
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.dynamodb_table import TRANSITION_MARKER
 from deltaguard.logstore.errors import CommitOutcomeUnknownError, LogFileExistsError
@@ -75,6 +76,13 @@ class S3TransitionLogStore(S3DynamoDBLogStore):
         body = "".join(line + "\n" for line in lines).encode("utf-8")
         if self._conditional.verify_conditional_writes:
             self._conditional.ensure_verified(loc)
+        with self.metrics.observe(self.preset.value, uri, version) as tally:
+            self._commit_version(uri, loc, body, version, tally)
+
+    def _commit_version(
+        self, uri: str, loc: S3Location, body: bytes, version: int, tally: CommitTally
+    ) -> None:
+        """Steps 0-4 above for version ``version``, reporting to ``tally``."""
         if self._conditional.read_back(loc) is not None:
             raise LogFileExistsError(uri)
         table_uri = uri.rsplit("/_delta_log/", 1)[0]
@@ -88,9 +96,9 @@ class S3TransitionLogStore(S3DynamoDBLogStore):
         }
         temp = S3Location.parse(f"{table_uri}/_delta_log/{entry['tempPath']}")
         self.s3.put_object(Bucket=temp.bucket, Key=temp.key, Body=body)
-        self.claim(entry, self.max_attempts)
+        self.claim(entry, self.max_attempts, tally=tally)
         try:
-            self._conditional.create_settled(loc, body, mark=commit_mark(self.preset))
+            self._conditional.create_settled(loc, body, mark=commit_mark(self.preset), tally=tally)
         except LogFileExistsError:
             self._mark_complete(entry)
             raise

@@ -42,17 +42,19 @@ final class ConditionalCreate {
     private final int maxAttempts;
     private final Backoff backoff;
     private final Map<String, String> metadata;
+    private final CommitMetrics.Tally tally;
 
     ConditionalCreate(S3Calls s3, int maxAttempts, Backoff backoff) {
-        this(s3, maxAttempts, backoff, Collections.emptyMap());
+        this(s3, maxAttempts, backoff, Collections.emptyMap(), new CommitMetrics.Tally());
     }
 
     private ConditionalCreate(S3Calls s3, int maxAttempts, Backoff backoff,
-                              Map<String, String> metadata) {
+                              Map<String, String> metadata, CommitMetrics.Tally tally) {
         this.s3 = s3;
         this.maxAttempts = maxAttempts;
         this.backoff = backoff;
         this.metadata = metadata;
+        this.tally = tally;
     }
 
     /**
@@ -60,7 +62,15 @@ final class ConditionalCreate {
      * {@link CommitMark}); reads are unchanged.
      */
     ConditionalCreate marking(Map<String, String> metadata) {
-        return new ConditionalCreate(s3, maxAttempts, backoff, metadata);
+        return new ConditionalCreate(s3, maxAttempts, backoff, metadata, tally);
+    }
+
+    /**
+     * The same create reporting its PUTs and its settles (a read-back that found our bytes) to
+     * {@code tally}, a commit's {@link CommitMetrics.Tally}.
+     */
+    ConditionalCreate tallying(CommitMetrics.Tally tally) {
+        return new ConditionalCreate(s3, maxAttempts, backoff, metadata, tally);
     }
 
     int maxAttempts() {
@@ -69,7 +79,7 @@ final class ConditionalCreate {
 
     /** The same create on the same client and backoff, with {@code attempts} PUTs at most. */
     ConditionalCreate withMaxAttempts(int attempts) {
-        return new ConditionalCreate(s3, attempts, backoff, metadata);
+        return new ConditionalCreate(s3, attempts, backoff, metadata, tally);
     }
 
     Backoff backoff() {
@@ -85,6 +95,7 @@ final class ConditionalCreate {
             }
             S3Failure.Kind kind;
             try {
+                tally.attempt();
                 s3.putIfAbsent(bucket, key, body, "application/json", metadata);
                 return;
             } catch (S3Failure e) {
@@ -110,6 +121,7 @@ final class ConditionalCreate {
                 if (Arrays.equals(stored.get(), body)) {
                     LOG.info("{} already holds our bytes: an earlier attempt landed, its response "
                         + "was lost; treating the create as done", where);
+                    tally.settle();
                     return;
                 }
                 throw new FileAlreadyExistsException(where, null,

@@ -11,6 +11,7 @@ import java.util.Map;
 
 import io.delta.storage.CloseableIterator;
 import io.delta.storage.HadoopFileSystemLogStore;
+import io.delta.storage.internal.FileNameUtils;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -100,8 +101,17 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
         actions.forEachRemaining(lines::add);
         ByteArrayOutputStream body = new ByteArrayOutputStream();
         writeLines(lines.iterator(), body);
-        write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
-            body.toByteArray(), overwrite, CommitMark.of(CommitMark.CONDITIONAL));
+        Path resolved = target.qualified();
+        if (overwrite || !FileNameUtils.isDeltaFile(resolved)) {
+            write(target.calls(), settings, target.endpoint(), target.bucket(), target.key(),
+                body.toByteArray(), overwrite, CommitMark.of(CommitMark.CONDITIONAL));
+        } else {
+            // a commit: its outcome, attempts and settles counted (CommitMetrics)
+            CommitMetrics.observe(CommitMark.CONDITIONAL, resolved.toString(),
+                FileNameUtils.deltaVersion(resolved), tally -> write(target.calls(), settings,
+                    target.endpoint(), target.bucket(), target.key(), body.toByteArray(), false,
+                    CommitMark.of(CommitMark.CONDITIONAL), tally));
+        }
         if (!overwrite && CommitChecksums.enabled(settings, hadoopConf)) {
             CommitChecksums.afterCommit(conditionalCreate(target.calls(), settings),
                 target.endpoint(), target.bucket(), target.key(), lines);
@@ -124,6 +134,15 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
     static void write(S3Calls s3, LogStoreSettings settings, String endpoint, String bucket,
                       String key, byte[] body, boolean overwrite, Map<String, String> mark)
             throws IOException {
+        write(s3, settings, endpoint, bucket, key, body, overwrite, mark,
+            new CommitMetrics.Tally());
+    }
+
+    /** {@link #write(S3Calls, LogStoreSettings, String, String, String, byte[], boolean, Map)}
+     *  whose conditional create reports its PUTs and settles to {@code tally}. */
+    static void write(S3Calls s3, LogStoreSettings settings, String endpoint, String bucket,
+                      String key, byte[] body, boolean overwrite, Map<String, String> mark,
+                      CommitMetrics.Tally tally) throws IOException {
         if (overwrite) {
             S3LogFiles.overwrite(s3, bucket, key, body);
             return;
@@ -134,7 +153,7 @@ public class S3ConditionalLogStore extends HadoopFileSystemLogStore {
             ConditionalWriteVerifier.ensureVerified(s3, endpoint, bucket,
                 slash < 0 ? "" : key.substring(0, slash), create);
         }
-        create.marking(mark).create(bucket, key, body);
+        create.marking(mark).tallying(tally).create(bucket, key, body);
     }
 
     static ConditionalCreate conditionalCreate(S3Calls s3, LogStoreSettings settings) {

@@ -83,6 +83,13 @@ final class DynamoDBCommitTable {
      * {@link CommitOutcomeUnknownException}: the entry may exist, or may still appear.
      */
     void claim(CommitEntry entry, int maxAttempts, Backoff backoff) throws IOException {
+        claim(entry, maxAttempts, backoff, new CommitMetrics.Tally());
+    }
+
+    /** {@link #claim(CommitEntry, int, Backoff)} reporting each PutItem and each settle (a
+     *  read-back finding our own entry) to {@code tally}. */
+    void claim(CommitEntry entry, int maxAttempts, Backoff backoff, CommitMetrics.Tally tally)
+            throws IOException {
         String location = entry.absoluteFilePath().toString();
         String lastError = null;
         for (int attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -90,6 +97,7 @@ final class DynamoDBCommitTable {
                 backoff.sleepBefore(attempt - 1);
             }
             try {
+                tally.attempt();
                 put(entry, false);
                 return;
             } catch (MissingTableException e) {
@@ -117,6 +125,7 @@ final class DynamoDBCommitTable {
             }
             if (stored.isPresent()) {
                 if (stored.get().sameAttempt(entry)) {
+                    tally.settle();
                     return; // an earlier PutItem of ours landed; its response was lost
                 }
                 throw new FileAlreadyExistsException(entry.absoluteFilePath().toString(), null,

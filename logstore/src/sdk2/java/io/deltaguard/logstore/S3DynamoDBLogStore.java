@@ -90,7 +90,13 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
                     }
                     return;
                 }
-                commit(target, resolved, actions);
+                if (FileNameUtils.isDeltaFile(resolved)) {
+                    CommitMetrics.observe(CommitMark.DYNAMODB, resolved.toString(),
+                        FileNameUtils.deltaVersion(resolved),
+                        tally -> commit(target, resolved, actions, tally));
+                } else {
+                    commit(target, resolved, actions, new CommitMetrics.Tally());
+                }
             } finally {
                 PATH_LOCK.release(resolved);
             }
@@ -100,7 +106,8 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
         }
     }
 
-    private void commit(S3Target target, Path resolved, Iterator<String> actions) throws IOException {
+    private void commit(S3Target target, Path resolved, Iterator<String> actions,
+                        CommitMetrics.Tally tally) throws IOException {
         FileSystem fs = target.fs();
         if (fs.exists(resolved)) {
             throw new FileAlreadyExistsException(resolved.toString());
@@ -133,7 +140,7 @@ public class S3DynamoDBLogStore extends HadoopFileSystemLogStore {
             S3ConditionalLogStore.writeLines(actions, out);
         }
         table.claim(entry, retries.maxAttempts(),
-            new Backoff(retries.baseDelayMs(), retries.maxDelayMs()));
+            new Backoff(retries.baseDelayMs(), retries.maxDelayMs()), tally);
         try {
             copy(fs, entry.absoluteTempPath(), resolved);
             table.put(entry.asComplete(settings.ttlSeconds), true);

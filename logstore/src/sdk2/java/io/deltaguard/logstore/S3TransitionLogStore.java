@@ -132,9 +132,11 @@ public class S3TransitionLogStore extends HadoopFileSystemLogStore {
             ConditionalWriteVerifier.ensureVerified(target.calls(), target.endpoint(),
                 target.bucket(), logDirKey, create);
         }
-        commit(target, create).commit(target.bucket(), logDirKey,
-            resolved.getParent().getParent().toString(), resolved.getName(),
-            FileNameUtils.deltaVersion(resolved), body.toByteArray());
+        long version = FileNameUtils.deltaVersion(resolved);
+        CommitMetrics.observe(CommitMark.TRANSITION, resolved.toString(), version,
+            tally -> commit(target, create.tallying(tally)).commit(target.bucket(), logDirKey,
+                resolved.getParent().getParent().toString(), resolved.getName(), version,
+                body.toByteArray(), tally));
     }
 
     private TransitionCommit commit(S3Target target, ConditionalCreate create) {

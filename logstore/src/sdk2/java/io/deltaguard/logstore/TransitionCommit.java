@@ -47,6 +47,14 @@ final class TransitionCommit {
      */
     void commit(String bucket, String logDirKey, String tablePath, String fileName, long version,
                 byte[] body) throws IOException {
+        commit(bucket, logDirKey, tablePath, fileName, version, body, new CommitMetrics.Tally());
+    }
+
+    /** {@link #commit(String, String, String, String, long, byte[])} whose conditional PutItems
+     *  and settles are reported to {@code tally} (the create's own PUTs report to the tally its
+     *  {@link ConditionalCreate} was given). */
+    void commit(String bucket, String logDirKey, String tablePath, String fileName, long version,
+                byte[] body, CommitMetrics.Tally tally) throws IOException {
         String fileKey = logDirKey + "/" + fileName;
         String where = "s3://" + bucket + "/" + fileKey;
         if (read(bucket, fileKey).isPresent()) {
@@ -56,7 +64,7 @@ final class TransitionCommit {
         CommitEntry entry = new CommitEntry(tablePath, fileName,
             ".tmp/" + fileName + "." + UUID.randomUUID(), false, null, CommitEntry.TRANSITION);
         S3LogFiles.overwrite(s3, bucket, logDirKey + "/" + entry.tempPath(), body);
-        table.claim(entry, create.maxAttempts(), create.backoff());
+        table.claim(entry, create.maxAttempts(), create.backoff(), tally);
         try {
             create.create(bucket, fileKey, body);
         } catch (FileAlreadyExistsException e) {
