@@ -57,6 +57,7 @@ SPARK_B_MODULES = frozenset(
         "test_streaming",
         "test_fanout",
         "test_go_s3_servers",
+        "test_commit_metrics_spark",
     }
 )
 #: Groups sorted first: with ``--no-loadscope-reorder`` pytest-xdist queues the groups in the
