@@ -186,19 +186,31 @@ def test_each_kind_is_mended_and_every_version_reads_the_same(
     print(f"\n{kind}: {TABLE[kind]}")
 
 
-def test_a_version_nothing_can_rebuild_is_named_and_nothing_written(
-    run_cli: Any, tmp_path: Path
+@pytest.mark.parametrize("latest_lost", [False, True], ids=["older-lost", "latest-lost"])
+def test_versions_nothing_can_rebuild_are_named_and_nothing_written(
+    latest_lost: bool, run_cli: Any, tmp_path: Path
 ) -> None:
+    """The commits below a broken checkpoint are gone and no good checkpoint is below it: the
+    versions up to the next good checkpoint are lost. Older versions only: exit 1; the latest
+    among them (the table cannot be read): exit 2, one line on stderr. Nothing written."""
     root = tmp_path / "t"
     _table(str(root))
-    _truncate(root)
-    for v in range(3):  # the commits below and at the broken checkpoint are gone
+    broken = 2 if latest_lost else 1
+    f = root / LOG / _cp(broken)
+    f.write_bytes(f.read_bytes()[:300])
+    for v in range(broken + 1):
         (root / LOG / f"{v:020d}.json").unlink()
-    (root / LOG / _cp(1)).unlink()
+    if latest_lost:
+        (root / LOG / _cp(1)).unlink()
     files = {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()}
     result = run_cli("repair", str(root), "--yes")
-    assert result.returncode == 1, result.stderr
-    assert "lost: versions 2 to 4 cannot be rebuilt" in result.stdout
+    if latest_lost:
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "lost: versions 2 to 4 cannot be rebuilt" in result.stdout
+        assert result.stderr.count("\n") == 1 and "versions 2 to 4" in result.stderr
+    else:
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "lost: version 1 cannot be rebuilt" in result.stdout, result.stdout
     assert {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()} == files
     assert not (root / QUARANTINE_DIR).exists()
 

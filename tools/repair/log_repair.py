@@ -128,6 +128,8 @@ class LogPlan:
     rebuild: list[int] = field(default_factory=list)
     lost: list[tuple[int, int]] = field(default_factory=list)
     hint: str | None = None
+    #: the latest version of the listing judged
+    latest: int | None = None
 
     @property
     def found(self) -> bool:
@@ -223,7 +225,7 @@ def plan_log_repair(store: TableStore) -> tuple[LogPlan, LogListing]:
     """Lists and judges the log (see the module docstring); writes nothing. Returns the plan
     and the listing it was made from."""
     listing = list_log(store)
-    plan = LogPlan(_find_broken(store, listing))
+    plan = LogPlan(_find_broken(store, listing), latest=listing.latest_version)
     hint, hint_problem = _hint(store)
     latest = listing.latest_version
     good_versions = {c.version for c in _good(listing, plan.broken)}

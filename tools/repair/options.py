@@ -24,7 +24,7 @@ Dry run unless --yes; commits through the table's own protocol (--commit-protoco
 to live writers (docs/guides/repair.md).
 
 Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), a gap no
-repair can fill, versions no checkpoint or commit can rebuild (named; nothing written), or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read or was refused, a setting was refused, or a
+repair can fill, older versions no checkpoint or commit can rebuild (named; nothing written), or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read (its latest version among those no checkpoint or commit can rebuild: nothing written) or was refused, a setting was refused, or a
 commit's outcome is unknown (nothing committed unless the message says so)."""
 
 

@@ -379,6 +379,13 @@ def _mend_log(req: RepairRequest, store: TableStore, rec: _Record, out: _Out) ->
         for line in describe(plan):
             out.line(line)
     if plan.lost:
+        first, last = plan.lost[-1]
+        if plan.latest is not None and last >= plan.latest:
+            raise _Refused(
+                f"{store.uri}: versions {first} to {last} (the latest among them) cannot be "
+                "rebuilt from a good checkpoint and the commits: the table cannot be read; "
+                "nothing written"
+            )
         return True
     if not req.yes:
         for version in plan.rebuild:
