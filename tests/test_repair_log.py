@@ -153,15 +153,29 @@ KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
 TABLE: dict[str, str] = {}
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_each_kind_is_mended_and_every_version_reads_the_same(
-    kind: str, spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = tmp_path / "t"
+@pytest.fixture(scope="module")
+def pristine(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One undamaged table (each test damages a copy: the log's paths are relative) and how
+    both readers read each of its versions."""
+    root = tmp_path_factory.mktemp("repair-log") / "t"
     _table(str(root))
     before = _readings(spark, str(root))
     assert not any(isinstance(v, str) for v in before.values()), before
+    return root, before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_is_mended_and_every_version_reads_the_same(
+    kind: str,
+    spark: Any,
+    pristine: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "t"
+    shutil.copytree(pristine[0], root)
+    before = pristine[1]
     damage, code = KINDS[kind]
     damage(root)
     assert code in _codes(str(root))
