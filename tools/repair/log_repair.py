@@ -51,6 +51,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
 from deltaguard.tools.deltalog.checkpoint import (
@@ -367,13 +368,17 @@ def apply_log_repair(
             _quarantine(store, s3, name, done)
             say(f"moved broken {LOG_DIR}/{name} to {done.quarantined[-1]['moved_to']}")
         if built is not None:
-            create_exclusive(store, s3, f"{LOG_DIR}/{name}", built.body)
-            built_at[version] = built
-            done.written.append(f"{LOG_DIR}/{name}")
-            say(
-                f"wrote {LOG_DIR}/{name}: version {version} rebuilt from the commits "
-                f"({built.add_files} live file(s), {built.actions} action(s))"
-            )
+            try:
+                create_exclusive(store, s3, f"{LOG_DIR}/{name}", built.body)
+            except LogFileExistsError:  # judged by the next run (and the audit below)
+                say(f"{LOG_DIR}/{name} was created by another writer meanwhile: kept")
+            else:
+                built_at[version] = built
+                done.written.append(f"{LOG_DIR}/{name}")
+                say(
+                    f"wrote {LOG_DIR}/{name}: version {version} rebuilt from the commits "
+                    f"({built.add_files} live file(s), {built.actions} action(s))"
+                )
         for other in files:
             if other != name:
                 _quarantine(store, s3, other, done)
