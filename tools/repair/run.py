@@ -4,7 +4,11 @@
    the DynamoDB entry could prove, an entry naming a temp file that is not there) stops here:
    exit 2, nothing written.
 2. With ``--yes``: restore each provable temp commit (create-exclusive), complete the entries.
-3. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
+3. The log's own damage (:mod:`.log_repair`): broken checkpoints and a wrong
+   ``_last_checkpoint``, planned (dry run) or rebuilt from the commits (``--yes``). Versions
+   nothing can rebuild are named and nothing is written: exit 1, or exit 2 when the latest
+   version is among them (the table cannot be read).
+3b. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
    dangling references (:mod:`.damage`).
 4. Name the audit's other errors, which no remove commit fixes (``not repaired: ...``, exit 1):
    the table is never called repaired while the audit would still fail it.
