@@ -285,3 +285,40 @@ def run_checkpoint(req: CheckpointRequest) -> int:
     elif req.tsv:
         write_tsv(CHECKPOINT_TSV_COLUMNS, [rec.row()])
     return int(code)
+
+
+@dataclass(frozen=True)
+class ClassicCheckpoint:
+    """A classic checkpoint file built in memory: its bytes, its rows (actions) and its live
+    files (``_last_checkpoint``'s ``size`` and ``numOfAddFiles``)."""
+
+    body: bytes
+    actions: int
+    add_files: int
+
+
+def classic_checkpoint(snap: Snapshot, now_ms: int) -> ClassicCheckpoint:
+    """The classic checkpoint of ``snap`` this command writes (steps 2 and 4 of the module
+    docstring; tombstones expire at ``now_ms``), for ``repair`` to rebuild a broken one.
+    Raises :class:`UnsupportedTableError` for a table refused by :func:`check_checkpointable`
+    and the replay's errors; writes nothing."""
+    check_checkpointable(snap)
+    try:
+        snap.deleted_file_retention_ms()
+    except ValueError as exc:
+        raise UnsupportedTableError(
+            f"{snap.store.uri}: delta.deletedFileRetentionDuration: {exc}"
+        ) from None
+    state = raw_state(snap)
+    assert state.protocol is not None and state.metadata is not None  # checked by raw_state
+    adds = state.adds()
+    table = checkpoint_rows(
+        adds,
+        _unexpired(snap, state, now_ms),
+        state.protocol,
+        state.metadata,
+        state.txns.values(),
+        state.domains.values(),
+        stats=_stats_as_json(snap),
+    )
+    return ClassicCheckpoint(parquet_bytes(table), table.num_rows, len(adds))

@@ -18,11 +18,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 HELP = """Fix what the audit finds in TABLE (a local path, s3:// or s3a://): remove the live
 entries whose data or deletion vector file is missing or of another size than the log says
 or has an unreadable Parquet footer or deletion vector (--check footers, the default) in one commit, and put back DynamoDB temp commits their DynamoDB entry proves.
+Rebuild broken checkpoints (unreadable, truncated, missing a part, disagreeing with the
+commits) from the commits and point _last_checkpoint at the newest good one.
 Dry run unless --yes; commits through the table's own protocol (--commit-protocol), safe next
 to live writers (docs/guides/repair.md).
 
 Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), a gap no
-repair can fill, or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read or was refused, a setting was refused, or a
+repair can fill, older versions no checkpoint or commit can rebuild (named; nothing written), or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read (its latest version among those no checkpoint or commit can rebuild: nothing written) or was refused, a setting was refused, or a
 commit's outcome is unknown (nothing committed unless the message says so)."""
 
 

@@ -4,7 +4,11 @@
    the DynamoDB entry could prove, an entry naming a temp file that is not there) stops here:
    exit 2, nothing written.
 2. With ``--yes``: restore each provable temp commit (create-exclusive), complete the entries.
-3. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
+3. The log's own damage (:mod:`.log_repair`): broken checkpoints and a wrong
+   ``_last_checkpoint``, planned (dry run) or rebuilt from the commits (``--yes``). Versions
+   nothing can rebuild are named and nothing is written: exit 1, or exit 2 when the latest
+   version is among them (the table cannot be read).
+3b. Replay the latest snapshot, refuse a table deltaguard may not write (exit 2), find the
    dangling references (:mod:`.damage`).
 4. Name the audit's other errors, which no remove commit fixes (``not repaired: ...``, exit 1):
    the table is never called repaired while the audit would still fail it.
@@ -28,6 +32,7 @@ done, so an interrupted run leaves a true record of what it did.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.tools.checkpoint.run import classic_checkpoint
 from deltaguard.tools.deltalog.audit import UNREADABLE_CODES, audit_table
 from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
@@ -50,6 +56,14 @@ from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
+from deltaguard.tools.repair.log_repair import (
+    LAST_CHECKPOINT,
+    LOG_CODES,
+    Built,
+    apply_log_repair,
+    describe,
+    plan_log_repair,
+)
 from deltaguard.tools.repair.modes import CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
 from deltaguard.tools.repair.remove_commit import (
@@ -99,6 +113,12 @@ class _Record:
     error: str | None = None
     #: the version a commit is being attempted at (an interrupt then leaves it undecided)
     in_flight: int | None = None
+    #: the log's own damage (:mod:`.log_repair`): broken checkpoints {"version", "kind",
+    #: "files", "reason"}, checkpoints written, files set aside, ``_last_checkpoint``
+    log: dict[str, Any] = field(default_factory=dict)
+    #: (first, last) version ranges nothing can rebuild (nothing of the log was changed)
+    lost_versions: list[list[int]] = field(default_factory=list)
+    log_found: bool = False
 
     def to_json(self, exit_code: int) -> dict[str, Any]:
         return {"schema": "deltaguard.repair/1", **self.__dict__, "exit_code": exit_code}
@@ -113,6 +133,13 @@ class _Record:
             rows.append(("restore-commit", version, None, "from its DynamoDB temp commit", done))
         for name in self.completed_entries:
             rows.append(("complete-dynamodb-entry", None, name, "", done))
+        for b in self.log.get("broken", []):
+            state = "not-repairable" if self.lost_versions else done
+            rows.append(("rebuild-checkpoint", b["version"], None, b["reason"], state))
+        for moved in self.log.get("quarantined", []):
+            rows.append(("set-aside", None, moved["file"], moved["moved_to"], "done"))
+        if self.log.get("hint"):
+            rows.append(("point-last-checkpoint", None, None, self.log["hint"], done))
         for version in self.gaps:
             reason = "no commit file and no temp commit"
             rows.append(("gap", version, None, reason, "not-repairable"))
@@ -229,7 +256,7 @@ _REPORTED_OTHERWISE = frozenset(
 )
 
 
-def _beyond_repair(store: TableStore) -> list[Finding]:
+def _beyond_repair(store: TableStore, planned: frozenset[str] = frozenset()) -> list[Finding]:
     """The audit's errors and warnings on ``store`` that a remove commit does not fix (a
     damaged checkpoint, ``_last_checkpoint`` naming none or disagreeing with its checkpoint, a
     corrupt line before the checkpoint, a ``.crc`` that disagrees, a stray log file, ...):
@@ -239,7 +266,9 @@ def _beyond_repair(store: TableStore) -> list[Finding]:
     return [
         f
         for f in report.findings
-        if f.severity in (Severity.ERROR, Severity.WARNING) and f.code not in _REPORTED_OTHERWISE
+        if f.severity in (Severity.ERROR, Severity.WARNING)
+        and f.code not in _REPORTED_OTHERWISE
+        and f.code not in planned
     ]
 
 
@@ -294,6 +323,8 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     if rec.to_restore:
         out.line("dangling references are checked once the stranded commits are restored")
         return ExitCode.FOUND
+    if _mend_log(req, store, rec, out):
+        return ExitCode.FOUND
     snap = _snapshot(store)
     planned, kept = find_damage(store, snap, req.check)
     for d in planned:
@@ -301,11 +332,12 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     for d in kept:
         out.line(f"not repaired: {d.code}: {d.path}: {d.reason}")
         rec.not_repaired.append({"code": d.code, "file": d.path, "message": d.reason})
-    for f in _beyond_repair(store):
+    # a dry run's plan already names the log damage --yes mends; after --yes the audit is fresh
+    for f in _beyond_repair(store, LOG_CODES if rec.log_found and not req.yes else frozenset()):
         where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "")
         out.line(f"not repaired: {f.code}: {where + ': ' if where else ''}{f.message}")
         rec.not_repaired.append({"code": f.code, "file": f.file, "message": f.message})
-    found = bool(planned or plan.complete or plan.unproven or rec.not_repaired)
+    found = bool(planned or plan.complete or plan.unproven or rec.not_repaired or rec.log_found)
     if not req.yes:
         rec.dangling = [{"path": d.path, "reason": d.reason} for d in planned]
         if planned:
@@ -320,6 +352,52 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
     if not planned and not rec.restored and not plan.complete and not found:
         out.line(f"{store.uri}: nothing to repair at version {snap.version}")
     return ExitCode.FOUND if plan.gaps or plan.unproven or rec.not_repaired else code
+
+
+def _build(snap: Snapshot) -> Built:
+    made = classic_checkpoint(snap, int(time.time() * 1000))
+    return Built(made.body, made.actions, made.add_files)
+
+
+def _mend_log(req: RepairRequest, store: TableStore, rec: _Record, out: _Out) -> bool:
+    """The log's own damage (:mod:`.log_repair`): planned in a dry run, mended with ``--yes``.
+    Returns whether versions are lost (nothing of the log is then changed)."""
+    if req.yes:
+        plan, done = apply_log_repair(store, req.s3, _build, out.line)
+    else:
+        plan, _listing = plan_log_repair(store)
+        done = None
+    rec.log = {
+        "broken": [
+            {"version": b.version, "kind": b.kind, "files": list(b.files), "reason": b.reason}
+            for b in plan.broken
+        ],
+        "rebuilt": plan.rebuild,
+        "hint": plan.hint,
+        "written": done.written if done else [],
+        "quarantined": done.quarantined if done else [],
+        "last_checkpoint": done.last_checkpoint if done else None,
+    }
+    rec.lost_versions = [[a, b] for a, b in plan.lost]
+    if not req.yes:
+        for line in describe(plan):
+            out.line(line)
+    if plan.lost:
+        first, last = plan.lost[-1]
+        if plan.latest is not None and last >= plan.latest:
+            raise _Refused(
+                f"{store.uri}: versions {first} to {last} (the latest among them) cannot be "
+                "rebuilt from a good checkpoint and the commits: the table cannot be read; "
+                "nothing written"
+            )
+        return True
+    if not req.yes:
+        for version in plan.rebuild:
+            out.line(f"dry run: would write a checkpoint of version {version} from the commits")
+        if plan.hint:
+            out.line(f"dry run: would rewrite {LAST_CHECKPOINT}: {plan.hint}")
+    rec.log_found = plan.found
+    return False
 
 
 def run_repair(req: RepairRequest) -> int:

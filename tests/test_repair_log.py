@@ -1,0 +1,266 @@
+"""``repair`` mends the log's own damage (issue 51 part 2): each kind of broken checkpoint and
+``_last_checkpoint``: audit names it, ``repair --yes`` mends it, and every retained version
+reads the same in Spark and delta-rs before the damage and after the repair (the readers are
+the oracle); a rerun does nothing; a version nothing can rebuild is named and nothing is
+written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from local_spark import local_spark_session
+
+from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
+from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
+from deltaguard.tools.deltalog.audit import audit_table
+from deltaguard.tools.repair.log_repair import QUARANTINE_DIR
+from deltaguard.tools.repair.run import RepairRequest, run_repair
+from deltaguard.tools.storage import S3Options
+
+LOG = "_delta_log"
+LATEST = 4  # versions 0..4; checkpoints of version 2 (and 1 where a kind needs two)
+
+
+def _cp(version: int) -> str:
+    return f"{version:020d}.checkpoint.parquet"
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with local_spark_session(tmp_path_factory, "repair-log") as session:
+        yield session
+
+
+def _delta_rs_rows(uri: str, version: int, options: dict[str, str] | None) -> list[Any]:
+    dt = DeltaTable(uri, version=version, storage_options=options)
+    data = QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()
+    return sorted(tuple(r.values()) for r in pa.table(data).to_pylist())
+
+
+def _spark_rows(spark: Any, uri: str, version: int) -> list[Any]:
+    df = spark.read.format("delta").option("versionAsOf", version).load(uri)
+    return sorted(tuple(r) for r in df.collect())
+
+
+def _readings(spark: Any | None, uri: str, options: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every retained version as each reader reads it (a failure is its first line)."""
+    out: dict[str, Any] = {}
+    readers: list[tuple[str, Callable[[int], list[Any]]]] = [
+        ("delta-rs", lambda v: _delta_rs_rows(uri, v, options))
+    ]
+    if spark is not None:
+        readers.append(("spark", lambda v: _spark_rows(spark, uri, v)))
+    for name, read in readers:
+        for version in range(LATEST + 1):
+            try:
+                out[f"{name}@{version}"] = read(version)
+            except Exception as exc:
+                out[f"{name}@{version}"] = f"failed: {str(exc).splitlines()[0]}"
+    return out
+
+
+def _table(uri: str, options: dict[str, str] | None = None) -> None:
+    """Versions 0-4 (appends and a delete) with a deltaguard checkpoint of versions 1 and 2."""
+    s3 = (
+        S3Options(options["AWS_ENDPOINT_URL"], options["AWS_REGION"], True)
+        if options
+        else S3Options()
+    )
+    for i in range(4):
+        write_deltalake(uri, pa.table({"id": [i, i + 10]}), mode="append", storage_options=options)
+        if i in (1, 2):
+            assert run_checkpoint(CheckpointRequest(uri, s3=s3)) == 0
+    DeltaTable(uri, storage_options=options).delete("id = 11")
+
+
+def _codes(uri: str, s3: S3Options | None = None) -> set[str]:
+    return {f.code for f in audit_table(uri, s3=s3, check_files=False).findings}
+
+
+def _repair(
+    uri: str, capsys: pytest.CaptureFixture[str], s3: S3Options | None = None, yes: bool = True
+) -> tuple[int, dict[str, Any]]:
+    capsys.readouterr()
+    code = run_repair(RepairRequest(uri, s3=s3 or S3Options(), yes=yes, as_json=True))
+    return code, json.loads(capsys.readouterr().out)
+
+
+# the damage, on local disk: each takes the table root
+def _truncate(root: Path) -> None:
+    f = root / LOG / _cp(2)
+    f.write_bytes(f.read_bytes()[:300])
+
+
+def _garbage(root: Path) -> None:
+    f = root / LOG / _cp(2)
+    f.write_bytes(os.urandom(f.stat().st_size))
+
+
+def _multipart_missing_part(root: Path) -> None:
+    """Version 2's checkpoint as a multi-part checkpoint (two parts), its second part gone."""
+    log = root / LOG
+    table = pq.read_table(log / _cp(2))
+    (log / _cp(2)).unlink()
+    half = table.num_rows // 2
+    for part, rows in ((1, table.slice(0, half)), (2, table.slice(half))):
+        if part == 1:
+            pq.write_table(rows, log / f"{2:020d}.checkpoint.{part:010d}.{2:010d}.parquet")
+    hint = {"version": 2, "size": table.num_rows, "parts": 2}
+    (log / "_last_checkpoint").write_text(json.dumps({**hint, "checksum": json_checksum(hint)}))
+
+
+def _mismatch(root: Path) -> None:
+    """Version 2's checkpoint holds version 1's state (its bytes copied over it)."""
+    log = root / LOG
+    shutil.copyfile(log / _cp(1), log / _cp(2))
+    hint = json.loads((log / "_last_checkpoint").read_text())
+    hint["sizeInBytes"] = (log / _cp(2)).stat().st_size
+    hint.pop("size")
+    hint["checksum"] = json_checksum(hint)
+    (log / "_last_checkpoint").write_text(json.dumps(hint))
+
+
+def _hint_dangling(root: Path) -> None:
+    (root / LOG / _cp(2)).unlink()
+
+
+def _hint_wrong(root: Path) -> None:
+    log = root / LOG
+    hint = json.loads((log / "_last_checkpoint").read_text())
+    hint.update(size=hint["size"] + 7, sizeInBytes=hint["sizeInBytes"] - 1, parts=3)
+    hint["checksum"] = json_checksum(hint)
+    (log / "_last_checkpoint").write_text(json.dumps(hint))
+
+
+KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "truncated": (_truncate, "checkpoint-unreadable"),
+    "garbage": (_garbage, "checkpoint-unreadable"),
+    "multipart-missing-part": (_multipart_missing_part, "checkpoint-parts-missing"),
+    "mismatch": (_mismatch, "checkpoint-mismatch"),
+    "hint-dangling": (_hint_dangling, "last-checkpoint-missing"),
+    "hint-wrong": (_hint_wrong, "last-checkpoint-mismatch"),
+}
+#: What each kind's repair did and what the readers read after (the damage table).
+TABLE: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def pristine(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One undamaged table (each test damages a copy: the log's paths are relative) and how
+    both readers read each of its versions."""
+    root = tmp_path_factory.mktemp("repair-log") / "t"
+    _table(str(root))
+    before = _readings(spark, str(root))
+    assert not any(isinstance(v, str) for v in before.values()), before
+    return root, before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_kind_is_mended_and_every_version_reads_the_same(
+    kind: str,
+    spark: Any,
+    pristine: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "t"
+    shutil.copytree(pristine[0], root)
+    before = pristine[1]
+    damage, code = KINDS[kind]
+    damage(root)
+    assert code in _codes(str(root))
+    files = {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()}
+    dry, report = _repair(str(root), capsys, yes=False)
+    assert dry == 1 and (report["log"]["broken"] or report["log"]["hint"]), report
+    assert {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()} == files
+    done, report = _repair(str(root), capsys)
+    assert done == 0, report
+    assert audit_table(str(root), check_files=False).healthy
+    after = _readings(spark, str(root))
+    assert after == before
+    again, rerun = _repair(str(root), capsys)
+    assert again == 0 and not rerun["log"]["broken"] and not rerun["log"]["hint"], rerun
+    assert not rerun["log"]["written"] and rerun["log"]["last_checkpoint"] is None
+    moved = [m["file"] for m in report["log"]["quarantined"]]
+    hint = json.loads((root / LOG / "_last_checkpoint").read_text())
+    TABLE[kind] = (
+        f"wrote {report['log']['written']}, set aside {moved}, _last_checkpoint -> "
+        f"{hint['version']}; {len(after)} readings (Spark, delta-rs x versions 0-{LATEST}) same"
+    )
+    print(f"\n{kind}: {TABLE[kind]}")
+
+
+@pytest.mark.parametrize("latest_lost", [False, True], ids=["older-lost", "latest-lost"])
+def test_versions_nothing_can_rebuild_are_named_and_nothing_written(
+    latest_lost: bool, run_cli: Any, tmp_path: Path
+) -> None:
+    """The commits below a broken checkpoint are gone and no good checkpoint is below it: the
+    versions up to the next good checkpoint are lost. Older versions only: exit 1; the latest
+    among them (the table cannot be read): exit 2, one line on stderr. Nothing written."""
+    root = tmp_path / "t"
+    _table(str(root))
+    broken = 2 if latest_lost else 1
+    f = root / LOG / _cp(broken)
+    f.write_bytes(f.read_bytes()[:300])
+    for v in range(broken + 1):
+        (root / LOG / f"{v:020d}.json").unlink()
+    if latest_lost:
+        (root / LOG / _cp(1)).unlink()
+    files = {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()}
+    result = run_cli("repair", str(root), "--yes")
+    if latest_lost:
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "lost: versions 2 to 4 cannot be rebuilt" in result.stdout
+        assert result.stderr.count("\n") == 1 and "versions 2 to 4" in result.stderr
+    else:
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "lost: version 1 cannot be rebuilt" in result.stdout, result.stdout
+    assert {p: p.read_bytes() for p in (root / LOG).rglob("*") if p.is_file()} == files
+    assert not (root / QUARANTINE_DIR).exists()
+
+
+@pytest.mark.parametrize("kind", ["truncated", "hint-dangling"])
+def test_on_localstack(
+    kind: str,
+    localstack: Any,
+    ls_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    uri = f"s3://{ls_bucket}/t"
+    options = endpoint.delta_rs_options()
+    s3opts = S3Options(endpoint.url, endpoint.region, True)
+    for i in range(4):
+        write_deltalake(uri, pa.table({"id": [i, i + 10]}), mode="append", storage_options=options)
+        if i in (1, 2):
+            assert run_checkpoint(CheckpointRequest(uri, s3=s3opts)) == 0
+    DeltaTable(uri, storage_options=options).delete("id = 11")
+    before = _readings(None, uri, options)
+    s3 = endpoint.s3_client()
+    key = f"t/{LOG}/{_cp(2)}"
+    if kind == "truncated":
+        body = s3.get_object(Bucket=ls_bucket, Key=key)["Body"].read()
+        s3.put_object(Bucket=ls_bucket, Key=key, Body=body[:300])
+        assert "checkpoint-unreadable" in _codes(uri, s3opts)
+    else:
+        s3.delete_object(Bucket=ls_bucket, Key=key)
+        assert "last-checkpoint-missing" in _codes(uri, s3opts)
+    done, report = _repair(uri, capsys, s3opts)
+    assert done == 0, report
+    assert audit_table(uri, s3=s3opts, check_files=False).healthy
+    assert _readings(None, uri, options) == before
+    again, rerun = _repair(uri, capsys, s3opts)
+    assert again == 0 and not rerun["log"]["written"], rerun
