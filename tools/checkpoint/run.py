@@ -29,13 +29,10 @@ import orjson
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.tools.checkpoint.build import check_checkpointable, classic_checkpoint
 from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
-from deltaguard.tools.checkpoint.parquet import checkpoint_rows, parquet_bytes
-from deltaguard.tools.checkpoint.state import RawState, raw_state
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, checkpoint_names
-from deltaguard.tools.deltalog.errors import UnsupportedTableError
-from deltaguard.tools.deltalog.features import feature
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
     list_log,
@@ -47,14 +44,6 @@ from deltaguard.tools.output import write_tsv
 from deltaguard.tools.storage import S3Options, TableStore, open_table
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
 
-#: The highest writer version this writer knows.
-MAX_WRITER_VERSION = 7
-#: Writer features whose checkpoints this writer does not make (each with why).
-_NOT_WRITTEN = {
-    "v2Checkpoint": "its checkpoints must follow the V2 spec (checkpointMetadata, sidecars), "
-    "which deltaguard does not write yet",
-    "redirectWriterOnly-preview": "the table is redirected to another location",
-}
 LAST_CHECKPOINT = "_last_checkpoint"
 
 
@@ -113,52 +102,6 @@ class _Refused(Exception):
     """A one-line refusal: exit 2."""
 
 
-def check_checkpointable(snap: Snapshot) -> None:
-    """Raises :class:`UnsupportedTableError` (one line, naming why) unless this writer's
-    classic checkpoint is right for ``snap``'s table (see the module docstring, step 2)."""
-    where, proto = snap.store.uri, snap.protocol
-    if proto.min_writer_version > MAX_WRITER_VERSION:
-        raise UnsupportedTableError(
-            f"{where} needs writer version {proto.min_writer_version}; deltaguard writes up to "
-            f"{MAX_WRITER_VERSION}: no checkpoint written"
-        )
-    for name in sorted(proto.writer_features):
-        if name in _NOT_WRITTEN:
-            raise UnsupportedTableError(
-                f"{where} uses writer feature {name}: {_NOT_WRITTEN[name]}: no checkpoint written"
-            )
-        if feature(name) is None:
-            raise UnsupportedTableError(
-                f"{where} uses writer feature {name}, unknown to deltaguard: no checkpoint "
-                "written (a writer must understand every writer feature)"
-            )
-    conf = snap.configuration
-    if conf.get("delta.checkpoint.writeStatsAsStruct", "false").strip().lower() == "true":
-        raise UnsupportedTableError(
-            f"{where} has delta.checkpoint.writeStatsAsStruct=true, which requires the parsed "
-            "stats and partition values deltaguard does not write: no checkpoint written"
-        )
-
-
-def _stats_as_json(snap: Snapshot) -> bool:
-    value = snap.configuration.get("delta.checkpoint.writeStatsAsJson", "true")
-    return value.strip().lower() != "false"
-
-
-def _unexpired(snap: Snapshot, state: RawState, now_ms: int) -> list[dict[str, Any]]:
-    """The tombstones a checkpoint keeps (:meth:`Snapshot.unexpired_tombstones`' rule)."""
-    try:
-        cutoff = now_ms - snap.deleted_file_retention_ms()
-    except ValueError as exc:
-        raise _Refused(f"{snap.store.uri}: delta.deletedFileRetentionDuration: {exc}") from None
-    out = []
-    for body in state.removes():
-        ts = body.get("deletionTimestamp")
-        if not isinstance(ts, int) or ts > cutoff:
-            out.append(body)
-    return out
-
-
 def _existing(snap: Snapshot, version: int) -> str | None:
     """The name of a readable checkpoint of ``version``; refuses if it has only unreadable
     ones."""
@@ -204,20 +147,8 @@ def _checkpoint(req: CheckpointRequest, rec: _Record, out: list[str]) -> int:
         rec.checkpoint, rec.outcome = name, "exists"
         _say(req, out, f"version {snap.version} already has a checkpoint ({name}): nothing written")
         return ExitCode.CLEAN
-    state = raw_state(snap)
-    assert state.protocol is not None and state.metadata is not None  # checked by raw_state
-    adds = state.adds()
-    removes = _unexpired(snap, state, int(time.time() * 1000))
-    table = checkpoint_rows(
-        adds,
-        removes,
-        state.protocol,
-        state.metadata,
-        state.txns.values(),
-        state.domains.values(),
-        stats=_stats_as_json(snap),
-    )
-    body = parquet_bytes(table)
+    made = classic_checkpoint(snap, int(time.time() * 1000))
+    body = made.body
     name = checkpoint_names(snap.version)[0]
     rec.checkpoint = name
     try:
@@ -231,15 +162,15 @@ def _checkpoint(req: CheckpointRequest, rec: _Record, out: list[str]) -> int:
         )
         return ExitCode.CLEAN
     rec.outcome = "written"
-    rec.actions, rec.add_files, rec.tombstones = table.num_rows, len(adds), len(removes)
+    rec.actions, rec.add_files, rec.tombstones = made.actions, made.add_files, made.tombstones
     rec.size_in_bytes = len(body)
     _say(
         req,
         out,
-        f"wrote {LOG_DIR}/{name}: version {snap.version}, {len(adds)} live file(s), "
-        f"{len(removes)} tombstone(s), {table.num_rows} action(s), {len(body)} bytes",
+        f"wrote {LOG_DIR}/{name}: version {snap.version}, {made.add_files} live file(s), "
+        f"{made.tombstones} tombstone(s), {made.actions} action(s), {len(body)} bytes",
     )
-    hint = last_checkpoint_json(snap.version, table.num_rows, len(body), len(adds))
+    hint = last_checkpoint_json(snap.version, made.actions, len(body), made.add_files)
     _say(req, out, _advance_hint(store, req.s3, hint, snap.version, rec))
     return ExitCode.CLEAN
 
@@ -285,40 +216,3 @@ def run_checkpoint(req: CheckpointRequest) -> int:
     elif req.tsv:
         write_tsv(CHECKPOINT_TSV_COLUMNS, [rec.row()])
     return int(code)
-
-
-@dataclass(frozen=True)
-class ClassicCheckpoint:
-    """A classic checkpoint file built in memory: its bytes, its rows (actions) and its live
-    files (``_last_checkpoint``'s ``size`` and ``numOfAddFiles``)."""
-
-    body: bytes
-    actions: int
-    add_files: int
-
-
-def classic_checkpoint(snap: Snapshot, now_ms: int) -> ClassicCheckpoint:
-    """The classic checkpoint of ``snap`` this command writes (steps 2 and 4 of the module
-    docstring; tombstones expire at ``now_ms``), for ``repair`` to rebuild a broken one.
-    Raises :class:`UnsupportedTableError` for a table refused by :func:`check_checkpointable`
-    and the replay's errors; writes nothing."""
-    check_checkpointable(snap)
-    try:
-        snap.deleted_file_retention_ms()
-    except ValueError as exc:
-        raise UnsupportedTableError(
-            f"{snap.store.uri}: delta.deletedFileRetentionDuration: {exc}"
-        ) from None
-    state = raw_state(snap)
-    assert state.protocol is not None and state.metadata is not None  # checked by raw_state
-    adds = state.adds()
-    table = checkpoint_rows(
-        adds,
-        _unexpired(snap, state, now_ms),
-        state.protocol,
-        state.metadata,
-        state.txns.values(),
-        state.domains.values(),
-        stats=_stats_as_json(snap),
-    )
-    return ClassicCheckpoint(parquet_bytes(table), table.num_rows, len(adds))

@@ -29,6 +29,8 @@ from deltaguard.tools.deltalog.actions import Protocol
 from deltaguard.tools.deltalog.errors import UnsupportedTableError
 
 MAX_READER_VERSION = 3
+#: The highest writer version deltaguard's own writers (``repair``, ``checkpoint``) know.
+MAX_WRITER_VERSION = 7
 
 
 class FeatureKind(StrEnum):

@@ -33,7 +33,7 @@ import orjson
 
 from deltaguard.logstore.jars import VERSION
 from deltaguard.tools.deltalog.errors import UnsupportedTableError
-from deltaguard.tools.deltalog.features import feature
+from deltaguard.tools.deltalog.features import MAX_WRITER_VERSION, feature
 from deltaguard.tools.deltalog.snapshot import Snapshot
 
 ENGINE_INFO = f"deltaguard-repair/{VERSION}"
@@ -49,7 +49,6 @@ _OWED_PER_COMMIT = {
     "icebergWriterCompatV1",
     "icebergWriterCompatV3",
 }
-MAX_WRITER_VERSION = 7
 
 
 def check_writable(snap: Snapshot) -> None:

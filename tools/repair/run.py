@@ -41,7 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.errors import LogFileExistsError
-from deltaguard.tools.checkpoint.run import classic_checkpoint
+from deltaguard.tools.checkpoint.build import classic_checkpoint
 from deltaguard.tools.deltalog.audit import UNREADABLE_CODES, audit_table
 from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
