@@ -35,6 +35,7 @@ from . import (
     throughput,
 )
 from .spark_lines import line_python
+from .stats import ratio_cell
 from .worker import work_dir
 
 RESULTS = Path(__file__).parent / "results"
@@ -49,7 +50,7 @@ def _latency_lines(lat: dict[str, Any]) -> list[str]:
         s = lat[side]
         lines.append(
             f"| {_SIDE[side]} | {s['plain_put_ms_median']:.2f} ms | "
-            f"{s['logstore_ms_median']:.2f} ms | {_ratio(s)} |"
+            f"{s['logstore_ms_median']:.2f} ms | {ratio_cell(s)} |"
         )
     vs = lat.get("dynamodb_vs_conditional")
     if vs:
@@ -62,7 +63,7 @@ def _latency_lines(lat: dict[str, Any]) -> list[str]:
             s = vs[side]
             lines.append(
                 f"| {_SIDE[side]} | {s['logstore_ms_median']:.2f} ms | "
-                f"{s['dynamodb_ms_median']:.2f} ms | {_ratio(s)} |"
+                f"{s['dynamodb_ms_median']:.2f} ms | {ratio_cell(s)} |"
             )
     return [*lines, ""]
 
@@ -245,10 +246,6 @@ def _orphans_lines(orph: dict[str, Any]) -> list[str]:
 
 
 _SIDE = {"jvm": "JVM", "python": "Python"}
-
-
-def _ratio(s: dict[str, Any]) -> str:
-    return f"{s['ratio_median']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f})"
 
 
 def _when(section: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.synthetic_table import SyntheticTable
 
 from .replay import upload
+from .stats import ratio_cell
 from .worker import work_dir
 
 DEPTHS = ("exists", "footers")
@@ -95,7 +96,6 @@ def markdown(section: dict[str, Any]) -> list[str]:
         row = section[storage]
         lines.append(
             f"| {storage} | {row['exists_wall_s_median']:.2f} s | "
-            f"{row['footers_wall_s_median']:.2f} s | {row['ratio_median']:.2f} "
-            f"({row['ratio_min']:.2f}-{row['ratio_max']:.2f}) |"
+            f"{row['footers_wall_s_median']:.2f} s | {ratio_cell(row)} |"
         )
     return [*lines, ""]

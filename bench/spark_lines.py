@@ -30,7 +30,7 @@ from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import LINES, SparkLine, installed_line
 
 from .commit_latency import _jvm_run
-from .stats import summarize
+from .stats import ratio_cell, summarize
 
 
 def _spark_jars(line: SparkLine) -> Path:
@@ -137,8 +137,7 @@ def markdown(section: dict[str, Any]) -> list[str]:
     for name, s in section["lines"].items():
         lines.append(
             f"| {name} ({s['plugin']}) | {s['plain_put_ms_median']:.2f} ms | "
-            f"{s['logstore_ms_median']:.2f} ms | {s['ratio_median']:.2f} "
-            f"({s['ratio_min']:.2f}-{s['ratio_max']:.2f}) |"
+            f"{s['logstore_ms_median']:.2f} ms | {ratio_cell(s)} |"
         )
     races = {name: s["race"] for name, s in section["lines"].items() if "race" in s}
     if races:

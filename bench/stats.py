@@ -27,3 +27,8 @@ def percentile(values: list[float], q: int) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def ratio_cell(s: dict[str, Any]) -> str:
+    """A summary's ratio as a table cell: the median of the per-run ratios, then (min-max)."""
+    return f"{s['ratio_median']:.2f} ({s['ratio_min']:.2f}-{s['ratio_max']:.2f})"
