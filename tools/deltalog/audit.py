@@ -63,6 +63,7 @@ from deltaguard.tools.deltalog.log_expiry import (
     log_retention_ms,
     plan_expiry,
 )
+from deltaguard.tools.deltalog.lost_commits import restored_marks, scan_lost_commits
 from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.provenance import (
@@ -297,7 +298,9 @@ def _check_commits(
     listing: LogListing,
     entries: dict[str, EntryState] | None,
     out: _Collector,
-) -> None:
+) -> set[tuple[int, str]]:
+    """The commits' findings; returns the lost commits they restore
+    (:func:`.lost_commits.restored_marks`)."""
     newest = max((c.version for c in listing.checkpoints), default=-1)
     names = [listing.commits[v] for v in sorted(listing.commits)]
     # log compactions readers may use instead of the commits they cover: parsed the same way
@@ -320,6 +323,29 @@ def _check_commits(
                 )
             shown.advance()
     _check_commit_paths(origins, out)
+    return restored_marks(d[0] for d in read if not isinstance(d, StorageError))
+
+
+def _check_lost_commits(
+    store: TableStore, restored: set[tuple[int, str]], out: _Collector
+) -> dict[str, Any]:
+    """``lost-commit`` per overwritten commit (``lost-commit-restored`` once a later version
+    restores it); returns the summary's ``lost_commits``."""
+    with phase("audit: looking for lost commits"):
+        scan = scan_lost_commits(store)
+    for lost in scan.lost:
+        done = (lost.version, lost.etag) in restored
+        out.add(
+            "lost-commit-restored" if done else "lost-commit",
+            lost.describe(),
+            _log(commit_file_name(lost.version)),
+        )
+    return {
+        "versioning": scan.versioning,
+        "note": scan.note,
+        "found": len(scan.lost),
+        "restored": sum((c.version, c.etag) in restored for c in scan.lost),
+    }
 
 
 def _check_commit_paths(origins: dict[int, Provenance], out: _Collector) -> None:
@@ -790,7 +816,8 @@ def audit_table(
     entries = read_entries(dynamodb) if dynamodb is not None else None
     _check_names(listing, entries, int(time.time() * 1000), out)
     hint = _check_last_checkpoint(store, listing, out)
-    _check_commits(store, listing, entries, out)
+    restored = _check_commits(store, listing, entries, out)
+    lost_commits = _check_lost_commits(store, restored, out)
     report = AuditReport(store.uri, None, listing.latest_version)
     snap: Snapshot | None = None
     if listing.latest_version is not None:
@@ -844,6 +871,7 @@ def audit_table(
             "checkpoints": len(listing.checkpoints),
             "staged_commits": len(listing.staged_commits),
             "log": log_cost_summary(listing, snap, entries, hint),
+            "lost_commits": lost_commits,
         }
     )
     if dynamodb is not None:

@@ -223,6 +223,20 @@ CODES: dict[str, tuple[Severity, str]] = {
         "(a second Spark driver, delta-rs, Trino) starts, move every job to the "
         "s3-conditional preset (docs/guides/commit-path.md).",
     ),
+    "lost-commit": (
+        Severity.ERROR,
+        "A commit a concurrent writer overwrote (Delta's single-driver store, or a plain "
+        "DynamoDB-protocol copy): bucket versioning kept its bytes as a noncurrent version of "
+        "N.json, and the files it added are in the table but no version names them, so its rows "
+        "are missing. `deltaguard orphans` keeps those files; `deltaguard repair --restore-lost` "
+        "re-commits a lost blind append as a new version (docs/guides/repair.md). Move the "
+        "writers to a safe preset first (unsafe-commit-path).",
+    ),
+    "lost-commit-restored": (
+        Severity.INFO,
+        "A lost commit that a later version restores (its commitInfo names it: "
+        "`deltaguard repair --restore-lost`). Nothing to do.",
+    ),
     "unknown-writer-feature": (
         Severity.WARNING,
         "The protocol lists a writer feature deltaguard does not know. Reading is unaffected; "

@@ -35,6 +35,8 @@ def print_audit(report: AuditReport, console: Console) -> None:
         console.print(f"  checkpoint compared: {s.get('checkpoint_compared')}")
     if log := s.get("log"):
         print_log_cost(log, console)
+    if lost_note := (s.get("lost_commits") or {}).get("note"):
+        console.print(f"  note: {lost_note}", markup=False)
     if not report.findings:
         console.print("[bold green]healthy: no findings[/]")
         return
