@@ -164,3 +164,41 @@ def test_unversioned_bucket_is_one_note_and_no_finding(
         == "bucket versioning off: lost commits cannot be found"
     )
     assert audit_exit_code(report) == 0
+
+
+def _cli_s3(t: dict[str, Any]) -> list[str]:
+    return ["--endpoint", t["s3_options"].endpoint, "--path-style"]
+
+
+def _data_keys(t: dict[str, Any]) -> set[str]:
+    prefix = f"{t['table']}/"
+    pages = t["s3"].get_paginator("list_objects_v2").paginate(Bucket=t["bucket"], Prefix=prefix)
+    keys = {o["Key"].removeprefix(prefix) for p in pages for o in p.get("Contents", [])}
+    return {k for k in keys if not k.startswith("_delta_log/")}
+
+
+def test_orphans_keep_the_lost_commits_files_on_minio(
+    minio_table: dict[str, Any], run_cli, tmp_path
+) -> None:
+    t = minio_table
+    _versioned(t)
+    _append(t, [0])
+    _append(t, [1])
+    lost = _lost_body(t["s3"], t["bucket"], t["table"], [100, 101])
+    _overwrite(t["s3"], t["bucket"], t["table"], 1, lost)
+    lost_file = json.loads(lost.splitlines()[-1])["add"]["path"]
+    t["s3"].put_object(Bucket=t["bucket"], Key=f"{t['table']}/part-failed.parquet", Body=b"x")
+    before = _data_keys(t)
+    assert lost_file in before
+
+    args = ["orphans", t["uri"], *_cli_s3(t), "--retention", "0h", "--unsafe-retention"]
+    dry = run_cli(*args, "--json")
+    assert dry.returncode == 1, dry.stderr  # files to clean, and damage (a lost commit)
+    classes = {c["path"]: c for c in json.loads(dry.stdout)["files"]}
+    assert classes[lost_file]["class"] == "lost-commit"
+    assert "version 1" in classes[lost_file]["reason"]
+    assert classes["part-failed.parquet"]["class"] == "orphan"
+
+    done = run_cli(*args, "--delete", "--yes", "--manifest", str(tmp_path / "m"))
+    assert done.returncode == 1, done.stdout + done.stderr  # the lost commit is still damage
+    assert before - _data_keys(t) == {"part-failed.parquet"}, "only the true orphan went"

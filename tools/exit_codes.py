@@ -8,7 +8,7 @@ README's table is this one). Every failure also prints one line on stderr,
     already had one).
 ``1`` (:attr:`ExitCode.FOUND`)
     done, and something needs attention: audit findings (warnings or errors), files to clean
-    or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``), a gap
+    or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``, ``lost-commit``), a gap
     ``repair`` cannot fill, a temp commit ``repair`` cannot prove without
     ``--dynamodb-table``, damage ``repair`` leaves (``not repaired: ...`` lines: errors no
     remove commit fixes, a grown data file delta-rs still reads), missing commits a checkpoint

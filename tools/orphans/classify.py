@@ -23,6 +23,11 @@ one class:
     a DynamoDB temp commit (``_delta_log/.tmp/N.json.<uuid>``) the log protocol may still
     need, whatever its age: of a version newer than the latest (possibly the only copy of
     commit N), or one whose DynamoDB entry is incomplete or was not checked. Never deleted.
+``lost-commit``
+    named only by a lost commit (an ``N.json`` a concurrent writer overwrote, kept by bucket
+    versioning: :mod:`deltaguard.tools.deltalog.lost_commits`): its rows are missing from the
+    table, and ``deltaguard repair --restore-lost`` may put them back. Never deleted; the
+    reason names the version (and object version) that lost it.
 ``stranded-commit``
     damage: a DynamoDB temp commit of a version inside the retained log whose ``N.json`` is
     missing; it may hold the missing commit. Reported, never deleted.
@@ -50,7 +55,9 @@ import pyarrow as pa
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
+from deltaguard.tools.deltalog.lost_commits import VERSIONING_OFF, scan_lost_commits
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
+from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
@@ -97,6 +104,7 @@ class FileClass(StrEnum):
     LOG_TEMP = "log-temp"
     PENDING_COMMIT = "pending-commit"
     STRANDED_COMMIT = "stranded-commit"
+    LOST_COMMIT = "lost-commit"
     #: ``log-cleanup`` only: a log file below the truncation checkpoint, older than the
     #: log retention (:mod:`deltaguard.tools.deltalog.log_expiry`).
     EXPIRED_LOG = "expired-log"
@@ -169,9 +177,41 @@ class ScanResult:
         return [c for c in self.candidates if c.file_class in classes]
 
 
-def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> list[Candidate]:
+#: ``.format(version, object version)``: the reason of a ``lost-commit`` file.
+LOST_COMMIT_REASON = (
+    "added only by the lost commit of version {} (object version {}): kept; "
+    "see deltaguard audit and repair --restore-lost"
+)
+
+
+def lost_commit_files(store: TableStore) -> tuple[dict[str, str], str | None]:
+    """The files (relative to the table root) the table's lost commits add, each with its
+    :data:`LOST_COMMIT_REASON` (the first lost commit naming it), and a note for the report
+    when the look failed (versioning denied, a listing failed; versioning off is no note:
+    there is nothing to keep then). Both engines call this on the driver; the files a retained
+    entry names are never classed by it (:func:`data_candidate`)."""
+    scan = scan_lost_commits(store)
+    out: dict[str, str] = {}
+    for lost in scan.lost:
+        for add in lost.adds:
+            rel = relative_to_root(add.path, store)
+            if rel is not None:
+                out.setdefault(rel, LOST_COMMIT_REASON.format(lost.version, lost.version_id))
+            dv = add.deletion_vector.file_path() if add.deletion_vector else None
+            dv_rel = relative_to_root(dv, store) if dv is not None else None
+            if dv_rel is not None:
+                out.setdefault(dv_rel, LOST_COMMIT_REASON.format(lost.version, lost.version_id))
+    return out, (scan.note if scan.note != VERSIONING_OFF else None)
+
+
+def data_candidates(
+    files: list[FileInfo],
+    refs: References,
+    cutoff_ms: int,
+    lost: Mapping[str, str] | None = None,
+) -> list[Candidate]:
     """:func:`data_candidate` for each listed data file, asking the reference sets about all
-    of them at once."""
+    of them at once; ``lost``: :func:`lost_commit_files`."""
     paths = [info.path for info in files]
     protected = refs.protected.contains_all(paths)
     named = refs.named_in_log.contains_all(paths)
@@ -187,6 +227,7 @@ def data_candidates(files: list[FileInfo], refs: References, cutoff_ms: int) -> 
             named_in_log=bool(named[k]),
             tombstone=(at >= 0, refs.tombstone_ms[at].as_py() if at >= 0 else None),
             change_data=bool(change_data[k]),
+            lost=(lost or {}).get(info.path),
         )
         if c is not None:
             out.append(c)
@@ -212,13 +253,17 @@ def data_candidate(
     named_in_log: bool,
     tombstone: tuple[bool, int | None],
     change_data: bool,
+    lost: str | None = None,
 ) -> Candidate | None:
     """The class of one listed data file, from what the log says about its path: protected by
     the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
-    timestamp), a ``cdc`` file. The one rule both engines apply (the Spark engine's SQL,
+    timestamp), a ``cdc`` file, added by a lost commit (``lost``: the reason, whatever the
+    file's age; only when no retained entry names it). The one rule both engines apply (the Spark engine's SQL,
     :mod:`deltaguard.tools.spark_engine.classify_sql`, is tested row for row against it)."""
     if protected:
         return None
+    if lost is not None and not named_in_log:
+        return Candidate(info.path, info.size, info.mtime_ms, FileClass.LOST_COMMIT, lost)
     if info.mtime_ms >= cutoff_ms:
         return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, RECENT_REASON)
     if not named_in_log:
@@ -423,6 +468,10 @@ def scan(
             progress=progress,
             cuts=cuts,
         )
+    phase("looking for lost commits")
+    lost, lost_note = lost_commit_files(store)
+    if lost_note is not None:
+        notes.append(lost_note)
     phase("classifying")
     checkpoints = checkpoint_dirs(info.path for info in table.files)
     candidates = data_candidates(
@@ -433,6 +482,7 @@ def scan(
         ],
         refs,
         cutoff,
+        lost,
     )
     entries = read_entries(dynamodb) if dynamodb is not None else None
     candidates += log_candidates(store, listing, cutoff, entries)

@@ -31,7 +31,7 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
     }
 
 ``CLASS`` is one of ``orphan``, ``expired-tombstone``, ``recent``, ``log-temp``,
-``pending-commit``, ``stranded-commit`` (:mod:`.classify`); ``path`` is relative to the table
+``pending-commit``, ``stranded-commit``, ``lost-commit`` (:mod:`.classify`); ``path`` is relative to the table
 root and decoded, ``location`` absolute.
 """
 
@@ -56,6 +56,7 @@ _STYLE = {
     FileClass.LOG_TEMP: "magenta",
     FileClass.PENDING_COMMIT: "cyan",
     FileClass.STRANDED_COMMIT: "bold red",
+    FileClass.LOST_COMMIT: "bold red",
     FileClass.EXPIRED_LOG: "yellow",
 }
 #: What cleanup does with each class (the terminal report's column).
@@ -66,6 +67,7 @@ CLEANUP_ACTION = {
     FileClass.LOG_TEMP: "--delete",
     FileClass.PENDING_COMMIT: "never (the commit protocol may need it)",
     FileClass.STRANDED_COMMIT: "never (damage: may hold a missing commit)",
+    FileClass.LOST_COMMIT: "never (a lost commit's rows: repair --restore-lost)",
     FileClass.EXPIRED_LOG: "log-cleanup --yes",
 }
 

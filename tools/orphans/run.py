@@ -66,7 +66,8 @@ def outcome_code(planned: int, damaged: int, cleanup: dict[str, Any] | None) -> 
     """The exit code of a scan (and its cleanup): 4 if a signal stopped the cleanup
     (:func:`.cleanup.stopped_by`); 3 if a cleanup left deletions failed or unknown or failed
     after deleting began (:func:`.cleanup.unfinished`); else 1 if files to clean remain
-    planned (dry run) or the scan found damage (``stranded-commit``); else 0."""
+    planned (dry run) or the scan found damage (``stranded-commit``, ``lost-commit``); else
+    0."""
     if cleanup is not None:
         if stopped_by(cleanup):
             return ExitCode.INTERRUPTED
@@ -84,6 +85,16 @@ def damage_line(damaged: int) -> str | None:
         f"damage: {damaged} DynamoDB temp commit(s) of retained versions whose N.json is "
         "missing (class stranded-commit): never deleted; see their reasons and "
         "docs/guides/cleanup.md"
+    )
+
+
+def lost_line(lost: int) -> str | None:
+    """The summary line for ``lost-commit`` files, or None."""
+    if not lost:
+        return None
+    return (
+        f"damage: {lost} file(s) only a lost commit names (class lost-commit): never deleted; "
+        "see deltaguard audit and docs/guides/repair.md (repair --restore-lost)"
     )
 
 
@@ -198,6 +209,7 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
     classes = cleanup_classes(req.include_tombstones)
     planned, planned_bytes = scan.count(classes)
     damaged, _ = scan.count((FileClass.STRANDED_COMMIT,))
+    lost, _ = scan.count((FileClass.LOST_COMMIT,))
     cleanup: dict[str, Any] | None = None
     unwritten: list[dict[str, Any]] = []
     manifests = req.manifest_path or manifests_dir()
@@ -239,7 +251,7 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
             cleanup["unwritten"] = unwritten
         if cleanup.get("error"):
             err.print(f"deltaguard orphans: {summary(cleanup, str(manifest))}", highlight=False)
-    code = outcome_code(planned, damaged, cleanup)
+    code = outcome_code(planned, damaged + lost, cleanup)
     for text in interrupted_lines(cleanup, req) if cleanup and req.as_json else []:
         err.print(text, highlight=False)
     if req.as_json:
@@ -261,8 +273,9 @@ def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
         print_scan(scan, out)
     if scan.report_path is not None:
         out.print(f"report table: {scan.report_path}")
-    if line := damage_line(damaged):
-        out.print(line, highlight=False, soft_wrap=True)
+    for line in (damage_line(damaged), lost_line(lost)):
+        if line:
+            out.print(line, highlight=False, soft_wrap=True)
     if cleanup is not None and (line := continues_line(cleanup)):
         out.print(line, highlight=False, soft_wrap=True)
     if not planned:

@@ -12,7 +12,7 @@ and streaming checkpoint filter (:func:`~deltaguard.tools.orphans.rules.hidden_r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.times import iso_utc
@@ -31,10 +31,14 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 
-def data_class_columns(cutoff_ms: int) -> tuple[Column, Column]:
+def data_class_columns(
+    cutoff_ms: int, lost: Mapping[str, str] | None = None
+) -> tuple[Column, Column]:
     """The ``class`` (null: not a candidate, i.e. protected) and ``reason`` columns of a row
     with ``path``, ``mtime_ms`` and the nullable flags ``protected``, ``named_in_log``,
-    ``tombstone``, ``tombstone_ms``, ``change_data``."""
+    ``tombstone``, ``tombstone_ms``, ``change_data``. ``lost``: the files of lost commits
+    with their reasons (:func:`~deltaguard.tools.orphans.classify.lost_commit_files`, a few
+    per lost commit: a literal map)."""
     from pyspark.sql import functions as F
 
     def flag(name: str) -> Column:
@@ -45,14 +49,22 @@ def data_class_columns(cutoff_ms: int) -> tuple[Column, Column]:
     protected = flag("protected")
     recent = F.col("mtime_ms") >= F.lit(cutoff_ms)
     orphan = ~flag("named_in_log")
+    lost_reason = (
+        F.create_map(*(F.lit(x) for pair in sorted(lost.items()) for x in pair))[F.col("path")]
+        if lost
+        else F.lit(None).cast("string")
+    )
+    lost_file = lost_reason.isNotNull() & orphan
     file_class = (
         F.when(protected, F.lit(None).cast("string"))
+        .when(lost_file, F.lit(FileClass.LOST_COMMIT.value))
         .when(recent, F.lit(FileClass.RECENT.value))
         .when(orphan, F.lit(FileClass.ORPHAN.value))
         .otherwise(F.lit(FileClass.EXPIRED_TOMBSTONE.value))
     )
     reason = (
         F.when(protected, F.lit(None).cast("string"))
+        .when(lost_file, lost_reason)
         .when(recent, F.lit(RECENT_REASON))
         .when(
             orphan,

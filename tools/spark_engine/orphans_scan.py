@@ -24,6 +24,7 @@ from deltaguard.tools.orphans.classify import (
     FileClass,
     ScanResult,
     log_candidates,
+    lost_commit_files,
 )
 from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
@@ -79,7 +80,13 @@ def _checkpoint_dirs(table: DistributedListing) -> set[str]:
     return checkpoint_dirs(r.path for r in markers.collect())
 
 
-def _classified(files: DataFrame, log: SparkLog, cutoff_ms: int, live: Observation) -> DataFrame:
+def _classified(
+    files: DataFrame,
+    log: SparkLog,
+    cutoff_ms: int,
+    live: Observation,
+    lost: dict[str, str] | None = None,
+) -> DataFrame:
     """The candidates among the listed ``files`` (:data:`REPORT_SCHEMA`): the listing and the
     log's :func:`~.log_refs.reference_rows` grouped by path in one aggregation (one shuffle,
     no join), classified by :func:`~.classify_sql.data_class_columns`. ``live`` observes the
@@ -99,7 +106,7 @@ def _classified(files: DataFrame, log: SparkLog, cutoff_ms: int, live: Observati
         )
         .observe(live, F.count_if(F.coalesce(F.col("live"), F.lit(False))).alias("live"))
     )
-    file_class, reason = data_class_columns(cutoff_ms)
+    file_class, reason = data_class_columns(cutoff_ms, lost)
     return (
         grouped.where(F.col("listed"))
         .select(
@@ -165,6 +172,7 @@ def scan_spark(
         from_inventory = read.report
         cutoff = min(cutoff, from_inventory.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None
+    lost, lost_note = lost_commit_files(store)
     cuts = (
         range_cuts(log.cached, log.checkpoint_rows, store, range_files, max_tasks(spark))
         if inventory is None and isinstance(store, S3TableStore) and lister_available(spark)
@@ -191,7 +199,7 @@ def scan_spark(
             """Writes the report table (``filtered``: without the files of the streaming
             checkpoints found so far); returns the observation of its live files."""
             live = Observation(f"orphans live files, {attempt}")
-            classified = _classified(table.files, log, cutoff, live)
+            classified = _classified(table.files, log, cutoff, live, lost)
             if filtered:
                 visible = visible_unkept(partition_columns, configuration, checkpoints)
                 classified = classified.where(visible)
@@ -238,6 +246,8 @@ def scan_spark(
         for g in sorted(groups, key=lambda g: (g.partition, g["class"]))
     ]
     notes = list(log.notes)
+    if lost_note is not None:
+        notes.append(lost_note)
     if count > max_report_files:
         notes.append(
             f"{count} candidates: the file list is in the report table {report_path} "
