@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from deltaguard.localstack.minio_server import MinIOServer
 from deltaguard.tools.deltalog.audit import audit_table
@@ -202,3 +202,103 @@ def test_orphans_keep_the_lost_commits_files_on_minio(
     done = run_cli(*args, "--delete", "--yes", "--manifest", str(tmp_path / "m"))
     assert done.returncode == 1, done.stdout + done.stderr  # the lost commit is still damage
     assert before - _data_keys(t) == {"part-failed.parquet"}, "only the true orphan went"
+
+
+def _rows(t: dict[str, Any]) -> list[int]:
+    table = DeltaTable(t["uri"], storage_options=t["options"]).to_pyarrow_table()
+    return sorted(table.column("x").to_pylist())
+
+
+def test_restore_lost_brings_every_lost_row_back_once_on_minio(
+    minio_table: dict[str, Any], run_cli
+) -> None:
+    t = minio_table
+    _versioned(t)
+    _append(t, [0, 1])
+    _append(t, [2])
+    _append(t, [3])
+    s3, bucket, table = t["s3"], t["bucket"], t["table"]
+    ledger = {1: [100, 101], 2: [200]}  # the race's ledger: version -> the ids it lost
+    for version, ids in ledger.items():
+        _overwrite(s3, bucket, table, version, _lost_body(s3, bucket, table, ids))
+    oracle = _raw_lost(s3, bucket, table)
+    assert sorted(oracle) == sorted(ledger)
+    lost_ids = sorted(i for ids in ledger.values() for i in ids)
+    before = _rows(t)
+    assert before == [0, 1, 2, 3]
+
+    args = ["repair", t["uri"], *_cli_s3(t), "--restore-lost"]
+    dry = run_cli(*args)
+    assert dry.returncode == 1, dry.stdout + dry.stderr
+    assert dry.stdout.count("would be restored") == 2
+    assert _rows(t) == before, "a dry run writes nothing"
+
+    done = run_cli(*args, "--yes", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcomes = json.loads(done.stdout)["lost_commits"]
+    assert sorted(o["version"] for o in outcomes if o["state"] == "restored") == sorted(oracle)
+    assert _rows(t) == sorted(before + lost_ids)
+
+    again = run_cli(*args, "--yes", "--json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {o["state"] for o in json.loads(again.stdout)["lost_commits"]} == {"already-restored"}
+    assert _rows(t) == sorted(before + lost_ids), "a second run commits nothing"
+    report = audit_table(t["uri"], s3=t["s3_options"])
+    codes = [f.code for f in report.findings]
+    assert "lost-commit" not in codes and codes.count("lost-commit-restored") == 2
+
+
+def test_restore_lost_refuses_what_is_not_a_blind_append_on_minio(
+    minio_table: dict[str, Any], run_cli
+) -> None:
+    t = minio_table
+    _versioned(t)
+    _append(t, [0])
+    _append(t, [1])
+    _append(t, [2])
+    _append(t, [3])
+    s3, bucket, table = t["s3"], t["bucket"], t["table"]
+    first = json.loads(
+        s3.get_object(Bucket=bucket, Key=f"{table}/_delta_log/{_commit_name(1)}")["Body"]
+        .read()
+        .splitlines()[-1]
+    )
+    removes = [
+        {"remove": {"path": first["add"]["path"], "deletionTimestamp": 1, "dataChange": True}}
+    ]
+    _overwrite(s3, bucket, table, 1, _lost_body(s3, bucket, table, [100], extra=removes))
+    meta = s3.get_object(Bucket=bucket, Key=f"{table}/_delta_log/{_commit_name(0)}")["Body"].read()
+    metadata = [json.loads(x) for x in meta.splitlines() if b'"metaData"' in x]
+    _overwrite(s3, bucket, table, 2, _lost_body(s3, bucket, table, [200], extra=metadata))
+    gone = _lost_body(s3, bucket, table, [300])
+    s3.delete_object(
+        Bucket=bucket, Key=f"{table}/{json.loads(gone.splitlines()[-1])['add']['path']}"
+    )
+    _overwrite(s3, bucket, table, 3, gone)
+    log_before = _raw_log(t)
+
+    for extra in ([], ["--yes"]):
+        run = run_cli("repair", t["uri"], *_cli_s3(t), "--restore-lost", *extra)
+        assert run.returncode == 1, run.stdout + run.stderr
+        lines = [x for x in run.stdout.splitlines() if x.startswith("not restorable")]
+        assert len(lines) == 3, run.stdout
+        assert "remove" in lines[0] and "metaData" in lines[1] and "is gone" in lines[2]
+        assert _raw_log(t) == log_before, "nothing written"
+
+
+def _raw_log(t: dict[str, Any]) -> dict[str, str]:
+    prefix = f"{t['table']}/_delta_log/"
+    pages = t["s3"].get_paginator("list_objects_v2").paginate(Bucket=t["bucket"], Prefix=prefix)
+    return {o["Key"]: o["ETag"] for p in pages for o in p.get("Contents", [])}
+
+
+def test_restore_lost_without_versioning_is_one_line_exit_2(
+    minio_table: dict[str, Any], run_cli
+) -> None:
+    t = minio_table
+    _append(t, [0])
+    run = run_cli("repair", t["uri"], *_cli_s3(t), "--restore-lost", "--yes")
+    assert run.returncode == 2
+    assert run.stderr.strip() == (
+        "deltaguard repair: bucket versioning off: lost commits cannot be found"
+    )

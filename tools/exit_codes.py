@@ -11,7 +11,8 @@ README's table is this one). Every failure also prints one line on stderr,
     or damage to repair in a dry run, damage ``orphans`` found (``stranded-commit``, ``lost-commit``), a gap
     ``repair`` cannot fill, a temp commit ``repair`` cannot prove without
     ``--dynamodb-table``, damage ``repair`` leaves (``not repaired: ...`` lines: errors no
-    remove commit fixes, a grown data file delta-rs still reads), missing commits a checkpoint
+    remove commit fixes, a grown data file delta-rs still reads; ``not restorable: ...``: a
+    lost commit ``repair --restore-lost`` leaves), missing commits a checkpoint
     covers (``history``, as ``audit``), an unsafe store.
 ``2`` (:attr:`ExitCode.UNREADABLE`)
     the command could not read what its answer needs, so the answer is incomplete: no

@@ -23,8 +23,13 @@ commits) from the commits and point _last_checkpoint at the newest good one.
 Dry run unless --yes; commits through the table's own protocol (--commit-protocol), safe next
 to live writers (docs/guides/repair.md).
 
+With --restore-lost: re-commit each lost blind append (an N.json a concurrent writer
+overwrote, kept by bucket versioning) as a new version; anything else is reported.
+
 Exit code 0: nothing to repair, or all repaired; 1: something to repair (dry run), a gap no
-repair can fill, older versions no checkpoint or commit can rebuild (named; nothing written), or a temp commit that may be stranded (give --dynamodb-table to check); 2: the table could not be read (its latest version among those no checkpoint or commit can rebuild: nothing written) or was refused, a setting was refused, or a
+repair can fill, older versions no checkpoint or commit can rebuild (named; nothing written), a temp commit that may be stranded (give --dynamodb-table to check), or a
+lost commit that is not restorable; 2: the table could not be read (its latest version among those no checkpoint or commit can rebuild: nothing written) or was refused, a setting
+was refused, lost commits could not be looked for (no bucket versioning), or a
 commit's outcome is unknown (nothing committed unless the message says so)."""
 
 
@@ -40,6 +45,12 @@ def repair_options(f: F) -> F:
                 help="S3: how the table's writers commit (default conditional; dynamodb and "
                 "transition need --dynamodb-table)",
             ),
+            click.option(
+                "--restore-lost",
+                is_flag=True,
+                help="instead: re-commit the lost blind appends bucket versioning kept "
+                "(docs/guides/repair.md#lost-commits)",
+            ),
             click.option("--yes", is_flag=True, help="really commit (default: a dry run)"),
             click.option(
                 "--json", "as_json", is_flag=True, help="print the report as JSON (= --format json)"
@@ -53,7 +64,8 @@ def repair_options(f: F) -> F:
 def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
     """The :class:`~deltaguard.tools.repair.run.RepairRequest` of the command line: TABLE, the
     DynamoDB check the shared options built, and the remaining options by name (``endpoint``,
-    ``region``, ``path_style``, ``check_mode``, ``commit_protocol``, ``yes``, ``as_json``, ``fmt``)."""
+    ``region``, ``path_style``, ``check_mode``, ``commit_protocol``, ``restore_lost``, ``yes``,
+    ``as_json``, ``fmt``)."""
     from deltaguard.tools.repair.run import RepairRequest
     from deltaguard.tools.storage import S3Options
 
@@ -67,4 +79,5 @@ def repair_request(table: str, dynamodb: Any, **options: Any) -> Any:
         options["yes"],
         options["as_json"],
         tsv=options["fmt"] == TSV,
+        restore_lost=options["restore_lost"],
     )

@@ -54,7 +54,7 @@ from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
-from deltaguard.tools.repair.committer import CommitSettingError, open_committer
+from deltaguard.tools.repair.committer import CommitSettingError, Committer, open_committer
 from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
 from deltaguard.tools.repair.log_repair import (
     LAST_CHECKPOINT,
@@ -71,6 +71,7 @@ from deltaguard.tools.repair.remove_commit import (
     in_commit_timestamps,
     repair_actions,
 )
+from deltaguard.tools.repair.restore_lost import LostRefused, restore_lost
 from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
 from deltaguard.tools.storage import S3Options, TableStore, open_table, table_not_found
 from deltaguard.tools.storage.errors import DeltaLogError
@@ -90,6 +91,8 @@ class RepairRequest:
     attempts: int = 20
     #: ``--format tsv``: no text lines; one row per action at the end (:data:`REPAIR_TSV_COLUMNS`)
     tsv: bool = False
+    #: ``--restore-lost``: restore lost blind appends instead (:mod:`.restore_lost`)
+    restore_lost: bool = False
 
 
 @dataclass
@@ -119,6 +122,8 @@ class _Record:
     #: (first, last) version ranges nothing can rebuild (nothing of the log was changed)
     lost_versions: list[list[int]] = field(default_factory=list)
     log_found: bool = False
+    #: ``--restore-lost``: one outcome per lost commit (:class:`.restore_lost.LostOutcome`)
+    lost_commits: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self, exit_code: int) -> dict[str, Any]:
         return {"schema": "deltaguard.repair/1", **self.__dict__, "exit_code": exit_code}
@@ -400,14 +405,35 @@ def _mend_log(req: RepairRequest, store: TableStore, rec: _Record, out: _Out) ->
     return False
 
 
+def _restore_lost(req: RepairRequest, rec: _Record, out: _Out) -> int:
+    """``--restore-lost`` (:mod:`.restore_lost`); its outcomes go to ``rec.lost_commits``."""
+    store = open_table(req.table, req.s3)
+    listing = list_log(store)
+    if listing.latest_version is None and not listing.files:
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
+    if req.yes:  # refuse bad settings before writing anything
+        open_committer(store, req.protocol, req.s3, req.dynamodb)
+
+    def committer() -> Committer:
+        c = open_committer(store, req.protocol, req.s3, req.dynamodb)
+        rec.commit_protocol = c.protocol
+        return c
+
+    code, outcomes = restore_lost(store, req.yes, committer, out.line, req.attempts)
+    rec.lost_commits = [o.to_json() for o in outcomes]
+    restored = [o.committed_version for o in outcomes if o.committed_version is not None]
+    rec.committed_version = restored[-1] if restored else None
+    return code
+
+
 def run_repair(req: RepairRequest) -> int:
     """Runs the command (see the module docstring) and returns its exit code. Errors are one
     line on stderr, never a traceback."""
     out = _Out(req.as_json or req.tsv)
     rec = _Record(req.table, not req.yes, req.check.value)
     try:
-        code = _repair(req, rec, out)
-    except (DeltaLogError, _Refused, CommitSettingError, OSError) as exc:
+        code = _restore_lost(req, rec, out) if req.restore_lost else _repair(req, rec, out)
+    except (DeltaLogError, _Refused, CommitSettingError, LostRefused, OSError) as exc:
         rec.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"deltaguard repair: {rec.error}", file=sys.stderr, flush=True)
         code = ExitCode.UNREADABLE
