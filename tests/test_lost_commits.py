@@ -24,6 +24,7 @@ from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.storage import S3Options
 
+ROWS = 10
 SPARK_ENGINE = "Apache-Spark/3.5.3 Delta-Lake/3.3.0"
 
 
@@ -301,4 +302,106 @@ def test_restore_lost_without_versioning_is_one_line_exit_2(
     assert run.returncode == 2
     assert run.stderr.strip() == (
         "deltaguard repair: bucket versioning off: lost commits cannot be found"
+    )
+
+
+@pytest.mark.spark
+def test_staged_default_store_race_on_localstack_found_kept_restored(
+    localstack, ls_proxy, ls_bucket, tmp_path, run_cli
+) -> None:
+    """Two Spark drivers on Delta's default S3SingleDriverLogStore, one commit PUT held until
+    the other driver wrote the same version (localstack/race.py), on a versioned bucket: the
+    race ledger (the writers' claimed commits no version holds) is the oracle, with the raw
+    noncurrent versions read by boto3."""
+    from deltaguard.localstack.multi_driver import (
+        run_multi_driver,
+        verify_table,
+        verify_table_deltars,
+    )
+    from deltaguard.localstack.race import hold_one_commit_put
+    from deltaguard.logstore.preset_name import PresetName
+
+    s3 = localstack.endpoint.s3_client()
+    s3.put_bucket_versioning(Bucket=ls_bucket, VersioningConfiguration={"Status": "Enabled"})
+    ls_proxy.set_rules([hold_one_commit_put()])
+    table = f"s3a://{ls_bucket}/events"
+    result = run_multi_driver(
+        table,
+        writer_endpoint_url=ls_proxy.endpoint.url,
+        reader_endpoint_url=localstack.endpoint.url,
+        logstore=PresetName.S3_SINGLE_DRIVER,
+        writers=2,
+        appends=2,
+        rows=ROWS,
+        workdir=tmp_path,
+        verify_with_deltars=True,
+    )
+    assert ls_proxy.fired() == [1], "the race was staged"
+    ledger = set(result.lost_tags)
+    assert ledger and result.failed_appends == [], result.summary()
+    raw = _raw_lost(s3, ls_bucket, "events")
+    raw_tags = {
+        json.loads(line)["commitInfo"].get("userMetadata")
+        for body in raw.values()
+        for line in body.splitlines()
+        if b'"commitInfo"' in line
+    }
+    assert raw_tags == ledger, "the oracle: the raw noncurrent versions hold the lost commits"
+
+    env = localstack.endpoint.credentials_env()
+    s3_args = ["--endpoint", localstack.endpoint.url, "--path-style"]
+    audit = run_cli("audit", table, *s3_args, "--json", env=env)
+    findings = json.loads(audit.stdout)["findings"]
+    found = sorted(f["file"] for f in findings if f["code"] == "lost-commit")
+    assert found == [f"_delta_log/{_commit_name(v)}" for v in sorted(raw)], audit.stdout
+
+    lost_files = {
+        json.loads(line)["add"]["path"]
+        for body in raw.values()
+        for line in body.splitlines()
+        if b'"add"' in line
+    }
+    orphans = run_cli(
+        "orphans",
+        table,
+        *s3_args,
+        "--retention",
+        "0h",
+        "--unsafe-retention",
+        "--delete",
+        "--yes",
+        "--manifest",
+        str(tmp_path / "m"),
+        env=env,
+    )
+    assert orphans.returncode == 1, orphans.stdout + orphans.stderr  # lost-commit: damage
+    listed = {
+        o["Key"].removeprefix("events/")
+        for p in s3.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket, Prefix="events/")
+        for o in p.get("Contents", [])
+    }
+    assert lost_files <= listed, "orphans --delete --yes kept every lost commit's files"
+
+    restore = run_cli("repair", table, *s3_args, "--restore-lost", "--yes", "--json", env=env)
+    assert restore.returncode == 0, restore.stdout + restore.stderr
+    outcomes = json.loads(restore.stdout)["lost_commits"]
+    assert sorted(o["version"] for o in outcomes if o["state"] == "restored") == sorted(raw)
+
+    claimed = set(result.claimed_tags)
+    by_deltars = verify_table_deltars(table, localstack.endpoint.url)
+    tags = [c["tag"] for c in by_deltars["commits"] if c["tag"] in claimed]
+    assert sorted(tags) == sorted(claimed), "every claimed commit exactly once"
+    assert by_deltars["rows"] == len(claimed) * ROWS
+    assert all(n == ROWS for n in by_deltars["rows_per_batch"].values())
+    by_spark = verify_table(table, localstack.endpoint.url, tmp_path)
+    assert by_spark["rows"] == by_deltars["rows"]
+    assert by_spark["rows_per_batch"] == by_deltars["rows_per_batch"]
+
+    again = run_cli("repair", table, *s3_args, "--restore-lost", "--yes", "--json", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {o["state"] for o in json.loads(again.stdout)["lost_commits"]} == {"already-restored"}
+    print(
+        f"race table: lost per ledger {len(ledger)}, found by audit {len(found)}, restored "
+        f"{len([o for o in outcomes if o['state'] == 'restored'])}, rows after "
+        f"{by_deltars['rows']} of {len(claimed) * ROWS}"
     )

@@ -15,14 +15,14 @@ append its files still back:
 Each restorable one becomes one new version through the table's commit protocol
 (:mod:`.committer`, :func:`deltaguard.tools.deltalog.commit.commit_next`): its raw ``add``
 objects unchanged, after a ``commitInfo`` (``operation`` ``WRITE``, mode ``Append``, blind
-append, ``engineInfo`` ``deltaguard-repair/<v>``) carrying :data:`~deltaguard.tools.deltalog.
+append, ``engineInfo`` ``deltaguard-repair/<v>``, the lost commit's ``userMetadata``) carrying :data:`~deltaguard.tools.deltalog.
 lost_commits.RESTORED_KEY` = ``{"version", "versionId", "etag"}`` of the lost object version.
 A later run (and ``audit``) reads that marker in the retained commits and leaves it alone.
 When another writer takes the version, the log is read again and the commit tried at the
 next one (up to ``attempts``): a blind append conflicts with nothing but another restore of
 the same lost commit, which the re-read finds.
 
-Exit codes: 0 nothing lost, or every lost commit restored (now or before); 1 a dry run with
+Exit codes (``deltaguard repair`` maps them): 0 nothing lost, or every lost commit restored (now or before); 1 a dry run with
 something to restore, or a lost commit that is not restorable (``not restorable: ...``, what
 it held; nothing written for it); 2 the lost commits could not be looked for (a local
 table, bucket versioning off or denied), the table was refused, or a commit failed.
@@ -49,7 +49,6 @@ from deltaguard.tools.deltalog.lost_commits import (
 )
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.repair.committer import Committer
 from deltaguard.tools.repair.remove_commit import ENGINE_INFO, check_writable, in_commit_timestamps
 from deltaguard.tools.storage import TableStore, read_many
@@ -135,6 +134,11 @@ def _actions(lost: LostCommit, snap: Snapshot, now_ms: int) -> list[dict[str, An
             **({"numOutputRows": str(lost.rows)} if lost.rows is not None else {}),
         },
         "engineInfo": ENGINE_INFO,
+        **(
+            {"userMetadata": lost.commit_info["userMetadata"]}
+            if lost.commit_info and isinstance(lost.commit_info.get("userMetadata"), str)
+            else {}
+        ),
         RESTORED_KEY: {"version": lost.version, "versionId": lost.version_id, "etag": lost.etag},
     }
     if in_commit_timestamps(snap):
@@ -148,10 +152,11 @@ def restore_lost(
     committer: Callable[[], Committer],
     line: Callable[[str], None],
     attempts: int = 20,
-) -> tuple[int, list[LostOutcome]]:
+) -> list[LostOutcome]:
     """Finds the lost commits of ``store`` and (``yes``) restores the restorable ones (module
     docstring); ``committer`` opens the table's commit protocol (called once, with ``yes``),
-    ``line`` prints one line of the report. Returns the exit code and the outcomes. Raises
+    ``line`` prints one line of the report. Returns the outcomes (the command maps them to
+    its exit code: :func:`needs_attention`). Raises
     :class:`LostRefused` when the lost commits cannot be looked for,
     :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` when the table cannot be read
     or is refused."""
@@ -195,9 +200,12 @@ def restore_lost(
         line(f"lost commit {what}: restored as version {version} ({opened.protocol})")
     if not scan.lost:
         line(f"{store.uri}: no lost commits (bucket versioning {scan.versioning})")
-    states = {o.state for o in outcomes}
-    code = ExitCode.FOUND if states & {"not-restorable", "would-restore"} else ExitCode.CLEAN
-    return int(code), outcomes
+    return outcomes
+
+
+def needs_attention(outcomes: list[LostOutcome]) -> bool:
+    """Whether a lost commit is left: not restorable, or restorable in a dry run (exit 1)."""
+    return any(o.state in ("not-restorable", "would-restore") for o in outcomes)
 
 
 def _commit(

@@ -71,7 +71,7 @@ from deltaguard.tools.repair.remove_commit import (
     in_commit_timestamps,
     repair_actions,
 )
-from deltaguard.tools.repair.restore_lost import LostRefused, restore_lost
+from deltaguard.tools.repair.restore_lost import LostRefused, needs_attention, restore_lost
 from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
 from deltaguard.tools.storage import S3Options, TableStore, open_table, table_not_found
 from deltaguard.tools.storage.errors import DeltaLogError
@@ -419,11 +419,11 @@ def _restore_lost(req: RepairRequest, rec: _Record, out: _Out) -> int:
         rec.commit_protocol = c.protocol
         return c
 
-    code, outcomes = restore_lost(store, req.yes, committer, out.line, req.attempts)
+    outcomes = restore_lost(store, req.yes, committer, out.line, req.attempts)
     rec.lost_commits = [o.to_json() for o in outcomes]
     restored = [o.committed_version for o in outcomes if o.committed_version is not None]
     rec.committed_version = restored[-1] if restored else None
-    return code
+    return ExitCode.FOUND if needs_attention(outcomes) else ExitCode.CLEAN
 
 
 def run_repair(req: RepairRequest) -> int:
