@@ -109,6 +109,7 @@ def minio_table(minio: MinIOServer, monkeypatch: pytest.MonkeyPatch) -> dict[str
         "uri": uri,
         "options": options,
         "s3_options": S3Options(endpoint.url, endpoint.region, True),
+        "env": endpoint.credentials_env(),
     }
 
 
@@ -165,6 +166,10 @@ def test_unversioned_bucket_is_one_note_and_no_finding(
         == "bucket versioning off: lost commits cannot be found"
     )
     assert audit_exit_code(report) == 0
+    text = run_cli("audit", t["uri"], *_cli_s3(t), env=t["env"])
+    assert text.returncode == 0, text.stdout + text.stderr
+    note = "note: bucket versioning off: lost commits cannot be found"
+    assert [x.strip() for x in text.stdout.splitlines()].count(note) == 1, text.stdout
 
 
 def _cli_s3(t: dict[str, Any]) -> list[str]:
@@ -361,20 +366,29 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
         for line in body.splitlines()
         if b'"add"' in line
     }
-    orphans = run_cli(
+    orphans = run_cli(  # the Spark engine (the MinIO test runs the local one)
         "orphans",
         table,
         *s3_args,
+        "--engine",
+        "spark",
+        "--spark-master",
+        "local[2]",
+        "--report-table",
+        str(tmp_path / "report"),
         "--retention",
         "0h",
         "--unsafe-retention",
         "--delete",
         "--yes",
+        "--json",
         "--manifest",
         str(tmp_path / "m"),
         env=env,
     )
     assert orphans.returncode == 1, orphans.stdout + orphans.stderr  # lost-commit: damage
+    classes = {f["path"]: f["class"] for f in json.loads(orphans.stdout)["files"]}
+    assert {classes.get(p) for p in lost_files} == {"lost-commit"}, orphans.stdout
     listed = {
         o["Key"].removeprefix("events/")
         for p in s3.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket, Prefix="events/")
@@ -405,3 +419,48 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
         f"{len([o for o in outcomes if o['state'] == 'restored'])}, rows after "
         f"{by_deltars['rows']} of {len(claimed) * ROWS}"
     )
+
+
+def test_versioning_denied_is_a_note_and_restore_refuses_writing_nothing(
+    minio_table: dict[str, Any],
+) -> None:
+    """MinIO's root user cannot be denied: the one GetBucketVersioning is answered
+    ``403 AccessDenied`` by a botocore hook on an otherwise real client (every other request
+    goes to MinIO)."""
+    from botocore.exceptions import ClientError
+
+    from deltaguard.tools.repair.restore_lost import LostRefused, restore_lost
+    from deltaguard.tools.storage import open_table
+
+    t = minio_table
+    _versioned(t)
+    _append(t, [0])
+    _append(t, [1])
+    s3, bucket, table = t["s3"], t["bucket"], t["table"]
+    _overwrite(s3, bucket, table, 1, _lost_body(s3, bucket, table, [100]))
+    log_before = _raw_log(t)
+
+    def deny(**_: Any) -> None:
+        error = {"Code": "AccessDenied", "Message": "Access Denied"}
+        raise ClientError(
+            {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 403}}, "GetBucketVersioning"
+        )
+
+    client = minio_table["s3"]
+    client.meta.events.register("before-call.s3.GetBucketVersioning", deny)
+    store = open_table(t["uri"], client=client)
+    report = audit_table(store)
+    assert not [f for f in report.findings if f.code.startswith("lost-commit")]
+    note = report.summary["lost_commits"]["note"]
+    assert note == (
+        f"bucket versioning of {bucket} could not be read (access denied): "
+        "lost commits cannot be found"
+    )
+    assert audit_exit_code(report) == 0
+
+    def no_commit() -> Any:
+        raise AssertionError("nothing may be committed")
+
+    with pytest.raises(LostRefused, match="access denied"):
+        restore_lost(store, True, no_commit, lambda _line: None)
+    assert _raw_log(t) == log_before
