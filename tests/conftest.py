@@ -58,6 +58,7 @@ SPARK_B_MODULES = frozenset(
         "test_fanout",
         "test_go_s3_servers",
         "test_commit_metrics_spark",
+        "test_lost_commits",
     }
 )
 #: Groups sorted first: with ``--no-loadscope-reorder`` pytest-xdist queues the groups in the
