@@ -66,7 +66,6 @@ LAYERS: tuple[Layer, ...] = (
         (
             "tools.commands",
             "tools.*.run",
-            "tools.*.options",
             "tools.orphans.log_cleanup_run",
             "tools.migrate_status",
             "tools.exit_codes",

@@ -8,25 +8,19 @@ region rule, ``--profile``, ``--endpoint-url``, durations): :mod:`deltaguard.too
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from deltaguard.tools.checkpoint.options import HELP as CHECKPOINT_HELP
-from deltaguard.tools.checkpoint.options import checkpoint_options, checkpoint_request
 from deltaguard.tools.cli_errors import CliGroup, debug_option
 from deltaguard.tools.cli_options import (
     TableLocation,
-    dynamodb_check,
-    dynamodb_options,
-    dynamodb_table_path_option,
-    s3_options,
 )
 from deltaguard.tools.commands import (
     audit,
+    checkpoint,
     conf,
     dynamodb,
     history,
@@ -34,11 +28,8 @@ from deltaguard.tools.commands import (
     migrate,
     orphans,
     probe,
+    repair,
 )
-from deltaguard.tools.repair.options import HELP as REPAIR_HELP
-from deltaguard.tools.repair.options import repair_options, repair_request
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group("deltaguard", cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -119,35 +110,18 @@ def log_cleanup_command(table: str, **o: Any) -> None:
     sys.exit(log_cleanup.run(log_cleanup.request(table, **o)))
 
 
-@main.command("repair", help=REPAIR_HELP)
+@main.command("repair", help=repair.HELP)
 @click.argument("table", type=TableLocation())
-@repair_options
-@s3_options
-@dynamodb_options
-@dynamodb_table_path_option
-def repair_command(
-    table: str,
-    table_paths: tuple[str, ...],
-    dynamodb_table: str | None,
-    dynamodb_endpoint: str | None,
-    dynamodb_region: str | None,
-    **o: Any,
-) -> None:
-    from deltaguard.tools.repair.run import run_repair
-
-    ddb = (table, table_paths, dynamodb_table, dynamodb_endpoint, dynamodb_region)
-    dynamodb = dynamodb_check(*ddb, o["endpoint"], o["region"])
-    sys.exit(run_repair(repair_request(table, dynamodb, **o)))
+@repair.options
+def repair_command(table: str, **o: Any) -> None:
+    sys.exit(repair.run(repair.request(table, **o)))
 
 
-@main.command("checkpoint", help=CHECKPOINT_HELP)
+@main.command("checkpoint", help=checkpoint.HELP)
 @click.argument("table", type=TableLocation())
-@checkpoint_options
-@s3_options
+@checkpoint.options
 def checkpoint_command(table: str, **o: Any) -> None:
-    from deltaguard.tools.checkpoint.run import run_checkpoint
-
-    sys.exit(run_checkpoint(checkpoint_request(table, **o)))
+    sys.exit(checkpoint.run(checkpoint.request(table, **o)))
 
 
 @main.group("migrate", help=migrate.GROUP_HELP)

@@ -1,0 +1,53 @@
+"""``deltaguard checkpoint``: options -> :class:`~deltaguard.tools.checkpoint.run.CheckpointRequest`
+-> :func:`run` -> exit code (the shape of every command: :mod:`deltaguard.tools.commands`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
+from deltaguard.tools.cli_options import MAX_VERSION, bounded, combine, s3_options
+from deltaguard.tools.output import TSV, format_option
+from deltaguard.tools.storage import S3Options
+
+HELP = """Write a checkpoint of TABLE (a local path, s3:// or s3a://) at its latest version, or
+--version N, without Spark: a classic single-file parquet checkpoint
+(N.checkpoint.parquet, created only if absent: never over an existing file), then
+_delta_log/_last_checkpoint pointing at it (only ever forward). Tables that need V2
+checkpoints (writer feature v2Checkpoint) are refused (docs/guides/checkpoint.md).
+
+Exit code 0: written, or the version already has a checkpoint; 2: the table or version could
+not be read, or the table was refused (nothing written unless the line says so)."""
+
+
+options = combine(
+    click.option(
+        "--version",
+        "version",
+        type=bounded(0, MAX_VERSION),
+        help="the version to checkpoint (default: the latest); it must still be "
+        "retained (its commits, or a checkpoint, in _delta_log)",
+    ),
+    click.option(
+        "--json", "as_json", is_flag=True, help="print the report as JSON (= --format json)"
+    ),
+    format_option,
+    s3_options,
+)
+
+
+def request(table: str, **o: Any) -> CheckpointRequest:
+    """The :class:`~deltaguard.tools.checkpoint.run.CheckpointRequest` of the command line."""
+    return CheckpointRequest(
+        table,
+        o["version"],
+        S3Options(o["endpoint"], o["region"], o["path_style"]),
+        o["as_json"],
+        tsv=o["fmt"] == TSV,
+    )
+
+
+#: The runner: replay, write the checkpoint and the hint, returning the exit code.
+run = run_checkpoint
