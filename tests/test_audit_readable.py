@@ -346,16 +346,20 @@ def test_a_v2_checkpoint_sidecar_missing_or_of_another_size(tmp_path: Path) -> N
             sidecar.unlink()
 
 
-def test_repair_names_the_audit_errors_a_remove_commit_cannot_fix(
+def test_repair_mends_the_truncated_checkpoint_the_audit_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """What a remove commit cannot fix, repair's log step does (issue 51 part 2): the dry run
+    names the broken checkpoint, ``--yes`` rebuilds it from the commits without committing,
+    and the audit is clean after."""
     root = _checkpointed(tmp_path / "t")
     _truncate_checkpoint(root)
-    for yes in (False, True):
-        code, out = _repair(root, capsys, yes=yes)
-        assert code == 1 and "nothing to repair" not in out
-        assert f"not repaired: checkpoint-unreadable: _delta_log/{CHECKPOINT}" in out
+    code, out = _repair(root, capsys, yes=False)
+    assert code == 1 and "broken checkpoint: version 2 (unreadable)" in out
+    code, out = _repair(root, capsys, yes=True)
+    assert code == 0, out
     assert load_snapshot(str(root)).version == 4, "nothing committed"
+    assert audit_exit_code(audit_table(str(root))) == 0
 
 
 def _dv_bytes(crc_ok: bool = True) -> bytes:
