@@ -206,6 +206,18 @@ def _fresh_verifications() -> Iterator[None]:
     forget_verifications()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_default_session() -> Iterator[None]:
+    """Each test's boto3 clients resolve credentials from its own environment: boto3's default
+    session caches the credentials it first resolved, so a test that ran the CLI in this
+    process with LocalStack's keys would hand them to the next test's MinIO client."""
+    import boto3
+
+    boto3.DEFAULT_SESSION = None
+    yield
+    boto3.DEFAULT_SESSION = None
+
+
 @pytest.fixture
 def ls_commit_table(localstack: LocalStackServer) -> str:
     """A fresh DynamoDB commit table on LocalStack (Delta's schema, TTL on expireTime)."""

@@ -787,6 +787,50 @@ def _unreplayable(version: int | None, exc: DeltaLogError, out: _Collector) -> s
     return f"version {version} cannot be replayed: {named.code.replace('-', ' ')} at {where}"
 
 
+def _replay(
+    store: TableStore,
+    listing: LogListing,
+    version: int | None,
+    timestamp_ms: int | None,
+    out: _Collector,
+) -> Snapshot | None:
+    """The snapshot the audit checks, or None (a ``snapshot-unreadable`` finding says why).
+    Raises for a table this reader refuses, and for a timestamp no version matches."""
+    if listing.latest_version is None:
+        return None
+    try:
+        with phase("audit: replaying the snapshot"):
+            return load_snapshot(store, version, timestamp_ms, listing=listing)
+    except (UnsupportedTableError, VersionNotFoundError) as exc:
+        if isinstance(exc, UnsupportedTableError) or timestamp_ms is not None:
+            raise
+        out.add("snapshot-unreadable", str(exc), exc.path)
+    except DeltaLogError as exc:
+        wanted = version if version is not None else listing.latest_version
+        out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
+    return None
+
+
+def _snapshot_summary(snap: Snapshot, compared: Any) -> dict[str, Any]:
+    """The report summary's fields read off the replayed snapshot."""
+    return {
+        "version": snap.version,
+        "timestamp_ms": snap.timestamp_ms,
+        "live_files": len(snap.adds),
+        "live_bytes": snap.adds.total_size(),
+        "tombstones": len(snap.removes),
+        "protocol": {
+            "min_reader_version": snap.protocol.min_reader_version,
+            "min_writer_version": snap.protocol.min_writer_version,
+            "reader_features": sorted(snap.protocol.reader_features),
+            "writer_features": sorted(snap.protocol.writer_features),
+        },
+        "checkpoint": snap.segment.checkpoint.files[0] if snap.segment.checkpoint else None,
+        "commits_replayed": len(snap.segment.pieces),
+        "checkpoint_compared": compared,
+    }
+
+
 def audit_table(
     table: str | TableStore,
     version: int | None = None,
@@ -819,18 +863,7 @@ def audit_table(
     restored = _check_commits(store, listing, entries, out)
     lost_commits = _check_lost_commits(store, restored, out)
     report = AuditReport(store.uri, None, listing.latest_version)
-    snap: Snapshot | None = None
-    if listing.latest_version is not None:
-        try:
-            with phase("audit: replaying the snapshot"):
-                snap = load_snapshot(store, version, timestamp_ms, listing=listing)
-        except (UnsupportedTableError, VersionNotFoundError) as exc:
-            if isinstance(exc, UnsupportedTableError) or timestamp_ms is not None:
-                raise
-            out.add("snapshot-unreadable", str(exc), exc.path)
-        except DeltaLogError as exc:
-            wanted = version if version is not None else listing.latest_version
-            out.add("snapshot-unreadable", _unreplayable(wanted, exc, out), exc.path, exc.line)
+    snap = _replay(store, listing, version, timestamp_ms, out)
     target = snap.version if snap else version
     _check_versions(store, listing, target, out)
     skipped = dict(snap.segment.skipped) if snap else {}
@@ -847,23 +880,7 @@ def audit_table(
             with phase(f"audit: checking {len(snap.adds):,} live files"):
                 found = (file_check or check_live_files(footers))(store, snap)
             file_counts = record_file_findings(store, found, out)
-        report.summary = {
-            "version": snap.version,
-            "timestamp_ms": snap.timestamp_ms,
-            "live_files": len(snap.adds),
-            "live_bytes": snap.adds.total_size(),
-            "tombstones": len(snap.removes),
-            "protocol": {
-                "min_reader_version": snap.protocol.min_reader_version,
-                "min_writer_version": snap.protocol.min_writer_version,
-                "reader_features": sorted(snap.protocol.reader_features),
-                "writer_features": sorted(snap.protocol.writer_features),
-            },
-            "checkpoint": snap.segment.checkpoint.files[0] if snap.segment.checkpoint else None,
-            "commits_replayed": len(snap.segment.pieces),
-            "checkpoint_compared": compared,
-            **file_counts,
-        }
+        report.summary = {**_snapshot_summary(snap, compared), **file_counts}
     report.summary.update(
         {
             "commits": len(listing.commits),
