@@ -47,7 +47,7 @@ from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
 from deltaguard.tools.deltalog.findings import Finding, Severity
-from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.live_files import FILE_CODES
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
@@ -277,13 +277,20 @@ def _beyond_repair(store: TableStore, planned: frozenset[str] = frozenset()) -> 
     ]
 
 
-def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
+def _open(req: RepairRequest) -> tuple[TableStore, LogListing]:
+    """The table and its log listing; with ``--yes``, the commit settings checked before
+    anything is written. Raises :class:`TableNotFoundError` for an empty or missing log."""
     store = open_table(req.table, req.s3)
     listing = list_log(store)
     if listing.latest_version is None and not listing.files:
         raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     if req.yes:  # refuse bad settings before writing anything
         open_committer(store, req.protocol, req.s3, req.dynamodb)
+    return store, listing
+
+
+def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
+    store, listing = _open(req)
     plan = plan_stranded(listing, req.dynamodb)
     if plan.refused:
         raise _Refused(plan.refused[0])
@@ -407,12 +414,7 @@ def _mend_log(req: RepairRequest, store: TableStore, rec: _Record, out: _Out) ->
 
 def _restore_lost(req: RepairRequest, rec: _Record, out: _Out) -> int:
     """``--restore-lost`` (:mod:`.restore_lost`); its outcomes go to ``rec.lost_commits``."""
-    store = open_table(req.table, req.s3)
-    listing = list_log(store)
-    if listing.latest_version is None and not listing.files:
-        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
-    if req.yes:  # refuse bad settings before writing anything
-        open_committer(store, req.protocol, req.s3, req.dynamodb)
+    store, _listing = _open(req)
 
     def committer() -> Committer:
         c = open_committer(store, req.protocol, req.s3, req.dynamodb)
