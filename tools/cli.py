@@ -7,6 +7,7 @@ region rule, ``--profile``, ``--endpoint-url``, durations): :mod:`deltaguard.too
 
 from __future__ import annotations
 
+import signal
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -14,11 +15,22 @@ from typing import Any
 
 import click
 
-from deltaguard.tools.cli_errors import CliGroup, debug_option
-from deltaguard.tools.cli_options import (
+# pyarrow starts jemalloc's background thread when it is imported. A thread that does not block
+# SIGINT and SIGTERM can be the one the kernel hands them to; the main thread, blocked in a read
+# (a FIFO, a socket), would then never run the handler and the command would not stop. The
+# thread inherits the signal mask of the thread that starts it: block both around the import,
+# then restore the mask (a signal that came meanwhile is delivered then, to the main thread).
+_MASK = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+try:
+    import pyarrow  # noqa: F401
+finally:
+    signal.pthread_sigmask(signal.SIG_SETMASK, _MASK)
+
+from deltaguard.tools.cli_errors import CliGroup, debug_option  # noqa: E402
+from deltaguard.tools.cli_options import (  # noqa: E402
     TableLocation,
 )
-from deltaguard.tools.commands import (
+from deltaguard.tools.commands import (  # noqa: E402
     audit,
     checkpoint,
     conf,
