@@ -234,6 +234,7 @@ def test_a_signal_before_deleting_began_deletes_nothing(
 # proves: docs/guides/cleanup.md "SIGINT/SIGTERM never loses the record; deleted + missing <= gone
 # <= deleted + missing + unknown"
 @pytest.mark.servers
+@pytest.mark.slow  # about 20 s: make test runs it, make test-fast keeps the local-disk case
 @pytest.mark.parametrize(
     "sig",
     [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.long)],
