@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,11 +25,13 @@ from deltaguard.tools.cli_options import (
     spark_master_option,
 )
 from deltaguard.tools.deltalog.check_depth import CheckMode
-from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode, audit_exit_code
 from deltaguard.tools.output import JSON, TSV, format_option, stdout_console
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.storage import S3Options
+
+if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
 from deltaguard.tools.cli_options import MAX_VERSION, bounded, combine, s3_options
 from deltaguard.tools.output import TSV, format_option
 from deltaguard.tools.storage import S3Options
+
+if TYPE_CHECKING:  # the runner and its imports load when the command runs
+    from deltaguard.tools.checkpoint.run import CheckpointRequest
 
 HELP = """Write a checkpoint of TABLE (a local path, s3:// or s3a://) at its latest version, or
 --version N, without Spark: a classic single-file parquet checkpoint
@@ -40,6 +42,8 @@ options = combine(
 
 def request(table: str, **o: Any) -> CheckpointRequest:
     """The :class:`~deltaguard.tools.checkpoint.run.CheckpointRequest` of the command line."""
+    from deltaguard.tools.checkpoint.run import CheckpointRequest
+
     return CheckpointRequest(
         table,
         o["version"],
@@ -49,5 +53,9 @@ def request(table: str, **o: Any) -> CheckpointRequest:
     )
 
 
-#: The runner: replay, write the checkpoint and the hint, returning the exit code.
-run = run_checkpoint
+def run(req: CheckpointRequest) -> int:
+    """Replays, writes the checkpoint and the hint, returns the exit code
+    (:func:`~deltaguard.tools.checkpoint.run.run_checkpoint`)."""
+    from deltaguard.tools.checkpoint.run import run_checkpoint
+
+    return run_checkpoint(req)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,11 +19,13 @@ from deltaguard.tools.cli_options import (
     dynamodb_table_path_option,
     s3_options,
 )
-from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.exit_codes import ExitCode, history_exit_code
 from deltaguard.tools.output import JSON, TSV, format_option, stdout_console
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.storage import S3Options
+
+if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 
 HELP = """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
 metrics, txn app ids, engine, the commit path (which store or protocol created the commit

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.cli_options import (
     cleanup_options,
@@ -14,8 +14,10 @@ from deltaguard.tools.cli_options import (
     dynamodb_table_path_option,
     s3_options,
 )
-from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest, run_log_cleanup
 from deltaguard.tools.storage import S3Options
+
+if TYPE_CHECKING:  # the runner and its imports load when the command runs
+    from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest
 
 HELP = """Remove the _delta_log files of TABLE (a local path, s3:// or s3a://) that no retained
 version needs: Delta's own log cleanup (commits, checksums, checkpoints and compactions
@@ -47,6 +49,8 @@ options = combine(
 
 def request(table: str, **o: Any) -> LogCleanupRequest:
     """The :class:`LogCleanupRequest` of the command line."""
+    from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest
+
     hours = o["retention_hours"]
     ddb = (o["dynamodb_table"], o["dynamodb_endpoint"], o["dynamodb_region"])
     return LogCleanupRequest(
@@ -62,5 +66,9 @@ def request(table: str, **o: Any) -> LogCleanupRequest:
     )
 
 
-#: The runner: scan, report, and with ``--yes`` delete, returning the exit code.
-run = run_log_cleanup
+def run(req: LogCleanupRequest) -> int:
+    """Scans, reports, and with ``--yes`` deletes; returns the exit code
+    (:func:`~deltaguard.tools.orphans.log_cleanup_run.run_log_cleanup`)."""
+    from deltaguard.tools.orphans.log_cleanup_run import run_log_cleanup
+
+    return run_log_cleanup(req)

@@ -5,7 +5,7 @@ of every command: :mod:`deltaguard.tools.commands`). The orchestrator is
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,7 +20,9 @@ from deltaguard.tools.cli_options import (
     s3_options,
     spark_master_option,
 )
-from deltaguard.tools.orphans.engine import OrphansRequest
+
+if TYPE_CHECKING:  # the engines and their imports load when the command runs
+    from deltaguard.tools.orphans.engine import OrphansRequest
 
 HELP = """Find files failed jobs left in TABLE (a local path, s3:// or s3a://), and remove them.
 
@@ -104,6 +106,8 @@ class OrphansRun:
 
 def request(table: str, **o: Any) -> OrphansRun:
     """The :class:`OrphansRun` of the command line."""
+    from deltaguard.tools.orphans.engine import OrphansRequest
+
     ddb = (o["dynamodb_table"], o["dynamodb_endpoint"], o["dynamodb_region"])
     req = OrphansRequest(
         table=table,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,8 +18,10 @@ from deltaguard.tools.cli_options import (
 from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.output import TSV, format_option
 from deltaguard.tools.repair.modes import CommitProtocol
-from deltaguard.tools.repair.run import RepairRequest, run_repair
 from deltaguard.tools.storage import S3Options
+
+if TYPE_CHECKING:  # the runner and its imports load when the command runs
+    from deltaguard.tools.repair.run import RepairRequest
 
 HELP = """Fix what the audit finds in TABLE (a local path, s3:// or s3a://): remove the live
 entries whose data or deletion vector file is missing or of another size than the log says
@@ -66,6 +68,8 @@ options = combine(
 
 def request(table: str, **o: Any) -> RepairRequest:
     """The :class:`~deltaguard.tools.repair.run.RepairRequest` of the command line."""
+    from deltaguard.tools.repair.run import RepairRequest
+
     protocol = o["commit_protocol"]
     ddb = (o["dynamodb_table"], o["dynamodb_endpoint"], o["dynamodb_region"])
     return RepairRequest(
@@ -81,5 +85,9 @@ def request(table: str, **o: Any) -> RepairRequest:
     )
 
 
-#: The runner: plan, and with ``--yes`` commit, returning the exit code.
-run = run_repair
+def run(req: RepairRequest) -> int:
+    """Plans, and with ``--yes`` commits; returns the exit code
+    (:func:`~deltaguard.tools.repair.run.run_repair`)."""
+    from deltaguard.tools.repair.run import run_repair
+
+    return run_repair(req)
