@@ -89,6 +89,17 @@ def in_commit_timestamps(snap: Snapshot) -> bool:
     )
 
 
+def with_in_commit_timestamp(
+    info: dict[str, Any], now_ms: int, ict_after: int | None
+) -> dict[str, Any]:
+    """``info`` (a ``commitInfo``) led by its ``inCommitTimestamp`` when the table has them on
+    (``ict_after``: the previous commit's; None: off): later than the previous one, as the
+    protocol requires, and never before ``now_ms``."""
+    if ict_after is None:
+        return info
+    return {"inCommitTimestamp": max(now_ms, ict_after + 1), **info}
+
+
 def remove_action(add: Mapping[str, Any], now_ms: int) -> dict[str, Any]:
     """The ``remove`` of one raw ``add`` (see the module docstring)."""
     body: dict[str, Any] = {
@@ -137,6 +148,5 @@ def repair_actions(
         },
         "engineInfo": ENGINE_INFO,
     }
-    if ict_after is not None:
-        info = {"inCommitTimestamp": max(now_ms, ict_after + 1), **info}
+    info = with_in_commit_timestamp(info, now_ms, ict_after)
     return [{"commitInfo": info}, *(remove_action(a, now_ms) for a in adds)]

@@ -50,7 +50,12 @@ from deltaguard.tools.deltalog.lost_commits import (
 from deltaguard.tools.deltalog.paths import relative_to_root
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.repair.committer import Committer
-from deltaguard.tools.repair.remove_commit import ENGINE_INFO, check_writable, in_commit_timestamps
+from deltaguard.tools.repair.remove_commit import (
+    ENGINE_INFO,
+    check_writable,
+    in_commit_timestamps,
+    with_in_commit_timestamp,
+)
 from deltaguard.tools.storage import TableStore, read_many
 
 
@@ -141,8 +146,8 @@ def _actions(lost: LostCommit, snap: Snapshot, now_ms: int) -> list[dict[str, An
         ),
         RESTORED_KEY: {"version": lost.version, "versionId": lost.version_id, "etag": lost.etag},
     }
-    if in_commit_timestamps(snap):
-        info = {"inCommitTimestamp": max(now_ms, (snap.timestamp_ms or 0) + 1), **info}
+    ict_after = (snap.timestamp_ms or 0) if in_commit_timestamps(snap) else None
+    info = with_in_commit_timestamp(info, now_ms, ict_after)
     return [{"commitInfo": info}, *({"add": a} for a in raw_adds)]
 
 
