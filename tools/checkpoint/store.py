@@ -28,6 +28,5 @@ def overwrite(store: TableStore, s3: S3Options, rel: str, body: bytes) -> None:
         LocalLogStore().create(str(store.root / rel), body, overwrite=True)
         return
     assert isinstance(store, S3TableStore)
-    key = store.location(rel).split("/", 3)[3]
     client = commit_client(s3.endpoint, s3.region, s3.path_style)
-    client.put_object(Bucket=store.root.bucket, Key=key, Body=body)
+    client.put_object(Bucket=store.root.bucket, Key=store.key(rel), Body=body)

@@ -222,8 +222,7 @@ def scan_lost_commits(store: TableStore) -> LostScan:
     status, note = _versioning(client, bucket)
     if note is not None:
         return LostScan(note=note)
-    root = store.root.key.strip("/")
-    prefix = f"{root}/{LOG_DIR}/" if root else f"{LOG_DIR}/"
+    prefix = store.key(f"{LOG_DIR}/")
     versions: dict[int, list[dict[str, Any]]] = {}
     try:
         paginator = client.get_paginator("list_object_versions")

@@ -166,7 +166,7 @@ def create_exclusive(store: TableStore, s3: S3Options, rel: str, body: bytes) ->
             raise
     assert isinstance(store, S3TableStore)
     conditional = S3ConditionalLogStore(commit_client(s3.endpoint, s3.region, s3.path_style))
-    loc = S3Location(store.root.bucket, store.location(rel).split("/", 3)[3])
+    loc = S3Location(store.root.bucket, store.key(rel))
     conditional.ensure_verified(loc)
     if conditional.read_back(loc) == body:
         return False

@@ -70,7 +70,8 @@ class S3TableStore:
         self._delete_hook = threading.Lock()
         self._delete_hooked = False
 
-    def _key(self, rel_path: str) -> str:
+    def key(self, rel_path: str) -> str:
+        """The object key of ``rel_path`` below the root, taken literally."""
         return self._prefix + rel_path
 
     def exists(self) -> bool:
@@ -111,25 +112,25 @@ class S3TableStore:
                 yield FileInfo(rel, int(obj["Size"]), int(obj["LastModified"].timestamp() * 1000))
 
     def list_dir(self, rel_dir: str, start_after: str | None = None) -> list[FileInfo]:
-        prefix = self._key(f"{rel_dir}/" if rel_dir else "")
+        prefix = self.key(f"{rel_dir}/" if rel_dir else "")
         out = [info for page in self.pages(prefix, True, start_after) for info in self.infos(page)]
         out.sort(key=lambda f: f.path)
         return out
 
     def walk(self, rel_dir: str = "") -> Iterator[FileInfo]:
-        prefix = self._key(f"{rel_dir}/" if rel_dir else "")
+        prefix = self.key(f"{rel_dir}/" if rel_dir else "")
         for page in self.pages(prefix, False, None):
             yield from self.infos(page)
 
     def read(self, rel_path: str) -> bytes:
-        key = self._key(rel_path)
+        key = self.key(rel_path)
         try:
             return bytes(self.client.get_object(Bucket=self.root.bucket, Key=key)["Body"].read())
         except (ClientError, BotoCoreError) as exc:
             raise self._error(exc, "read", key) from None
 
     def read_with_metadata(self, rel_path: str) -> tuple[bytes, dict[str, str] | None]:
-        key = self._key(rel_path)
+        key = self.key(rel_path)
         try:
             response = self.client.get_object(Bucket=self.root.bucket, Key=key)
             return bytes(response["Body"].read()), dict(response.get("Metadata") or {})
@@ -141,7 +142,7 @@ class S3TableStore:
 
     def read_range(self, rel_path: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the file (one ranged GET). Raises as :meth:`read`."""
-        key = self._key(rel_path)
+        key = self.key(rel_path)
         try:
             response = self.client.get_object(
                 Bucket=self.root.bucket, Key=key, Range=f"bytes={start}-{end - 1}"
@@ -151,7 +152,7 @@ class S3TableStore:
             raise self._error(exc, "read", key) from None
 
     def stat(self, rel_path: str) -> FileInfo | None:
-        key = self._key(rel_path)
+        key = self.key(rel_path)
         try:
             head = self.client.head_object(Bucket=self.root.bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
