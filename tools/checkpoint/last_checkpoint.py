@@ -50,14 +50,19 @@ def json_checksum(obj: dict[str, Any]) -> str:
     return hashlib.md5(",".join(pairs).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def last_checkpoint_json(version: int, size: int, size_in_bytes: int, num_adds: int) -> bytes:
-    """The content of ``_last_checkpoint`` for a single-file checkpoint of ``version`` holding
-    ``size`` actions (rows), ``num_adds`` of them ``add``, in a file of ``size_in_bytes``."""
+def last_checkpoint_json(
+    version: int, size: int, size_in_bytes: int, num_adds: int, parts: int | None = None
+) -> bytes:
+    """The content of ``_last_checkpoint`` for a checkpoint of ``version`` holding ``size``
+    actions (rows), ``num_adds`` of them ``add``, in files of ``size_in_bytes`` together;
+    ``parts`` for a multi-part checkpoint (None: a single file)."""
     info: dict[str, Any] = {
         "version": version,
         "size": size,
         "sizeInBytes": size_in_bytes,
         "numOfAddFiles": num_adds,
     }
+    if parts is not None:
+        info["parts"] = parts
     info["checksum"] = json_checksum(info)
     return orjson.dumps(info)

@@ -216,7 +216,7 @@ def _check_last_checkpoint(
         )
     else:
         ref = at_version[-1]
-        for problem in _hint_mismatches(store, listing, hint, ref):
+        for problem in last_checkpoint_mismatches(store, listing, hint, ref):
             out.add(
                 "last-checkpoint-mismatch",
                 f"_last_checkpoint (version {hint.version}) and {ref.files[0]}: {problem}",
@@ -232,11 +232,12 @@ def _check_last_checkpoint(
     return hint
 
 
-def _hint_mismatches(
+def last_checkpoint_mismatches(
     store: TableStore, listing: LogListing, hint: LastCheckpoint, ref: CheckpointRef
 ) -> list[str]:
     """Where ``_last_checkpoint`` disagrees with the checkpoint it names (``ref``, the one
-    readers pick at that version): ``parts`` with its number of parts, and for a classic or
+    readers pick at that version; the ``last-checkpoint-mismatch`` rule, which ``repair``'s
+    log step applies too): ``parts`` with its number of parts, and for a classic or
     multi-part checkpoint ``sizeInBytes`` with the listed sizes and ``size`` with its actions
     (the rows of its parts, from their footers). A V2 checkpoint's counts include its
     sidecars and are not compared."""

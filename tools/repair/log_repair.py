@@ -47,13 +47,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaguard.logstore.errors import LogFileExistsError
-from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
+from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
+from deltaguard.tools.deltalog.audit import last_checkpoint_mismatches
 from deltaguard.tools.deltalog.checkpoint import (
     LOG_DIR,
     CheckpointRef,
@@ -273,21 +273,11 @@ def _hint_problem(
         return f"{LAST_CHECKPOINT} names the broken checkpoint of version {hint.version}"
     if hint.version not in good:
         return f"{LAST_CHECKPOINT} names version {hint.version}, which has no checkpoint"
-    if not _agrees(hint.raw, _hint_info(store, good[hint.version], None)):
+    if last_checkpoint_mismatches(store, listing, hint, good[hint.version]):
         return f"{LAST_CHECKPOINT} disagrees with checkpoint {hint.version} (parts or sizes)"
     if plan.rebuild and hint.version < newest:
         return f"{LAST_CHECKPOINT} names version {hint.version}; the newest good is {newest}"
     return None
-
-
-def _agrees(raw: dict[str, Any], info: dict[str, Any]) -> bool:
-    """Whether hint fields ``raw`` describe the checkpoint ``info`` describes (version, parts;
-    ``size`` and ``sizeInBytes`` where the hint has them)."""
-    if raw.get("version") != info["version"]:
-        return False
-    if (raw.get("parts") or 1) != (info.get("parts") or 1):
-        return False
-    return all(raw.get(k) in (None, info[k]) for k in ("size", "sizeInBytes"))
 
 
 def _hint_info(store: TableStore, ref: CheckpointRef, built: Built | None) -> dict[str, Any]:
@@ -313,12 +303,6 @@ def _hint_info(store: TableStore, ref: CheckpointRef, built: Built | None) -> di
         if ref.kind is LogFileKind.MULTIPART_CHECKPOINT:
             info["parts"] = len(ref.files)
     return info
-
-
-def _hint_body(info: dict[str, Any]) -> bytes:
-    body = dict(info)
-    body["checksum"] = json_checksum(body)
-    return orjson.dumps(body)
 
 
 def _quarantine(store: TableStore, s3: S3Options, name: str, done: LogDone) -> None:
@@ -408,9 +392,16 @@ def _point_hint(
     hint, _problem = _hint(store)
     if hint is not None and hint.v2_path is not None:
         return
-    info = _hint_info(store, ref, built_at.get(ref.version))
-    if hint is not None and _agrees(hint.raw, info):
+    if (
+        hint is not None
+        and hint.version == ref.version
+        and not last_checkpoint_mismatches(store, listing, hint, ref)
+    ):
         return
-    overwrite(store, s3, f"{LOG_DIR}/{LAST_CHECKPOINT}", _hint_body(info))
+    info = _hint_info(store, ref, built_at.get(ref.version))
+    body = last_checkpoint_json(
+        info["version"], info["size"], info["sizeInBytes"], info["numOfAddFiles"], info.get("parts")
+    )
+    overwrite(store, s3, f"{LOG_DIR}/{LAST_CHECKPOINT}", body)
     done.last_checkpoint = ref.version
     say(f"{LAST_CHECKPOINT} now names version {ref.version} ({ref.files[0]})")
