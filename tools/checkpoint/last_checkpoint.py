@@ -50,14 +50,28 @@ def json_checksum(obj: dict[str, Any]) -> str:
     return hashlib.md5(",".join(pairs).encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def last_checkpoint_json(version: int, size: int, size_in_bytes: int, num_adds: int) -> bytes:
-    """The content of ``_last_checkpoint`` for a single-file checkpoint of ``version`` holding
-    ``size`` actions (rows), ``num_adds`` of them ``add``, in a file of ``size_in_bytes``."""
+def last_checkpoint_json(
+    version: int,
+    size: int,
+    size_in_bytes: int,
+    num_adds: int,
+    *,
+    checkpoint_schema: dict[str, Any] | None = None,
+    v2_checkpoint: dict[str, Any] | None = None,
+) -> bytes:
+    """The content of ``_last_checkpoint`` for a checkpoint of ``version`` holding ``size``
+    actions (rows), ``num_adds`` of them ``add``, in files of ``size_in_bytes`` in all; with
+    ``checkpointSchema`` (Spark's ``StructType`` JSON) and ``v2Checkpoint`` (a V2 checkpoint's
+    top-level file, :mod:`.v2`) when given, in Delta Spark's field order."""
     info: dict[str, Any] = {
         "version": version,
         "size": size,
         "sizeInBytes": size_in_bytes,
         "numOfAddFiles": num_adds,
     }
+    if checkpoint_schema is not None:
+        info["checkpointSchema"] = checkpoint_schema
+    if v2_checkpoint is not None:
+        info["v2Checkpoint"] = v2_checkpoint
     info["checksum"] = json_checksum(info)
     return orjson.dumps(info)
