@@ -383,7 +383,9 @@ def test_a_v2_table_gets_a_v2_checkpoint_with_sidecars(run_cli, tmp_path, fmt) -
     assert hint["checksum"] == json_checksum(hint)
     report = audit_table(str(root))
     assert report.healthy, report.findings
-    assert report.to_json()["summary"]["checkpoint_compared"].endswith("same state")
+    summary = report.to_json()["summary"]
+    assert summary["checkpoint_compared"].endswith("same state")
+    assert summary["log"]["by_kind"]["sidecars"] == {"objects": 1, "bytes": side.stat().st_size}
     _drop_commits_before(root, latest)
     assert load_snapshot(str(root)).segment.checkpoint is not None
     assert _rows(str(root)) == before

@@ -38,13 +38,13 @@ incomplete multi-part checkpoints. ``_staged_commits/`` belong to the catalog: n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from deltaguard.tools.deltalog.checkpoint import CheckpointRef
 from deltaguard.tools.deltalog.listing import LogListing
-from deltaguard.tools.deltalog.names import LogFileKind
+from deltaguard.tools.deltalog.names import LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import parse_interval_ms
 from deltaguard.tools.deltalog.temp_commits import (
     TEMP_DIR,
@@ -53,6 +53,7 @@ from deltaguard.tools.deltalog.temp_commits import (
     TempVerdict,
     judge_temp,
 )
+from deltaguard.tools.storage import FileInfo
 
 #: Delta's default ``delta.logRetentionDuration``: 30 days.
 DEFAULT_LOG_RETENTION_MS = 30 * 86_400_000
@@ -306,12 +307,23 @@ def plan_expiry(
     return out
 
 
-def log_cost(listing: LogListing) -> dict[str, dict[str, int] | None]:
+def log_cost(
+    listing: LogListing, sidecars: Sequence[FileInfo] | None = None
+) -> dict[str, dict[str, int] | None]:
     """Objects and bytes in ``_delta_log`` by :data:`COST_KINDS` from one listing (``_commits/``
-    and ``_staged_commits/`` count as other); ``sidecars`` is None: ``_delta_log/_sidecars/``
-    is not in the listing."""
+    and ``_staged_commits/`` count as other) and the listing of ``_delta_log/_sidecars/``
+    (``sidecars``; its Hadoop ``.crc`` files count as other); without it ``sidecars`` is None
+    (not listed, not counted)."""
     out: dict[str, dict[str, int] | None] = {k: {"objects": 0, "bytes": 0} for k in COST_KINDS}
-    out["sidecars"] = None
+    if sidecars is None:
+        out["sidecars"] = None
+    else:
+        for info in sidecars:
+            hadoop = hadoop_checksum_owner(info.path.rpartition("/")[2]) is not None
+            bucket = out["other" if hadoop else "sidecars"]
+            assert bucket is not None
+            bucket["objects"] += 1
+            bucket["bytes"] += info.size
     commits = {n: "commits" for n in listing.commits.values()}
     commits.update({n: "checksums" for n in listing.checksums.values()})
     commits.update({c.name: "compactions" for c in listing.compactions})
