@@ -441,3 +441,33 @@ def test_checkpoint_on_localstack(localstack, ls_bucket, run_cli, monkeypatch, c
     s3_options = S3Options(endpoint.url, endpoint.region, True)
     assert run_checkpoint(CheckpointRequest(uri, s3=s3_options, as_json=True)) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "exists"
+
+
+def test_v2_checkpoint_on_localstack(localstack, ls_bucket, tmp_path, monkeypatch, capsys) -> None:
+    """The V2 form on S3: the sidecar and the top-level file created with ``If-None-Match``,
+    the sidecar action carrying the object's size and LastModified; delta-rs reads from it."""
+    from deltaguard.localstack.table_copies import upload_table
+
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = _upgrade_to_v2(root, "v2")
+    s3 = endpoint.s3_client()
+    uri = upload_table(root, s3, ls_bucket, "v2")
+    request = CheckpointRequest(
+        uri, s3=S3Options(endpoint.url, endpoint.region, True), as_json=True
+    )
+    assert run_checkpoint(request) == 0
+    report = json.loads(capsys.readouterr().out)
+    (sidecar,) = report["sidecars"]
+    head = s3.head_object(Bucket=ls_bucket, Key=f"v2/_delta_log/_sidecars/{sidecar}")
+    top = s3.get_object(Bucket=ls_bucket, Key=f"v2/_delta_log/{report['checkpoint']}")
+    ref = json.loads(top["Body"].read().splitlines()[1])["sidecar"]
+    assert ref["sizeInBytes"] == head["ContentLength"]
+    assert ref["modificationTime"] == int(head["LastModified"].timestamp() * 1000)
+    for v in range(latest):
+        s3.delete_object(Bucket=ls_bucket, Key=f"v2/_delta_log/{v:020d}.json")
+    assert _rows(uri, **endpoint.delta_rs_options()) == before
