@@ -96,7 +96,7 @@ def _line_reads(python: str, root: Path, scratch: Path) -> dict[str, Any]:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-# proves: docs/guides/checkpoint.md "V2 checkpoints: the sidecars, then the top-level file"
+# proves: docs/guides/checkpoint.md "What it writes": V2, "first the sidecars" then the top-level file
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
 def test_v2_checkpoint_reads_in_spark_and_delta_rs(
     fmt,
