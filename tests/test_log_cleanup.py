@@ -167,6 +167,18 @@ def test_a_recent_checkpoint_after_an_expired_version_truncates(tmp_path: Path) 
     assert all(rows_at(root, v) == v + 1 for v in range(4, 6))
 
 
+def test_a_checkpoint_no_newer_than_the_file_before_it_is_passed_over(tmp_path: Path) -> None:
+    """Delta adjusts the time of a file of a higher version that is not newer than the file
+    before it, and an adjusted checkpoint never truncates: with checkpoint 4 as old as 3.json,
+    the truncation checkpoint is 2."""
+    root = tmp_path / "t"
+    delta_rs_table(root, 6, checkpoints=(2, 4), old_until=5)
+    log = root / "_delta_log"
+    age(log / log_name(4, "checkpoint.parquet"), (log / log_name(3)).stat().st_mtime_ns // 10**6)
+    ran = cli("log-cleanup", str(root), "--json")
+    assert json.loads(ran.stdout)["truncation_version"] == 2
+
+
 # proves: docs/guides/log-cleanup.md "delta.enableExpiredLogCleanup false and checkpointProtection
 # are respected"
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ adds what needs reads: checkpoint reliability, sidecars) and ``audit`` estimates
   checksum and checkpoint files in name order, a file of a higher version whose time is not
   above the previous file's gets that time + 1 ms.
 * Only files **below a checkpoint** are removed, as that iterator removes them: it meets the
-  checkpoints in name order, and at each (a complete, non-empty one) removes every file before
+  checkpoints in name order, and at each (a complete, non-empty one whose time is above the
+  previous file's: one whose time it adjusts is passed over) removes every file before
   it when the last file before it (the newest file of the previous version) is at or before
   the cut-off and below the checkpoint ``_last_checkpoint`` names. The truncation checkpoint
   is the newest checkpoint where it would, every earlier one having done so too, that the
