@@ -24,6 +24,7 @@ from deltaguard.spark_conf.spark_lines import by_name
 from . import (
     audit_depth,
     commit_latency,
+    log_cleanup,
     orphans,
     orphans_engines,
     orphans_synthetic,
@@ -317,6 +318,9 @@ def markdown(results: dict[str, Any]) -> str:
             "",
         ]
         lines += audit_depth.markdown(ad)
+    if results.get("log_cleanup"):
+        lines += [f"Log cleanup, {_when(results['log_cleanup'])}:", ""]
+        lines += log_cleanup.markdown(results["log_cleanup"])
     rep = results.get("replay")
     if rep:
         lines += [
@@ -470,6 +474,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--audit-runs", type=int, default=3, help="audit_depth: samples of each depth"
+    )
+    parser.add_argument(
+        "--log-commits",
+        type=int,
+        default=100_000,
+        help="log_cleanup: commits of the never-cleaned log on local disk",
+    )
+    parser.add_argument(
+        "--log-commits-localstack",
+        type=int,
+        default=100_000,
+        help="log_cleanup: commits of the never-cleaned log on LocalStack",
     )
     parser.add_argument(
         "--only",
@@ -675,6 +691,13 @@ def _measure_audit_depth(b: _Bench) -> None:
     )
 
 
+def _measure_log_cleanup(b: _Bench) -> None:
+    a = b.args
+    b.results["log_cleanup"] = _stamped(
+        log_cleanup.run(b.endpoint, b.bucket, a.log_commits, a.log_commits_localstack), 1
+    )
+
+
 #: Each section's measurement, by the name ``--only`` takes, in the order a full run measures
 #: them.
 MEASURE: dict[str, Callable[[_Bench], None]] = {
@@ -689,6 +712,7 @@ MEASURE: dict[str, Callable[[_Bench], None]] = {
     "streaming": _measure_streaming,
     "replay": _measure_replay,
     "audit_depth": _measure_audit_depth,
+    "log_cleanup": _measure_log_cleanup,
 }
 
 #: The sections ``--only`` chooses from.

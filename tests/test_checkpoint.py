@@ -1,6 +1,6 @@
 """``deltaguard checkpoint`` without Spark: tables written by delta-rs (partitions that need
 URL encoding, deletes that leave tombstones) and hand-written logs (every field an ``add``
-can carry, expired tombstones, a V2-checkpoint table), on local disk and one on LocalStack.
+can carry, expired tombstones), delta-rs tables upgraded to V2 checkpoints, on local disk and one on LocalStack.
 
 Readers are delta-rs and deltaguard's replay and audit (whose ``checkpoint-mismatch``
 comparison replays the commits beside the checkpoint); Spark reads them in
@@ -9,6 +9,7 @@ comparison replays the commits beside the checkpoint); Spark reads them in
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
@@ -296,25 +298,118 @@ def test_every_field_of_an_add_is_kept_and_expired_tombstones_go(run_cli, tmp_pa
     assert load_snapshot(str(root)).segment.checkpoint is not None
 
 
-def test_a_v2_checkpoint_table_is_refused(run_cli, tmp_path) -> None:
-    root = tmp_path / "t"
-    protocol = {
-        "protocol": {
-            "minReaderVersion": 3,
-            "minWriterVersion": 7,
-            "readerFeatures": ["v2Checkpoint"],
-            "writerFeatures": ["v2Checkpoint"],
-        }
-    }
-    _hand_log(root, [[_info(1), protocol, _metadata(**{"delta.checkpointPolicy": "v2"})]])
-    result = run_cli("checkpoint", str(root))
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        f"deltaguard checkpoint: {root} uses writer feature v2Checkpoint: its checkpoints must "
-        "follow the V2 spec (checkpointMetadata, sidecars), which deltaguard does not write yet: "
-        "no checkpoint written"
+V2_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["v2Checkpoint"],
+    "writerFeatures": ["v2Checkpoint"],
+}
+
+
+def _upgrade_to_v2(root: Path, policy: str) -> int:
+    """Commits the ``v2Checkpoint`` feature and ``delta.checkpointPolicy = policy`` on top of a
+    delta-rs table (a protocol and metaData commit, as ALTER TABLE writes); returns its
+    version."""
+    snap = load_snapshot(str(root))
+    (metadata,) = [
+        json.loads(line)["metaData"]
+        for v in range(snap.version + 1)
+        for line in (_log(root) / f"{v:020d}.json").read_text().splitlines()
+        if '"metaData"' in line
     ]
-    assert sorted(p.name for p in _log(root).iterdir()) == ["00000000000000000000.json"]
+    metadata["configuration"] = {**metadata["configuration"], "delta.checkpointPolicy": policy}
+    version = snap.version + 1
+    lines = [_info(int(time.time() * 1000)), {"protocol": V2_PROTOCOL}, {"metaData": metadata}]
+    (_log(root) / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in lines))
+    return version
+
+
+# proves: docs/guides/checkpoint.md "What it writes": V2, "first the sidecars" then the top-level file
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_a_v2_table_gets_a_v2_checkpoint_with_sidecars(run_cli, tmp_path, fmt) -> None:
+    """A delta-rs table upgraded to ``v2Checkpoint`` with ``delta.checkpointPolicy = v2``: the
+    sidecar holds the file actions, the UUID-named top-level file (JSON, Delta's default, or
+    parquet) the checkpointMetadata, the sidecar action and the rest; ``_last_checkpoint``
+    names it as Delta does. delta-rs reads from it alone; the audit compares it with the
+    commits, and names a sidecar deleted afterwards."""
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = _upgrade_to_v2(root, "v2")
+    args = ["--v2-format", fmt] if fmt == "parquet" else []
+    result = run_cli("checkpoint", str(root), "--json", *args)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    name, (sidecar,) = report["checkpoint"], report["sidecars"]
+    assert re.fullmatch(rf"{latest:020d}\.checkpoint\.[0-9a-f-]{{36}}\.{fmt}", name), name
+    assert re.fullmatch(rf"{latest:020d}\.checkpoint\.0+1\.0+1\.[0-9a-f-]{{36}}\.parquet", sidecar)
+    side = _log(root) / "_sidecars" / sidecar
+    side_rows = _checkpoint_rows(side)
+    assert pq.read_schema(side).names == ["add", "remove"]
+    assert {k for r in side_rows for k in r} == {"add", "remove"}
+    if fmt == "json":
+        top = [json.loads(line) for line in (_log(root) / name).read_text().splitlines()]
+    else:
+        top = _checkpoint_rows(_log(root) / name)
+    kinds = [next(iter(a)) for a in top]
+    assert kinds == ["checkpointMetadata", "sidecar", "protocol", "metaData"]
+    meta, ref = top[0]["checkpointMetadata"], top[1]["sidecar"]
+    tags = dict(meta["tags"])
+    assert meta["version"] == latest
+    assert tags["sidecarNumActions"] == str(len(side_rows))
+    assert tags["numOfAddFiles"] == str(report["add_files"])
+    assert tags["sidecarSizeInBytes"] == str(side.stat().st_size)
+    assert json.loads(tags["sidecarFileSchema"])["fields"][0]["name"] == "add"
+    assert ref["path"] == sidecar and ref["sizeInBytes"] == side.stat().st_size
+    assert ref["modificationTime"] == side.stat().st_mtime_ns // 1_000_000
+    hint = json.loads((_log(root) / "_last_checkpoint").read_text())
+    v2 = hint["v2Checkpoint"]
+    assert (v2["path"], v2["sizeInBytes"]) == (name, (_log(root) / name).stat().st_size)
+    assert v2["sidecarFiles"] == [
+        {
+            "path": ref["path"],
+            "sizeInBytes": ref["sizeInBytes"],
+            "modificationTime": ref["modificationTime"],
+        }
+    ]
+    assert [next(iter(a)) for a in v2["nonFileActions"]] == [
+        "protocol",
+        "metaData",
+        "checkpointMetadata",
+    ]
+    assert hint["size"] == len(side_rows) + len(top) == report["actions"]
+    assert hint["sizeInBytes"] == side.stat().st_size + v2["sizeInBytes"]
+    assert ("checkpointSchema" in hint) == (fmt == "parquet")
+    assert hint["checksum"] == json_checksum(hint)
+    report = audit_table(str(root))
+    assert report.healthy, report.findings
+    summary = report.to_json()["summary"]
+    assert summary["checkpoint_compared"].endswith("same state")
+    assert summary["log"]["by_kind"]["sidecars"] == {"objects": 1, "bytes": side.stat().st_size}
+    _drop_commits_before(root, latest)
+    assert load_snapshot(str(root)).segment.checkpoint is not None
+    assert _rows(str(root)) == before
+    side.unlink()
+    report = audit_table(str(root))
+    findings = [f for f in report.findings if f.code == "checkpoint-unreadable"]
+    assert findings and all(sidecar in f.message for f in findings), report.findings
+
+
+def test_a_v2_feature_table_with_the_classic_policy_gets_a_classic_checkpoint(
+    run_cli, tmp_path
+) -> None:
+    """``v2Checkpoint`` without ``delta.checkpointPolicy = v2``: a classic checkpoint, as
+    Delta Spark writes (the protocol always allows one)."""
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = _upgrade_to_v2(root, "classic")
+    result = run_cli("checkpoint", str(root))
+    assert result.returncode == 0, result.stderr
+    assert f"wrote _delta_log/{latest:020d}.checkpoint.parquet" in result.stdout
+    assert not (_log(root) / "_sidecars").exists()
+    _drop_commits_before(root, latest)
+    assert _rows(str(root)) == before
 
 
 def test_checkpoint_on_localstack(localstack, ls_bucket, run_cli, monkeypatch, capsys) -> None:
@@ -346,3 +441,66 @@ def test_checkpoint_on_localstack(localstack, ls_bucket, run_cli, monkeypatch, c
     s3_options = S3Options(endpoint.url, endpoint.region, True)
     assert run_checkpoint(CheckpointRequest(uri, s3=s3_options, as_json=True)) == 0
     assert json.loads(capsys.readouterr().out)["outcome"] == "exists"
+
+
+def test_v2_checkpoint_on_localstack(localstack, ls_bucket, tmp_path, monkeypatch, capsys) -> None:
+    """The V2 form on S3: the sidecar and the top-level file created with ``If-None-Match``,
+    the sidecar action carrying the object's size and LastModified; delta-rs reads from it."""
+    from deltaguard.localstack.table_copies import upload_table
+
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = _upgrade_to_v2(root, "v2")
+    s3 = endpoint.s3_client()
+    uri = upload_table(root, s3, ls_bucket, "v2")
+    request = CheckpointRequest(
+        uri, s3=S3Options(endpoint.url, endpoint.region, True), as_json=True
+    )
+    assert run_checkpoint(request) == 0
+    report = json.loads(capsys.readouterr().out)
+    (sidecar,) = report["sidecars"]
+    head = s3.head_object(Bucket=ls_bucket, Key=f"v2/_delta_log/_sidecars/{sidecar}")
+    top = s3.get_object(Bucket=ls_bucket, Key=f"v2/_delta_log/{report['checkpoint']}")
+    ref = json.loads(top["Body"].read().splitlines()[1])["sidecar"]
+    assert ref["sizeInBytes"] == head["ContentLength"]
+    assert ref["modificationTime"] == int(head["LastModified"].timestamp() * 1000)
+    for v in range(latest):
+        s3.delete_object(Bucket=ls_bucket, Key=f"v2/_delta_log/{v:020d}.json")
+    assert _rows(uri, **endpoint.delta_rs_options()) == before
+
+
+def test_a_v2_checkpoint_splits_its_file_actions_over_sidecars(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """Past ``SIDECAR_ROWS`` file actions (50,000, as Delta; 4 here) the V2 checkpoint has
+    several sidecars, each named by the top-level file, together every live file and
+    tombstone once; delta-rs reads from them and the audit finds the replay's state."""
+    from deltaguard.tools.checkpoint import v2
+
+    monkeypatch.setattr(v2, "SIDECAR_ROWS", 4)
+    root = tmp_path / "t"
+    _delta_rs_table(root)
+    before = _rows(str(root))
+    latest = _upgrade_to_v2(root, "v2")
+    assert run_checkpoint(CheckpointRequest(str(root), as_json=True)) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [
+        r for name in report["sidecars"] for r in _checkpoint_rows(_log(root) / "_sidecars" / name)
+    ]
+    parts = len(report["sidecars"])
+    assert parts == -(-len(rows) // 4) > 1
+    assert all(f".{parts:010d}." in name for name in report["sidecars"])
+    top = [
+        json.loads(line) for line in (_log(root) / report["checkpoint"]).read_text().splitlines()
+    ]
+    assert [a["sidecar"]["path"] for a in top if "sidecar" in a] == report["sidecars"]
+    adds = [r["add"]["path"] for r in rows if "add" in r]
+    assert len(adds) == len(set(adds)) == report["add_files"]
+    assert sum("remove" in r for r in rows) == report["tombstones"] >= 1
+    assert audit_table(str(root)).healthy
+    _drop_commits_before(root, latest)
+    assert _rows(str(root)) == before

@@ -146,11 +146,37 @@ def test_removes_exactly_what_delta_would_and_every_retained_version_reads(
 # every version"
 def test_no_expired_checkpoint_keeps_every_version(tmp_path: Path, run_cli: Any) -> None:
     root = tmp_path / "t"
-    delta_rs_table(root, 6, checkpoints=(4,), old_until=3)  # the checkpoint is recent
+    delta_rs_table(
+        root, 6, checkpoints=(4,), old_until=2
+    )  # version 3 and the checkpoint are recent
     ran = cli("log-cleanup", str(root), "--yes", "--manifest", str(tmp_path / "m"))
     assert ran.returncode == 0 and "nothing to clean up" in ran.stdout, ran.stderr
-    assert "no complete checkpoint is older than the cut-off" in ran.stdout
+    assert "no readable complete checkpoint whose previous version is older" in ran.stdout
     assert all(rows_at(root, v) == v + 1 for v in range(6))
+
+
+# proves: docs/guides/log-cleanup.md "Only below a checkpoint" (Delta's rule: the version before
+# the checkpoint must be expired, not the checkpoint itself)
+def test_a_recent_checkpoint_after_an_expired_version_truncates(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    delta_rs_table(root, 6, checkpoints=(4,), old_until=3)  # the checkpoint itself is recent
+    ran = cli("log-cleanup", str(root), "--yes", "--json", "--manifest", str(tmp_path / "m"))
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["truncation_version"] == 4
+    assert not any((root / "_delta_log" / log_name(v)).exists() for v in range(4))
+    assert all(rows_at(root, v) == v + 1 for v in range(4, 6))
+
+
+def test_a_checkpoint_no_newer_than_the_file_before_it_is_passed_over(tmp_path: Path) -> None:
+    """Delta adjusts the time of a file of a higher version that is not newer than the file
+    before it, and an adjusted checkpoint never truncates: with checkpoint 4 as old as 3.json,
+    the truncation checkpoint is 2."""
+    root = tmp_path / "t"
+    delta_rs_table(root, 6, checkpoints=(2, 4), old_until=5)
+    log = root / "_delta_log"
+    age(log / log_name(4, "checkpoint.parquet"), (log / log_name(3)).stat().st_mtime_ns // 10**6)
+    ran = cli("log-cleanup", str(root), "--json")
+    assert json.loads(ran.stdout)["truncation_version"] == 2
 
 
 # proves: docs/guides/log-cleanup.md "delta.enableExpiredLogCleanup false and checkpointProtection
@@ -302,6 +328,13 @@ def test_dynamodb_temp_commits_on_localstack(
         t.write_file(rel, NOW, size=3)
     endpoint = localstack.endpoint
     upload_table(t.root, endpoint.s3_client(), ls_bucket, "lake/t")
+    # the checkpoint stored after the commit before it, as a writer stores it: Delta's cleanup
+    # never truncates at a checkpoint no newer than the file before it (S3 sets the times)
+    time.sleep(1.1)
+    checkpoint = f"_delta_log/{log_name(4, 'checkpoint.parquet')}"
+    endpoint.s3_client().put_object(
+        Bucket=ls_bucket, Key=f"lake/t/{checkpoint}", Body=(t.root / checkpoint).read_bytes()
+    )
     ddb = endpoint.dynamodb_client()
     table_path = f"s3a://{ls_bucket}/lake/t"
     for version, key, complete in ((5, "done5", True), (6, "open6", False), (7, "pending7", False)):

@@ -1,8 +1,10 @@
 """The classic checkpoint of a snapshot, built in memory (nothing written): which tables this
-writer may checkpoint (:func:`check_checkpointable`), the actions a checkpoint keeps (the raw
-actions of :mod:`.state`, live tombstones by :func:`unexpired_tombstones`) and the parquet
-bytes (:mod:`.parquet`). ``deltaguard checkpoint`` (:mod:`.run`) and ``repair``'s log step
-(:mod:`deltaguard.tools.repair.log_repair`) write what :func:`classic_checkpoint` returns."""
+writer may checkpoint (:func:`check_checkpointable`), which form a table's checkpoints take
+(:func:`uses_v2_checkpoints`), the actions a checkpoint keeps (the raw actions of :mod:`.state`,
+live tombstones by :func:`unexpired_tombstones`) and the parquet bytes (:mod:`.parquet`).
+``deltaguard checkpoint`` (:mod:`.run`) and ``repair``'s log step
+(:mod:`deltaguard.tools.repair.log_repair`) write what :func:`classic_checkpoint` returns; the
+V2 form is :mod:`.v2`'s."""
 
 from __future__ import annotations
 
@@ -17,20 +19,38 @@ from deltaguard.tools.deltalog.snapshot import Snapshot
 
 #: Writer features whose checkpoints this writer does not make (each with why).
 _NOT_WRITTEN = {
-    "v2Checkpoint": "its checkpoints must follow the V2 spec (checkpointMetadata, sidecars), "
-    "which deltaguard does not write yet",
     "redirectWriterOnly-preview": "the table is redirected to another location",
 }
+V2_FEATURE = "v2Checkpoint"
+POLICY_KEY = "delta.checkpointPolicy"
 
 
-def check_checkpointable(snap: Snapshot) -> None:
+def uses_v2_checkpoints(snap: Snapshot) -> bool:
+    """Whether ``snap``'s table takes V2 checkpoints: the ``v2Checkpoint`` writer feature and
+    ``delta.checkpointPolicy = v2`` (Delta Spark's ``getV2CheckpointFormatOpt``). A table with
+    the feature and the ``classic`` policy takes classic (V1 spec) checkpoints, which the
+    protocol always allows."""
+    policy = snap.configuration.get(POLICY_KEY, "classic").strip().lower()
+    return V2_FEATURE in snap.protocol.writer_features and policy == "v2"
+
+
+def check_checkpointable(snap: Snapshot, *, v2: bool = False) -> None:
     """Raises :class:`UnsupportedTableError` (one line, naming why) unless this writer's
-    classic checkpoint is right for ``snap``'s table (see the module docstring, step 2)."""
+    classic checkpoint (``v2``: its V2 checkpoint, :mod:`.v2`) is right for ``snap``'s table:
+    a writer version up to 7, only writer features deltaguard knows, not redirected, no
+    ``delta.checkpoint.writeStatsAsStruct``; a table that takes V2 checkpoints
+    (:func:`uses_v2_checkpoints`) only with ``v2``."""
     where, proto = snap.store.uri, snap.protocol
     if proto.min_writer_version > MAX_WRITER_VERSION:
         raise UnsupportedTableError(
             f"{where} needs writer version {proto.min_writer_version}; deltaguard writes up to "
             f"{MAX_WRITER_VERSION}: no checkpoint written"
+        )
+    if uses_v2_checkpoints(snap) and not v2:
+        raise UnsupportedTableError(
+            f"{where} uses writer feature {V2_FEATURE} with {POLICY_KEY}=v2: its checkpoints "
+            "must follow the V2 spec (checkpointMetadata, sidecars), not a classic one: no "
+            "checkpoint written"
         )
     for name in sorted(proto.writer_features):
         if name in _NOT_WRITTEN:

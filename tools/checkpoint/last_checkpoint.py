@@ -51,11 +51,20 @@ def json_checksum(obj: dict[str, Any]) -> str:
 
 
 def last_checkpoint_json(
-    version: int, size: int, size_in_bytes: int, num_adds: int, parts: int | None = None
+    version: int,
+    size: int,
+    size_in_bytes: int,
+    num_adds: int,
+    parts: int | None = None,
+    *,
+    checkpoint_schema: dict[str, Any] | None = None,
+    v2_checkpoint: dict[str, Any] | None = None,
 ) -> bytes:
     """The content of ``_last_checkpoint`` for a checkpoint of ``version`` holding ``size``
-    actions (rows), ``num_adds`` of them ``add``, in files of ``size_in_bytes`` together;
-    ``parts`` for a multi-part checkpoint (None: a single file)."""
+    actions (rows), ``num_adds`` of them ``add``, in files of ``size_in_bytes`` in all;
+    ``parts`` for a multi-part checkpoint (None: a single file); with
+    ``checkpointSchema`` (Spark's ``StructType`` JSON) and ``v2Checkpoint`` (a V2 checkpoint's
+    top-level file, :mod:`.v2`) when given, in Delta Spark's field order."""
     info: dict[str, Any] = {
         "version": version,
         "size": size,
@@ -64,5 +73,9 @@ def last_checkpoint_json(
     }
     if parts is not None:
         info["parts"] = parts
+    if checkpoint_schema is not None:
+        info["checkpointSchema"] = checkpoint_schema
+    if v2_checkpoint is not None:
+        info["v2Checkpoint"] = v2_checkpoint
     info["checksum"] = json_checksum(info)
     return orjson.dumps(info)

@@ -4,13 +4,19 @@
    read, or a version the log no longer holds, is refused (exit 2, nothing written).
 2. Refuse a table whose checkpoint this writer cannot make right (:func:`check_checkpointable`:
    exit 2, nothing written): a writer version above 7, a writer feature it does not know,
-   ``v2Checkpoint`` (V2 checkpoints are not written yet), ``delta.checkpoint.writeStatsAsStruct``
-   true (the parsed stats columns are not written).
+   ``delta.checkpoint.writeStatsAsStruct`` true (the parsed stats columns are not written).
 3. A version that already has a readable checkpoint gets none: exit 0, nothing written. One
    whose checkpoint cannot be read is refused (``repair`` is for that): exit 2.
-4. Read the segment's raw actions (:mod:`.state`, checked against the replay) and write
-   ``N.checkpoint.parquet`` (:mod:`.parquet`) create-exclusive (:mod:`.store`): never over an
-   existing file. Another writer that created it first wins (exit 0, its file is kept).
+4. Read the segment's raw actions (:mod:`.state`, checked against the replay) and write the
+   checkpoint create-exclusive (:mod:`.store`): never over an existing file.
+
+   * Classic (:mod:`.build`): ``N.checkpoint.parquet`` (:mod:`.parquet`). Another writer that
+     created it first wins (exit 0, its file is kept).
+   * V2, for a table with ``v2Checkpoint`` and ``delta.checkpointPolicy = v2``
+     (:func:`uses_v2_checkpoints`, :mod:`.v2`): the sidecars in ``_delta_log/_sidecars/``
+     first, then the UUID-named top-level file naming them (``--v2-format``: JSON, Delta's
+     default, or parquet). A sidecar no top-level file names (the run was interrupted) is
+     harmless: ``log-cleanup`` removes it once older than the log retention.
 5. Point ``_last_checkpoint`` at it, only forward: a hint already at N or newer is left.
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 written (or the version had
@@ -29,15 +35,26 @@ import orjson
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.errors import LogFileExistsError
-from deltaguard.tools.checkpoint.build import check_checkpointable, classic_checkpoint
+from deltaguard.tools.checkpoint.build import (
+    check_checkpointable,
+    classic_checkpoint,
+    uses_v2_checkpoints,
+)
 from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
+from deltaguard.tools.checkpoint.v2 import (
+    StoredFile,
+    v2_last_checkpoint,
+    v2_sidecars,
+    v2_top_level,
+)
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, checkpoint_names
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
     list_log,
     read_last_checkpoint,
 )
+from deltaguard.tools.deltalog.names import SIDECARS_DIR, TopLevelFormat
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
@@ -57,6 +74,8 @@ class CheckpointRequest:
     as_json: bool = False
     #: ``--format tsv``: no text lines; one row at the end (:data:`CHECKPOINT_TSV_COLUMNS`)
     tsv: bool = False
+    #: ``--v2-format``: the top-level file of a V2 checkpoint
+    v2_format: TopLevelFormat = TopLevelFormat.JSON
 
 
 @dataclass
@@ -75,6 +94,8 @@ class _Record:
     #: written | left (already at this version or newer: ``last_checkpoint_version``)
     last_checkpoint: str | None = None
     last_checkpoint_version: int | None = None
+    #: a V2 checkpoint's sidecar files (names in ``_delta_log/_sidecars/``), as written
+    sidecars: list[str] | None = None
     error: str | None = None
 
     def to_json(self, exit_code: int) -> dict[str, Any]:
@@ -141,12 +162,15 @@ def _checkpoint(req: CheckpointRequest, rec: _Record, out: list[str]) -> int:
     store = open_table(req.table, req.s3)
     snap = load_snapshot(store, req.version)
     rec.version = snap.version
-    check_checkpointable(snap)
+    v2 = uses_v2_checkpoints(snap)
+    check_checkpointable(snap, v2=v2)
     name = _existing(snap, snap.version)
     if name is not None:
         rec.checkpoint, rec.outcome = name, "exists"
         _say(req, out, f"version {snap.version} already has a checkpoint ({name}): nothing written")
         return ExitCode.CLEAN
+    if v2:
+        return _write_v2(req, store, snap, rec, out)
     made = classic_checkpoint(snap, int(time.time() * 1000))
     body = made.body
     name = checkpoint_names(snap.version)[0]
@@ -171,6 +195,45 @@ def _checkpoint(req: CheckpointRequest, rec: _Record, out: list[str]) -> int:
         f"{made.tombstones} tombstone(s), {made.actions} action(s), {len(body)} bytes",
     )
     hint = last_checkpoint_json(snap.version, made.actions, len(body), made.add_files)
+    _say(req, out, _advance_hint(store, req.s3, hint, snap.version, rec))
+    return ExitCode.CLEAN
+
+
+def _stored(store: TableStore, rel: str, name: str, size: int) -> StoredFile:
+    """A file just written, with its modification time as the store gives it (now if the
+    store cannot say)."""
+    info = store.stat(rel)
+    return StoredFile(name, size, info.mtime_ms if info else int(time.time() * 1000))
+
+
+def _write_v2(
+    req: CheckpointRequest, store: TableStore, snap: Snapshot, rec: _Record, out: list[str]
+) -> int:
+    """Step 4, V2 (the module docstring): sidecars, then the top-level file, then the hint."""
+    parts = v2_sidecars(snap, int(time.time() * 1000))
+    rec.sidecars = []
+    stored: list[StoredFile] = []
+    for sidecar in parts.sidecars:
+        rel = f"{LOG_DIR}/{SIDECARS_DIR}/{sidecar.name}"
+        create_exclusive(store, req.s3, rel, sidecar.body)  # a new UUID name: never taken
+        rec.sidecars.append(sidecar.name)
+        stored.append(_stored(store, rel, sidecar.name, len(sidecar.body)))
+    top = v2_top_level(parts, stored, req.v2_format)
+    rec.checkpoint = top.name
+    create_exclusive(store, req.s3, f"{LOG_DIR}/{top.name}", top.body)
+    top_stored = _stored(store, f"{LOG_DIR}/{top.name}", top.name, len(top.body))
+    rec.outcome = "written"
+    rec.actions = parts.file_actions + top.actions
+    rec.add_files, rec.tombstones = parts.add_files, parts.tombstones
+    rec.size_in_bytes = top_stored.size + sum(s.size for s in stored)
+    _say(
+        req,
+        out,
+        f"wrote {LOG_DIR}/{top.name} (V2) and {len(stored)} sidecar(s) in "
+        f"{LOG_DIR}/{SIDECARS_DIR}/: version {snap.version}, {parts.add_files} live file(s), "
+        f"{parts.tombstones} tombstone(s), {rec.actions} action(s), {rec.size_in_bytes} bytes",
+    )
+    hint = v2_last_checkpoint(parts, top, top_stored)
     _say(req, out, _advance_hint(store, req.s3, hint, snap.version, rec))
     return ExitCode.CLEAN
 
@@ -206,6 +269,9 @@ def run_checkpoint(req: CheckpointRequest) -> int:
             else f"the creation of {rec.checkpoint} was in flight: it is either complete or "
             "absent (run the command again)"
             if rec.checkpoint is not None and rec.outcome is None
+            else f"{len(rec.sidecars)} sidecar(s) were written that no checkpoint names "
+            "(log-cleanup removes them once older than the log retention)"
+            if rec.sidecars
             else "no checkpoint was written"
         )
         rec.error = f"interrupted: {done}"

@@ -64,7 +64,7 @@ from deltaguard.tools.deltalog.log_expiry import (
     plan_expiry,
 )
 from deltaguard.tools.deltalog.lost_commits import restored_marks, scan_lost_commits
-from deltaguard.tools.deltalog.names import LogFileKind
+from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind
 from deltaguard.tools.deltalog.protocol_mix import gather_evidence
 from deltaguard.tools.deltalog.provenance import (
     Provenance,
@@ -83,6 +83,7 @@ from deltaguard.tools.deltalog.temp_commits import (
 )
 from deltaguard.tools.progress import phase
 from deltaguard.tools.storage import (
+    FileInfo,
     S3Options,
     TableStore,
     open_table,
@@ -725,14 +726,16 @@ def log_cost_summary(
     entries: dict[str, EntryState] | None,
     hint: LastCheckpoint | None,
     now_ms: int | None = None,
+    sidecars: list[FileInfo] | None = None,
 ) -> dict[str, Any]:
-    """What the log costs, from the audit's own listing (no request of its own): objects and
+    """What the log costs, from the audit's own listings (no request of its own: ``sidecars``
+    is the listing of ``_delta_log/_sidecars/``, None if not listed): objects and
     bytes by kind (:func:`~.log_expiry.log_cost`), versions since the newest checkpoint, and
     how many objects ``log-cleanup`` would remove (:func:`~.log_expiry.plan_expiry`, with the
     table's retention; null when the snapshot could not be read). The estimate reads no
     checkpoint (each is taken as reliable) and leaves out sidecars and Hadoop ``.crc`` files;
     ``log-cleanup`` itself checks and counts them."""
-    by_kind = log_cost(listing)
+    by_kind = log_cost(listing, sidecars)
     counted = [b for b in by_kind.values() if b is not None]
     newest = max((c.version for c in listing.checkpoints), default=None)
     latest = listing.latest_version
@@ -765,6 +768,14 @@ def log_cost_summary(
         "log_cleanup_would_remove": removable,
         "log_cleanup_would_remove_bytes": removable_bytes,
     }
+
+
+def _list_sidecars(store: TableStore) -> list[FileInfo] | None:
+    """The listing of ``_delta_log/_sidecars/`` (one request), or None if it fails."""
+    try:
+        return store.list_dir(f"{LOG_DIR}/{SIDECARS_DIR}")
+    except StorageError:
+        return None
 
 
 def _unreplayable(version: int | None, exc: DeltaLogError, out: _Collector) -> str:
@@ -888,7 +899,7 @@ def audit_table(
             "oldest_commit": min(listing.commits, default=None),
             "checkpoints": len(listing.checkpoints),
             "staged_commits": len(listing.staged_commits),
-            "log": log_cost_summary(listing, snap, entries, hint),
+            "log": log_cost_summary(listing, snap, entries, hint, sidecars=_list_sidecars(store)),
             "lost_commits": lost_commits,
         }
     )

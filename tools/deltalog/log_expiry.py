@@ -8,15 +8,21 @@ adds what needs reads: checkpoint reliability, sidecars) and ``audit`` estimates
 * The cut-off is ``now - delta.logRetentionDuration`` (default 30 days) **truncated to the UTC
   day** (``truncateDate(..., DAY)``): files are kept until the next calendar day.
 * Time is the files' **modification time** (the listing's), never ``commitInfo.timestamp``,
-  made monotonic as Delta's ``BufferingLogDeletionIterator`` does: a version's time is never
-  below its predecessor's plus 1 ms. A version is expired when all its files (commit, ``.crc``
-  checksum, checkpoint) are at or before the cut-off.
-* Only files **below a checkpoint** are removed. Delta takes the checkpoint ``_last_checkpoint``
-  names; we take the newest complete checkpoint whose version is expired and that the caller
-  finds reliable (``reliable``: it reads it), and never one above the checkpoint
-  ``_last_checkpoint`` names: every version from that checkpoint on stays readable (the
-  checkpoint plus the commits after it), every version below it is removed whole (its commit,
-  checksum and checkpoint files), and compactions that end below it go with them.
+  made monotonic as Delta's ``BufferingLogDeletionIterator`` makes it: over the commit,
+  checksum and checkpoint files in name order, a file of a higher version whose time is not
+  above the previous file's gets that time + 1 ms.
+* Only files **below a checkpoint** are removed, as that iterator removes them: it meets the
+  checkpoints in name order, and at each (a complete, non-empty one whose time is above the
+  previous file's: one whose time it adjusts is passed over) removes every file before
+  it when the last file before it (the newest file of the previous version) is at or before
+  the cut-off and below the checkpoint ``_last_checkpoint`` names. The truncation checkpoint
+  is the newest checkpoint where it would, every earlier one having done so too, that the
+  caller finds reliable (``reliable``: it reads it; an unreliable one is passed over for an
+  older one). Every version from it on stays readable (the checkpoint plus the commits after
+  it); every version below it is removed whole (its commit, checksum and checkpoint files),
+  and compactions that end below it (older than the cut-off) go with them. Without a readable
+  ``_last_checkpoint`` Delta removes nothing; deltaguard takes the newest complete checkpoint
+  as the one it would name.
 * ``delta.enableExpiredLogCleanup = false`` turns it off: no version is removed.
 * ``checkpointProtection`` (writer feature): no checkpoint before
   ``delta.requireCheckpointProtectionBeforeVersion`` may be removed unless everything before
@@ -33,12 +39,13 @@ incomplete multi-part checkpoints. ``_staged_commits/`` belong to the catalog: n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from deltaguard.tools.deltalog.checkpoint import CheckpointRef
 from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.names import LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.snapshot import parse_interval_ms
 from deltaguard.tools.deltalog.temp_commits import (
     TEMP_DIR,
@@ -47,6 +54,7 @@ from deltaguard.tools.deltalog.temp_commits import (
     TempVerdict,
     judge_temp,
 )
+from deltaguard.tools.storage import FileInfo
 
 #: Delta's default ``delta.logRetentionDuration``: 30 days.
 DEFAULT_LOG_RETENTION_MS = 30 * 86_400_000
@@ -121,45 +129,76 @@ class LogExpiry:
         return [(n, v) for n, v in self.kept_temp if v.state is TempState.STRANDED]
 
 
-def version_times(listing: LogListing) -> dict[int, int]:
-    """Each version's time as Delta's cleanup sees it: the newest modification time of its
-    commit, checksum and complete checkpoint files, never below the previous version's + 1."""
-    newest: dict[int, int] = {}
-    for v, name in [*listing.commits.items(), *listing.checksums.items()]:
-        newest[v] = max(newest.get(v, 0), listing.files[name].mtime_ms)
-    for ref in listing.checkpoints:
+def _delta_listing(listing: LogListing) -> list[tuple[str, int, int | None, bool]]:
+    """The files Delta's cleanup lists (commits, checksums, checkpoint files), in name order:
+    (name, version, parts of a multi-part checkpoint, whether it is a checkpoint file)."""
+    files: list[tuple[str, int, int | None, bool]] = []
+    files += [(n, v, None, False) for v, n in listing.commits.items()]
+    files += [(n, v, None, False) for v, n in listing.checksums.items()]
+    for ref in [*listing.checkpoints, *listing.incomplete_checkpoints]:
+        multipart = ref.kind is LogFileKind.MULTIPART_CHECKPOINT
         for name in ref.files:
-            newest[ref.version] = max(newest.get(ref.version, 0), listing.files[name].mtime_ms)
-    out: dict[int, int] = {}
-    last: int | None = None
-    for v in sorted(newest):
-        t = newest[v] if last is None else max(newest[v], last + 1)
-        out[v] = last = t
+            parts = int(name.split(".")[-2]) if multipart else None
+            files.append((name, ref.version, parts, True))
+    return sorted(files)
+
+
+def delta_flushes(listing: LogListing, cutoff_ms: int, max_version: int) -> dict[int, bool]:
+    """Delta's ``BufferingLogDeletionIterator`` over ``listing`` (the module docstring):
+    for each checkpoint version it meets after the first file, whether it removes every file
+    before that checkpoint (the first checkpoint file met at a version decides)."""
+    out: dict[int, bool] = {}
+    last: tuple[int, int] | None = None  # the previous file: version, adjusted time
+    buffered: tuple[int, int] | None = None  # the last file buffered for deletion
+    parts_seen: dict[tuple[int, int], int] = {}
+    for name, version, parts, is_checkpoint in _delta_listing(listing):
+        info = listing.files[name]
+        at = info.mtime_ms
+        if last is None:
+            last = buffered = (version, at)
+            continue
+        if last[0] < version and last[1] >= at:
+            at = last[1] + 1
+            buffered = (version, at)
+        elif is_checkpoint and info.size > 0:
+            if parts is not None:
+                key = (version, parts)
+                parts_seen[key] = parts_seen.get(key, 0) + 1
+            if parts is None or parts_seen[(version, parts)] == parts:
+                flush = buffered is not None and buffered[1] <= cutoff_ms
+                out.setdefault(
+                    version, flush and buffered is not None and buffered[0] <= max_version
+                )
+                buffered = (version, at)
+        else:
+            buffered = (version, at)
+        last = (version, at)
     return out
 
 
 def truncation_checkpoint(
     listing: LogListing,
-    times: Mapping[int, int],
     cutoff_ms: int,
     reliable: Callable[[CheckpointRef], bool],
     last_checkpoint_version: int | None,
 ) -> int | None:
-    """The newest complete checkpoint version that is expired, not above the one
-    ``_last_checkpoint`` names, and ``reliable``; None if there is none."""
+    """The truncation checkpoint's version (the module docstring), or None if there is none.
+    Without ``last_checkpoint_version`` the newest complete checkpoint stands for it."""
     ceiling = last_checkpoint_version
-    seen: set[int] = set()
-    for ref in sorted(listing.checkpoints, key=lambda r: r.version, reverse=True):
-        if times.get(ref.version, cutoff_ms + 1) > cutoff_ms:
-            continue
-        if ceiling is not None and ref.version > ceiling:
-            continue
-        if ref.version in seen:
-            continue
-        same = [r for r in listing.checkpoints if r.version == ref.version]
-        if any(reliable(r) for r in same):
-            return ref.version
-        seen.add(ref.version)
+    if ceiling is None:
+        ceiling = max((r.version for r in listing.checkpoints), default=None)
+    if ceiling is None:
+        return None
+    flushes = delta_flushes(listing, cutoff_ms, ceiling - 1)
+    removable: list[int] = []
+    for version in sorted(flushes):
+        if not flushes[version]:
+            break
+        removable.append(version)
+    for version in reversed(removable):
+        same = [r for r in listing.checkpoints if r.version == version]
+        if version <= ceiling and any(reliable(r) for r in same):
+            return version
     return None
 
 
@@ -204,14 +243,13 @@ def plan_expiry(
     last_checkpoint_version: int | None = None,
 ) -> LogExpiry:
     """The module docstring's rule over one complete listing of ``_delta_log``."""
-    times = version_times(listing)
     out = LogExpiry(cutoff_ms, None)
-    found = truncation_checkpoint(listing, times, cutoff_ms, reliable, last_checkpoint_version)
+    found = truncation_checkpoint(listing, cutoff_ms, reliable, last_checkpoint_version)
     if found is None:
         out.notes.append(
-            "no complete checkpoint is older than the cut-off: every version is kept (only "
-            "files below such a checkpoint are removed, so every retained version stays "
-            "readable)"
+            "no readable complete checkpoint whose previous version is older than the cut-off: "
+            "every version is kept (only files below such a checkpoint are removed, so every "
+            "retained version stays readable)"
         )
     elif (blocked := _version_blocked(configuration, writer_features, found)) is not None:
         out.notes.append(blocked)
@@ -270,12 +308,23 @@ def plan_expiry(
     return out
 
 
-def log_cost(listing: LogListing) -> dict[str, dict[str, int] | None]:
+def log_cost(
+    listing: LogListing, sidecars: Sequence[FileInfo] | None = None
+) -> dict[str, dict[str, int] | None]:
     """Objects and bytes in ``_delta_log`` by :data:`COST_KINDS` from one listing (``_commits/``
-    and ``_staged_commits/`` count as other); ``sidecars`` is None: ``_delta_log/_sidecars/``
-    is not in the listing."""
+    and ``_staged_commits/`` count as other) and the listing of ``_delta_log/_sidecars/``
+    (``sidecars``; its Hadoop ``.crc`` files count as other); without it ``sidecars`` is None
+    (not listed, not counted)."""
     out: dict[str, dict[str, int] | None] = {k: {"objects": 0, "bytes": 0} for k in COST_KINDS}
-    out["sidecars"] = None
+    if sidecars is None:
+        out["sidecars"] = None
+    else:
+        for info in sidecars:
+            hadoop = hadoop_checksum_owner(info.path.rpartition("/")[2]) is not None
+            bucket = out["other" if hadoop else "sidecars"]
+            assert bucket is not None
+            bucket["objects"] += 1
+            bucket["bytes"] += info.size
     commits = {n: "commits" for n in listing.commits.values()}
     commits.update({n: "checksums" for n in listing.checksums.values()})
     commits.update({c.name: "compactions" for c in listing.compactions})

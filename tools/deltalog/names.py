@@ -34,6 +34,16 @@ AUXILIARY_FILES = frozenset({"_last_checkpoint", "_last_vacuum_info"})
 
 LAST_CHECKPOINT = "_last_checkpoint"
 SIDECARS_DIR = "_sidecars"
+
+
+class TopLevelFormat(StrEnum):
+    """The format of a V2 checkpoint's top-level file (``N.checkpoint.<uuid>.json`` or
+    ``.parquet``)."""
+
+    JSON = "json"
+    PARQUET = "parquet"
+
+
 #: Subdirectories of ``_delta_log`` that hold commits a catalog or commit coordinator has not
 #: ratified or backfilled yet: ``_staged_commits/<version>.<uuid>.json`` (Delta 4.4,
 #: catalogManaged tables) and its former name ``_commits/`` (coordinated commits). Clients

@@ -66,9 +66,9 @@ def print_log_cost(log: dict[str, Any], console: Console) -> None:
         for kind, b in log["by_kind"].items()
         if b is not None and b["objects"]
     )
+    unlisted = "; _sidecars/ not listed" if log["by_kind"].get("sidecars") is None else ""
     console.print(
-        f"  _delta_log: {log['objects']} objects, {log['bytes']} bytes ({kinds}; "
-        "_sidecars/ not listed)",
+        f"  _delta_log: {log['objects']} objects, {log['bytes']} bytes ({kinds}{unlisted})",
         highlight=False,
         soft_wrap=True,
     )
