@@ -195,3 +195,34 @@ def test_unreadable_dynamodb_table_is_exit_2(localstack, ls_bucket, run_cli):
     )
     assert out.returncode == 2
     assert "no_such_table" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_a_single_driver_commit_next_to_a_conditional_writer_is_unsafe(
+    localstack, ls_bucket, ls_commit_table, run_cli
+):
+    """The single-driver branch: a Spark commit without a deltaguard mark, no temp commit and
+    no DynamoDB entry (Delta's default store: a plain PUT, here by boto3) after the
+    conditional store's commits is unsafe in ``migrate status`` (exit 1, the versions and the
+    preset named) and the ``unsafe-commit-path`` of ``audit``; before it, neither."""
+    ep = localstack.endpoint
+    uri = f"s3a://{ls_bucket}/t"
+    conditional = S3ConditionalLogStore(ep.s3_client())
+    create_table(conditional, uri, arrow_schema())
+    append(conditional, s3_put(ep), uri, rows("c", 1))
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["unsafe"]) == (0, False)
+    info = {
+        "timestamp": 1,
+        "operation": "WRITE",
+        "engineInfo": "Apache-Spark/3.5.3 Delta-Lake/3.3.3",
+    }
+    body = json.dumps({"commitInfo": info}).encode() + b"\n"
+    ep.s3_client().put_object(Bucket=ls_bucket, Key=f"t/_delta_log/{2:020d}.json", Body=body)
+    code, status = _status(run_cli, ep, uri, ls_commit_table)
+    assert (code, status["unsafe"]) == (1, True), status
+    assert status["next"].startswith("UNSAFE: versions 2 were committed through Delta's "
+                                     "single-driver store"), status["next"]  # fmt: skip
+    assert "s3-conditional preset" in status["next"]
+    code, codes = _audit(run_cli, ep, uri, ls_commit_table)
+    assert code == 1 and "unsafe-commit-path" in codes and "mixed-commit-protocols" not in codes
