@@ -499,7 +499,8 @@ def _staged_race(bed: _RaceBed, spark: Any, tmp_path, run_cli) -> None:
     assert {o["state"] for o in json.loads(again.stdout)["lost_commits"]} == {"already-restored"}
     assert verify_table_deltars(table, endpoint.url)["rows"] == len(claimed) * ROWS
     print(
-        f"race table [{race.server}]: lost per ledger {len(ledger)}, found by audit "
+        f"race table [{race.server}, {race.writers}x{race.appends}, {len(staged)} of "
+        f"{len(race.held_versions)} holds met a peer]: lost per ledger {len(ledger)}, found by audit "
         f"{len(found)}, restored {len(restored)}, rows after {by_deltars['rows']} of "
         f"{len(claimed) * ROWS}"
     )
