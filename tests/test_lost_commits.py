@@ -1,10 +1,15 @@
 """Issue 50 part 3: lost commits found (``audit``), kept (``orphans``) and restored (``repair
 --restore-lost``) on a versioned bucket.
 
-The MinIO tests stage the race the way Delta's single-driver store loses a commit: two writers
-PUT the same ``N.json``, the later PUT wins, the earlier bytes stay as a noncurrent object
-version. The oracle is plain boto3 (the noncurrent versions listed and read raw) and delta-rs
-(the rows after the restore).
+The boto3 tests on MinIO stage the race the way Delta's single-driver store loses a commit:
+two writers PUT the same ``N.json``, the later PUT wins, the earlier bytes stay as a
+noncurrent object version. The oracle is plain boto3 (the noncurrent versions listed and read
+raw) and delta-rs (the rows after the restore).
+
+The Spark races (:data:`RACES`, :data:`LONG_RACES`) run real Spark drivers on Delta's default
+store through a fault proxy that holds commit PUTs, on LocalStack and MinIO: the oracle is the
+race ledger (the commits the writers were told succeeded that no version holds), checked
+against the raw noncurrent versions, then against Spark's and delta-rs's rows after the restore.
 """
 
 from __future__ import annotations
@@ -335,7 +340,8 @@ RACES = {
     ),
     "minio": _Race("minio", [1, 2]),
 }
-#: The long races (``make soak``): three drivers, three appends each, every version held.
+#: The long races (``make soak``): three drivers, three appends each, the first commit PUT of
+#: versions 1-4 held (how many commits are lost is the race's: the ledger says, at least two).
 LONG_RACES = {f"{name}-3x3": _Race(name, [1, 2, 3, 4], writers=3, appends=3) for name in RACES}
 
 
