@@ -364,31 +364,34 @@ def verify(args: argparse.Namespace) -> dict[str, object]:
         local_dir=Path(args.local_dir) if args.local_dir else None,
     )
     try:
-        from delta.tables import DeltaTable
-
-        history = (
-            DeltaTable.forPath(spark, args.table)
-            .history()
-            .select("version", "operation", "userMetadata")
-            .collect()
-        )
-        table = spark.read.format("delta").load(args.table)
-        per_batch = table.groupBy("writer", "batch").count().collect()
-        return {
-            "versions": sorted(int(r["version"]) for r in history),
-            "commits": [
-                {
-                    "version": int(r["version"]),
-                    "operation": r["operation"],
-                    "tag": r["userMetadata"],
-                }
-                for r in history
-            ],
-            "rows": table.count(),
-            "rows_per_batch": {f"w{r['writer']}/b{r['batch']}": int(r["count"]) for r in per_batch},
-        }
+        return table_account(spark, args.table)
     finally:
         spark.stop()
+
+
+def table_account(spark: SparkSession, table: str) -> dict[str, object]:
+    """What Spark Delta reads in ``table`` through ``spark``: versions, data commits per tag
+    (``userMetadata``), rows, rows per (writer, batch)."""
+    from delta.tables import DeltaTable
+
+    history = (
+        DeltaTable.forPath(spark, table).history().select("version", "operation", "userMetadata")
+    ).collect()
+    data = spark.read.format("delta").load(table)
+    per_batch = data.groupBy("writer", "batch").count().collect()
+    return {
+        "versions": sorted(int(r["version"]) for r in history),
+        "commits": [
+            {
+                "version": int(r["version"]),
+                "operation": r["operation"],
+                "tag": r["userMetadata"],
+            }
+            for r in history
+        ],
+        "rows": data.count(),
+        "rows_per_batch": {f"w{r['writer']}/b{r['batch']}": int(r["count"]) for r in per_batch},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,6 +41,27 @@ def hold_one_commit_put(timeout_s: float = 120.0) -> FaultRule:
     )
 
 
+def hold_commit_puts(versions: list[int], timeout_s: float = 120.0) -> list[FaultRule]:
+    """One :func:`hold_one_commit_put` rule per version in ``versions`` (each >= 1): the first
+    commit PUT of each is held until a peer's PUT of the same version has been answered. With
+    two writers on Delta's default store that append in turn, each held version is a lost
+    commit: the writer not held cannot see the held ``N.json``, so its next commit PUTs the
+    same version (the peer), and the held PUT lands last, over it. Rule ``i`` fires for
+    ``versions[i]``: ``FaultProxy.fired()`` is ``[1] * len(versions)`` once all were staged."""
+    if not versions or min(versions) < 1:
+        raise ValueError(f"hold_commit_puts: versions must be >= 1, got {versions}")
+    return [
+        FaultRule(
+            "hold_until_peer",
+            method="PUT",
+            path_regex=rf"/_delta_log/{re.escape(commit_file_name(v))}$",
+            times=1,
+            delay_s=timeout_s,
+        )
+        for v in versions
+    ]
+
+
 def count_log_reads() -> list[FaultRule]:
     """Rules that never fire and only count (``matched``) the GETs and HEADs of files in
     ``_delta_log/``: the reads of peers' commits, which grow with the number of drivers. Set

@@ -1,10 +1,15 @@
 """Issue 50 part 3: lost commits found (``audit``), kept (``orphans``) and restored (``repair
 --restore-lost``) on a versioned bucket.
 
-The MinIO tests stage the race the way Delta's single-driver store loses a commit: two writers
-PUT the same ``N.json``, the later PUT wins, the earlier bytes stay as a noncurrent object
-version. The oracle is plain boto3 (the noncurrent versions listed and read raw) and delta-rs
-(the rows after the restore).
+The boto3 tests on MinIO stage the race the way Delta's single-driver store loses a commit:
+two writers PUT the same ``N.json``, the later PUT wins, the earlier bytes stay as a
+noncurrent object version. The oracle is plain boto3 (the noncurrent versions listed and read
+raw) and delta-rs (the rows after the restore).
+
+The Spark races (:data:`RACES`, :data:`LONG_RACES`) run real Spark drivers on Delta's default
+store through a fault proxy that holds commit PUTs, on LocalStack and MinIO: the oracle is the
+race ledger (the commits the writers were told succeeded that no version holds), checked
+against the raw noncurrent versions, then against Spark's and delta-rs's rows after the restore.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from __future__ import annotations
 import io
 import json
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +27,8 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from deltaguard.localstack.endpoints import Endpoint
+from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.minio_server import MinIOServer
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.exit_codes import audit_exit_code
@@ -310,41 +320,120 @@ def test_restore_lost_without_versioning_is_one_line_exit_2(
     )
 
 
-@pytest.mark.spark
-def test_staged_default_store_race_on_localstack_found_kept_restored(
-    localstack, ls_proxy, ls_bucket, tmp_path, run_cli
-) -> None:
-    """Two Spark drivers on Delta's default S3SingleDriverLogStore, one commit PUT held until
-    the other driver wrote the same version (localstack/race.py), on a versioned bucket: the
-    race ledger (the writers' claimed commits no version holds) is the oracle, with the raw
-    noncurrent versions read by boto3."""
-    from deltaguard.localstack.multi_driver import (
-        run_multi_driver,
-        verify_table,
-        verify_table_deltars,
-    )
-    from deltaguard.localstack.race import hold_one_commit_put
+@dataclass(frozen=True)
+class _Race:
+    """One staged race: the server (a session fixture), the versions whose first commit PUT
+    the proxy holds (localstack/race.py), the Spark drivers and their appends, and the
+    orphans engine (Spark on one server, the local one on the other: both are covered)."""
+
+    server: str
+    held_versions: list[int]
+    writers: int = 2
+    appends: int = 2
+    orphans_args: tuple[str, ...] = ()
+
+
+#: LocalStack loses one commit, MinIO two (one per held version): the ``make test`` races.
+RACES = {
+    "localstack": _Race(
+        "localstack", [1], orphans_args=("--engine", "spark", "--spark-master", "local[2]")
+    ),
+    "minio": _Race("minio", [1, 2]),
+}
+#: The long races (``make soak``): three drivers, three appends each, the first commit PUT of
+#: versions 1-4 held (how many commits are lost is the race's: the ledger says, at least two).
+LONG_RACES = {f"{name}-3x3": _Race(name, [1, 2, 3, 4], writers=3, appends=3) for name in RACES}
+
+
+@dataclass
+class _RaceBed:
+    race: _Race
+    endpoint: Endpoint
+    proxy: FaultProxy
+    bucket: str
+
+
+@pytest.fixture(scope="module")
+def race_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The module's one Spark session, the races' Spark reader (a fresh driver per race
+    would start a JVM each time): S3A with the test bed's keys, each bucket's endpoint set
+    when it is read (:func:`_spark_account`)."""
+    from deltaguard.localstack.spark_driver import build_test_session
     from deltaguard.logstore.preset_name import PresetName
 
-    s3 = localstack.endpoint.s3_client()
-    s3.put_bucket_versioning(Bucket=ls_bucket, VersioningConfiguration={"Status": "Enabled"})
-    ls_proxy.set_rules([hold_one_commit_put()])
-    table = f"s3a://{ls_bucket}/events"
+    spark = build_test_session(
+        Endpoint(url="http://127.0.0.1:1").s3_storage(),  # every read names its endpoint
+        PresetName.S3_CONDITIONAL,
+        app_name="lost-commits-reader",
+        master="local[2]",
+        local_dir=tmp_path_factory.mktemp("lost-commits-reader"),
+    )
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _spark_account(spark: Any, table: str, endpoint: Endpoint) -> dict[str, Any]:
+    """append_job's account of ``table`` (an ``s3a://`` URI) as Spark Delta reads it through
+    ``endpoint``."""
+    from deltaguard.localstack.append_job import table_account
+
+    bucket = table.removeprefix("s3a://").split("/", 1)[0]
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set(f"fs.s3a.bucket.{bucket}.endpoint", endpoint.url)
+    return table_account(spark, table)
+
+
+@pytest.fixture
+def race_bed(request: pytest.FixtureRequest, tmp_path) -> Iterator[_RaceBed]:
+    """The race named by the parameter (a key of :data:`RACES` or :data:`LONG_RACES`), a
+    fresh versioned bucket on its server and a fault proxy in front of it (the server itself
+    is the session's fixture, started once)."""
+    race = {**RACES, **LONG_RACES}[request.param]
+    server = request.getfixturevalue(race.server)
+    endpoint = server.endpoint
+    bucket = f"dg-race-{uuid.uuid4().hex[:12]}"
+    s3 = endpoint.s3_client()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    with FaultProxy(endpoint, tmp_path / "proxy", seed=7) as proxy:
+        yield _RaceBed(race, endpoint, proxy, bucket)
+
+
+def _staged_race(bed: _RaceBed, spark: Any, tmp_path, run_cli) -> None:
+    """Spark drivers on Delta's default S3SingleDriverLogStore, the first commit PUT of each
+    held version held until another driver wrote the same version (localstack/race.py), on a
+    versioned bucket: the race ledger (the writers' claimed commits no version holds) is the
+    oracle, with the raw noncurrent versions read by boto3. ``audit`` finds exactly those,
+    ``orphans --delete --yes`` keeps their files, ``repair --restore-lost --yes`` brings every
+    row back (Spark and delta-rs agree on each claimed batch), a second run does nothing."""
+    from deltaguard.localstack.multi_driver import run_multi_driver, verify_table_deltars
+    from deltaguard.localstack.race import hold_commit_puts
+    from deltaguard.logstore.preset_name import PresetName
+
+    race, endpoint, bucket = bed.race, bed.endpoint, bed.bucket
+    s3 = endpoint.s3_client()
+    bed.proxy.set_rules(hold_commit_puts(race.held_versions))
+    table = f"s3a://{bucket}/events"
     result = run_multi_driver(
         table,
-        writer_endpoint_url=ls_proxy.endpoint.url,
-        reader_endpoint_url=localstack.endpoint.url,
+        writer_endpoint_url=bed.proxy.endpoint.url,
+        reader_endpoint_url=endpoint.url,
         logstore=PresetName.S3_SINGLE_DRIVER,
-        writers=2,
-        appends=2,
+        writers=race.writers,
+        appends=race.appends,
         rows=ROWS,
         workdir=tmp_path,
         verify_with_deltars=True,
     )
-    assert ls_proxy.fired() == [1], "the race was staged"
+    assert bed.proxy.fired() == [1] * len(race.held_versions), "every held version was reached"
+    staged = [h for r in range(len(race.held_versions)) for h in bed.proxy.held(r)]
+    staged = [h for h in staged if h["released_by_peer"]]  # a peer PUT the same version
     ledger = set(result.lost_tags)
-    assert ledger and result.failed_appends == [], result.summary()
-    raw = _raw_lost(s3, ls_bucket, "events")
+    assert len(ledger) >= len(staged) >= 1, (staged, result.summary())
+    assert result.failed_appends == [], result.summary()
+    raw = _raw_lost(s3, bucket, "events")
     raw_tags = {
         json.loads(line)["commitInfo"].get("userMetadata")
         for body in raw.values()
@@ -353,8 +442,8 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
     }
     assert raw_tags == ledger, "the oracle: the raw noncurrent versions hold the lost commits"
 
-    env = localstack.endpoint.credentials_env()
-    s3_args = ["--endpoint", localstack.endpoint.url, "--path-style"]
+    env = endpoint.credentials_env()
+    s3_args = ["--endpoint", endpoint.url, "--path-style"]
     audit = run_cli("audit", table, *s3_args, "--json", env=env)
     findings = json.loads(audit.stdout)["findings"]
     found = sorted(f["file"] for f in findings if f["code"] == "lost-commit")
@@ -366,14 +455,12 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
         for line in body.splitlines()
         if b'"add"' in line
     }
-    orphans = run_cli(  # the Spark engine (the MinIO test runs the local one)
+    assert len(lost_files) == len(ledger), "one data file per lost append"
+    orphans = run_cli(
         "orphans",
         table,
         *s3_args,
-        "--engine",
-        "spark",
-        "--spark-master",
-        "local[2]",
+        *race.orphans_args,
         "--report-table",
         str(tmp_path / "report"),
         "--retention",
@@ -391,7 +478,7 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
     assert {classes.get(p) for p in lost_files} == {"lost-commit"}, orphans.stdout
     listed = {
         o["Key"].removeprefix("events/")
-        for p in s3.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket, Prefix="events/")
+        for p in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="events/")
         for o in p.get("Contents", [])
     }
     assert lost_files <= listed, "orphans --delete --yes kept every lost commit's files"
@@ -399,26 +486,61 @@ def test_staged_default_store_race_on_localstack_found_kept_restored(
     restore = run_cli("repair", table, *s3_args, "--restore-lost", "--yes", "--json", env=env)
     assert restore.returncode == 0, restore.stdout + restore.stderr
     outcomes = json.loads(restore.stdout)["lost_commits"]
-    assert sorted(o["version"] for o in outcomes if o["state"] == "restored") == sorted(raw)
+    restored = sorted(o["version"] for o in outcomes if o["state"] == "restored")
+    assert restored == sorted(raw)
 
     claimed = set(result.claimed_tags)
-    by_deltars = verify_table_deltars(table, localstack.endpoint.url)
+    by_deltars = verify_table_deltars(table, endpoint.url)
     tags = [c["tag"] for c in by_deltars["commits"] if c["tag"] in claimed]
     assert sorted(tags) == sorted(claimed), "every claimed commit exactly once"
     assert by_deltars["rows"] == len(claimed) * ROWS
+    assert sorted(by_deltars["rows_per_batch"]) == sorted(_batch_ids(claimed)), "the ids"
     assert all(n == ROWS for n in by_deltars["rows_per_batch"].values())
-    by_spark = verify_table(table, localstack.endpoint.url, tmp_path)
+    by_spark = _spark_account(spark, table, endpoint)
     assert by_spark["rows"] == by_deltars["rows"]
     assert by_spark["rows_per_batch"] == by_deltars["rows_per_batch"]
 
     again = run_cli("repair", table, *s3_args, "--restore-lost", "--yes", "--json", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert {o["state"] for o in json.loads(again.stdout)["lost_commits"]} == {"already-restored"}
+    assert verify_table_deltars(table, endpoint.url)["rows"] == len(claimed) * ROWS
     print(
-        f"race table: lost per ledger {len(ledger)}, found by audit {len(found)}, restored "
-        f"{len([o for o in outcomes if o['state'] == 'restored'])}, rows after "
-        f"{by_deltars['rows']} of {len(claimed) * ROWS}"
+        f"race table [{race.server}, {race.writers}x{race.appends}, {len(staged)} of "
+        f"{len(race.held_versions)} holds met a peer]: lost per ledger {len(ledger)}, found by audit "
+        f"{len(found)}, restored {len(restored)}, rows after {by_deltars['rows']} of "
+        f"{len(claimed) * ROWS}"
     )
+
+
+def _batch_ids(tags: set[str]) -> list[str]:
+    """The ``w<writer>/b<batch>`` ids of claimed commit tags ``<run>/w<writer>/b<batch>``."""
+    return [tag.split("/", 1)[1] for tag in tags]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("race_bed", list(RACES), indirect=True)
+def test_staged_default_store_race_found_kept_restored(
+    race_bed: _RaceBed, race_spark: Any, tmp_path, run_cli
+) -> None:
+    """The ``make test`` races: LocalStack loses one commit, MinIO two."""
+    _staged_race(race_bed, race_spark, tmp_path, run_cli)
+    held = len(race_bed.race.held_versions)
+    assert len(_raw_lost(race_bed.endpoint.s3_client(), race_bed.bucket, "events")) == held, (
+        "two writers in turn: each held version is exactly one lost commit"
+    )
+
+
+@pytest.mark.spark
+@pytest.mark.long
+@pytest.mark.parametrize("race_bed", list(LONG_RACES), indirect=True)
+def test_long_staged_default_store_race_found_kept_restored(
+    race_bed: _RaceBed, race_spark: Any, tmp_path, run_cli
+) -> None:
+    """Three drivers, three appends each, the first PUT of versions 1-4 held: several commits
+    lost on one table (how many is the race's; the ledger says), all found and restored."""
+    _staged_race(race_bed, race_spark, tmp_path, run_cli)
+    lost = _raw_lost(race_bed.endpoint.s3_client(), race_bed.bucket, "events")
+    assert len(lost) >= 2, "more than one commit lost on one table"
 
 
 def test_versioning_denied_is_a_note_and_restore_refuses_writing_nothing(
