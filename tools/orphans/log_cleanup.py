@@ -98,53 +98,6 @@ def _sidecar_candidates(
     ], listed
 
 
-def scan_log(
-    store: TableStore,
-    *,
-    now_ms: int | None = None,
-    retention_ms: int | None = None,
-    dynamodb: DynamoDBCheck | None = None,
-) -> LogScan:
-    """Plans a log cleanup of ``store``'s table at ``now_ms`` (default: now) with
-    ``retention_ms`` (default: the table's ``delta.logRetentionDuration``). Raises
-    :class:`~deltaguard.tools.storage.errors.DeltaLogError` if the log cannot be listed or
-    replayed (nothing is planned then), ValueError for a bad retention property."""
-    started = time.monotonic()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    listing = list_log(store)
-    if listing.latest_version is None and not listing.files:
-        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
-    snapshot = load_snapshot(store, listing=listing)
-    retention_ms, source = _retention(snapshot.configuration, retention_ms)
-    cutoff = day_cutoff_ms(now, retention_ms)
-    expiry = _plan(store, listing, snapshot, cutoff, dynamodb)
-    candidates, kinds, listed_sidecars = _log_candidates(store, listing, expiry, cutoff)
-    notes = _notes(expiry)
-    infos = [*listing.files.values(), *listing.temp_infos.values(), *listing.staged_infos.values()]
-    result = ScanResult(
-        table=store.uri,
-        version=snapshot.version,
-        now_ms=now,
-        retention_ms=retention_ms,
-        retention_source=source,
-        candidates=candidates,
-        listed_files=len(infos) + len(listed_sidecars),
-        referenced_files=0,
-        hidden_dirs=[],
-        log_files=len(listing.files),
-        scan_s=time.monotonic() - started,
-        notes=notes,
-        day_truncated=True,
-    )
-    return LogScan(
-        result,
-        expiry.truncation_version,
-        kinds,
-        len(infos) + len(listed_sidecars),
-        sum(i.size for i in infos) + sum(i.size for i in listed_sidecars),
-    )
-
-
 def _retention(configuration: dict[str, str], given_ms: int | None) -> tuple[int, str]:
     """The log retention in ms and where it comes from: ``given_ms`` (``--retention``), the
     table's ``delta.logRetentionDuration``, or Delta's default."""
@@ -248,6 +201,53 @@ def _notes(expiry: LogExpiry) -> list[str]:
             "checkpoint); the versions below it are removed whole",
         )
     return notes
+
+
+def scan_log(
+    store: TableStore,
+    *,
+    now_ms: int | None = None,
+    retention_ms: int | None = None,
+    dynamodb: DynamoDBCheck | None = None,
+) -> LogScan:
+    """Plans a log cleanup of ``store``'s table at ``now_ms`` (default: now) with
+    ``retention_ms`` (default: the table's ``delta.logRetentionDuration``). Raises
+    :class:`~deltaguard.tools.storage.errors.DeltaLogError` if the log cannot be listed or
+    replayed (nothing is planned then), ValueError for a bad retention property."""
+    started = time.monotonic()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    listing = list_log(store)
+    if listing.latest_version is None and not listing.files:
+        raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
+    snapshot = load_snapshot(store, listing=listing)
+    retention_ms, source = _retention(snapshot.configuration, retention_ms)
+    cutoff = day_cutoff_ms(now, retention_ms)
+    expiry = _plan(store, listing, snapshot, cutoff, dynamodb)
+    candidates, kinds, listed_sidecars = _log_candidates(store, listing, expiry, cutoff)
+    notes = _notes(expiry)
+    infos = [*listing.files.values(), *listing.temp_infos.values(), *listing.staged_infos.values()]
+    result = ScanResult(
+        table=store.uri,
+        version=snapshot.version,
+        now_ms=now,
+        retention_ms=retention_ms,
+        retention_source=source,
+        candidates=candidates,
+        listed_files=len(infos) + len(listed_sidecars),
+        referenced_files=0,
+        hidden_dirs=[],
+        log_files=len(listing.files),
+        scan_s=time.monotonic() - started,
+        notes=notes,
+        day_truncated=True,
+    )
+    return LogScan(
+        result,
+        expiry.truncation_version,
+        kinds,
+        len(infos) + len(listed_sidecars),
+        sum(i.size for i in infos) + sum(i.size for i in listed_sidecars),
+    )
 
 
 def _candidates(expiry: LogExpiry, listing: LogListing) -> tuple[list[Candidate], dict[str, str]]:

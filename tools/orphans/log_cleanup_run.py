@@ -26,6 +26,7 @@ from rich.console import Console
 
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.deltalog.times import duration_text, iso_utc
+from deltaguard.tools.orphans import run_outcome
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupOptions, execute
 from deltaguard.tools.orphans.engine import EngineCleanup
@@ -39,15 +40,7 @@ from deltaguard.tools.orphans.log_cleanup import (
 )
 from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
-from deltaguard.tools.orphans.run_outcome import (
-    CleanupSteps,
-    Outcome,
-    RunFailed,
-    clean_up,
-    damage_line,
-    one_line_failures,
-    render,
-)
+from deltaguard.tools.orphans.run_outcome import CleanupSteps, Outcome, RunFailed
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.state_dir import log_cleanup_manifests_dir
 from deltaguard.tools.storage import S3Options, TableStore, open_table
@@ -162,7 +155,7 @@ def _tsv(scan: LogScan) -> None:
 
 def run_log_cleanup(req: LogCleanupRequest) -> int:
     """Runs the command; returns the exit code."""
-    return one_line_failures(COMMAND, partial(_run, req))
+    return run_outcome.one_line_failures(COMMAND, partial(_run, req))
 
 
 def _run(req: LogCleanupRequest) -> int:
@@ -170,7 +163,11 @@ def _run(req: LogCleanupRequest) -> int:
     store, scan = _scan(req)
     planned_files = scan.result.of(*LOG_CLEANUP_CLASSES)
     planned = len(planned_files)
-    cleanup = clean_up(_cleanup_steps(req, store, scan), scan.result, planned) if req.yes else None
+    cleanup = (
+        run_outcome.clean_up(_cleanup_steps(req, store, scan), scan.result, planned)
+        if req.yes
+        else None
+    )
     damaged = len(scan.result.of(FileClass.STRANDED_COMMIT))
     outcome = Outcome(
         COMMAND,
@@ -178,13 +175,13 @@ def _run(req: LogCleanupRequest) -> int:
         planned,
         sum(c.size for c in planned_files),
         damaged,
-        findings=(damage_line(damaged),),
+        findings=(run_outcome.damage_line(FileClass.STRANDED_COMMIT, damaged),),
         only_yes_missing=True,
         json_doc=partial(to_json, scan),
         text=partial(print_report, scan),
         tsv=lambda _err: _tsv(scan),
     )
-    return render(outcome, req)
+    return run_outcome.render(outcome, req)
 
 
 def _scan(req: LogCleanupRequest) -> tuple[TableStore, LogScan]:

@@ -40,6 +40,7 @@ from typing import Any
 from rich.console import Console
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
+from deltaguard.tools.orphans import run_outcome
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import cleanup_classes
 from deltaguard.tools.orphans.engine import (
@@ -53,29 +54,11 @@ from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.orphans.references import WHY_EVERY_LOG_FILE
 from deltaguard.tools.orphans.report import largest_first, print_report, to_json, write_tsv_report
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
-from deltaguard.tools.orphans.run_outcome import (
-    CleanupSteps,
-    Outcome,
-    RunFailed,
-    clean_up,
-    damage_line,
-    one_line_failures,
-    render,
-)
+from deltaguard.tools.orphans.run_outcome import CleanupSteps, Outcome, RunFailed
 from deltaguard.tools.state_dir import manifests_dir
 from deltaguard.tools.storage.errors import DeltaLogError
 
 COMMAND = "orphans"
-
-
-def lost_line(lost: int) -> str | None:
-    """The summary line for ``lost-commit`` files, or None."""
-    if not lost:
-        return None
-    return (
-        f"damage: {lost} file(s) only a lost commit names (class lost-commit): never deleted; "
-        "see deltaguard audit and docs/guides/repair.md (repair --restore-lost)"
-    )
 
 
 def log_hint(what: str, req: OrphansRequest) -> str:
@@ -118,7 +101,7 @@ def print_scan(scan: EngineScan, out: Console) -> None:
 
 def run_orphans(req: OrphansRequest, engine: OrphansEngine) -> int:
     """Runs the command with ``engine``; returns the exit code."""
-    return one_line_failures(COMMAND, partial(_run, req, engine))
+    return run_outcome.one_line_failures(COMMAND, partial(_run, req, engine))
 
 
 def _run(req: OrphansRequest, engine: OrphansEngine) -> int:
@@ -127,7 +110,7 @@ def _run(req: OrphansRequest, engine: OrphansEngine) -> int:
     classes = cleanup_classes(req.include_tombstones)
     planned, planned_bytes = scan.count(classes)
     steps = _cleanup_steps(req, engine, scan, classes)
-    cleanup = clean_up(steps, scan.result, planned) if req.delete and req.yes else None
+    cleanup = run_outcome.clean_up(steps, scan.result, planned) if req.delete and req.yes else None
     damaged, _ = scan.count((FileClass.STRANDED_COMMIT,))
     lost, _ = scan.count((FileClass.LOST_COMMIT,))
     outcome = Outcome(
@@ -136,13 +119,16 @@ def _run(req: OrphansRequest, engine: OrphansEngine) -> int:
         planned,
         planned_bytes,
         damaged + lost,
-        findings=(damage_line(damaged), lost_line(lost)),
+        findings=(
+            run_outcome.damage_line(FileClass.STRANDED_COMMIT, damaged),
+            run_outcome.damage_line(FileClass.LOST_COMMIT, lost),
+        ),
         only_yes_missing=req.delete,
         json_doc=partial(json_report, scan, engine),
         text=partial(_text_report, scan),
         tsv=partial(_tsv_report, scan, engine),
     )
-    return render(outcome, req)
+    return run_outcome.render(outcome, req)
 
 
 def _scan(req: OrphansRequest, engine: OrphansEngine) -> EngineScan:

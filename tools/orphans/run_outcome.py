@@ -77,15 +77,20 @@ def outcome_code(planned: int, damaged: int, cleanup: dict[str, Any] | None) -> 
     return ExitCode.FOUND if planned or damaged else ExitCode.CLEAN
 
 
-def damage_line(damaged: int) -> str | None:
-    """The summary line for ``stranded-commit`` files, or None."""
-    if not damaged:
-        return None
-    return (
-        f"damage: {damaged} DynamoDB temp commit(s) of retained versions whose N.json is "
-        "missing (class stranded-commit): never deleted; see their reasons and "
-        "docs/guides/cleanup.md"
-    )
+#: What the summary line says of each damage class (never deleted), after the count.
+_DAMAGE = {
+    FileClass.STRANDED_COMMIT: "DynamoDB temp commit(s) of retained versions whose N.json is "
+    "missing (class stranded-commit): never deleted; see their reasons and "
+    "docs/guides/cleanup.md",
+    FileClass.LOST_COMMIT: "file(s) only a lost commit names (class lost-commit): never "
+    "deleted; see deltaguard audit and docs/guides/repair.md (repair --restore-lost)",
+}
+
+
+def damage_line(damage: FileClass, count: int) -> str | None:
+    """The summary line for ``count`` files of the class ``damage`` (``stranded-commit``,
+    ``lost-commit``), or None if there are none."""
+    return f"damage: {count} {_DAMAGE[damage]}" if count else None
 
 
 def stopping_line(signal_name: str, command: str = "orphans") -> None:
