@@ -109,8 +109,10 @@ def _run(req: OrphansRequest, engine: OrphansEngine) -> int:
     scan = _scan(req, engine)
     classes = cleanup_classes(req.include_tombstones)
     planned, planned_bytes = scan.count(classes)
-    steps = _cleanup_steps(req, engine, scan, classes)
-    cleanup = run_outcome.clean_up(steps, scan.result, planned) if req.delete and req.yes else None
+    cleanup = None
+    if req.delete and req.yes:
+        steps = _cleanup_steps(req, engine, scan, classes)
+        cleanup = run_outcome.clean_up(steps, scan.result, planned)
     damaged, _ = scan.count((FileClass.STRANDED_COMMIT,))
     lost, _ = scan.count((FileClass.LOST_COMMIT,))
     outcome = Outcome(
