@@ -67,6 +67,7 @@ LAYERS: tuple[Layer, ...] = (
             "tools.commands",
             "tools.*.run",
             "tools.orphans.log_cleanup_run",
+            "tools.orphans.run_outcome",
             "tools.migrate_status",
             "tools.exit_codes",
             "tools.cli_errors",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.protocol_mix import (
@@ -30,6 +30,9 @@ from deltaguard.tools.deltalog.provenance import CommitPath, unsafe_writers, ver
 from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.storage import TableStore, table_not_found
+
+if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.history import HistoryEntry
 
 #: Commits shown with their engineInfo in the text report (JSON has them all).
 SHOWN_COMMITS = 20
@@ -126,22 +129,10 @@ def migrate_status(
     """Reads the log and the table's DynamoDB entries and decides. Raises
     :class:`MigrateStatusError` if the DynamoDB table cannot be read or no commit is recent
     enough; the log reader's own errors (DeltaLogError, OSError) propagate."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from deltaguard.logstore.aws_errors import describe
-    from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
-    from deltaguard.tools.deltalog.history import read_history
-
     listing = list_log(store)
     if not listing.commits:
         raise table_not_found(store, "no commits in _delta_log/")
-    ddb = S3DynamoDBLogStore(None, dynamodb_client, dynamodb_table)
-    try:
-        entries = [e for path in table_paths for e in ddb.entries(path)]
-    except (ClientError, BotoCoreError) as exc:
-        raise MigrateStatusError(
-            f"cannot read DynamoDB table {dynamodb_table}: {describe(exc)}"
-        ) from None
+    entries = _entries(dynamodb_client, dynamodb_table, table_paths)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     evidence = gather_evidence(listing, entries, window_s=window_s, now_ms=now_ms)
     if not evidence.commits:
@@ -149,25 +140,7 @@ def migrate_status(
             f"no commit of {store.uri} is recent enough to tell (window from "
             f"{_when(evidence.window_start_ms)}): commit once, or widen --window-hours"
         )
-    recent = LogListing(
-        files=listing.files,
-        commits={
-            c.version: listing.commits[c.version]
-            for c in evidence.commits
-            if c.version in listing.commits
-        },
-    )
-    history = {
-        h.version: h
-        for h in read_history(
-            store,
-            listing=recent,
-            gaps=False,
-            dynamodb_versions={
-                c.version for c in evidence.commits if c.kind is not WriterKind.CONDITIONAL
-            },
-        )
-    }
+    history = _recent_history(store, listing, evidence)
     evidence.commits = [
         label_by_content(c, h.engine, h.commit_path) if h is not None else c
         for c in evidence.commits
@@ -193,6 +166,47 @@ def migrate_status(
         evidence.unsafe_mix() is not None or bool(single),
         step,
     )
+
+
+def _entries(
+    dynamodb_client: Any, dynamodb_table: str, table_paths: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The DynamoDB table's entries of each of ``table_paths``. Raises
+    :class:`MigrateStatusError` if it cannot be read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from deltaguard.logstore.aws_errors import describe
+    from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
+
+    ddb = S3DynamoDBLogStore(None, dynamodb_client, dynamodb_table)
+    try:
+        return [e for path in table_paths for e in ddb.entries(path)]
+    except (ClientError, BotoCoreError) as exc:
+        raise MigrateStatusError(
+            f"cannot read DynamoDB table {dynamodb_table}: {describe(exc)}"
+        ) from None
+
+
+def _recent_history(
+    store: TableStore, listing: LogListing, evidence: ProtocolEvidence
+) -> dict[int, HistoryEntry]:
+    """The history entry (engine, commit path, provenance) of each recent commit, by version;
+    the versions without a DynamoDB-written commit are read as such."""
+    from deltaguard.tools.deltalog.history import read_history
+
+    recent = LogListing(
+        files=listing.files,
+        commits={
+            c.version: listing.commits[c.version]
+            for c in evidence.commits
+            if c.version in listing.commits
+        },
+    )
+    dynamodb_versions = {
+        c.version for c in evidence.commits if c.kind is not WriterKind.CONDITIONAL
+    }
+    entries = read_history(store, listing=recent, gaps=False, dynamodb_versions=dynamodb_versions)
+    return {h.version: h for h in entries}
 
 
 def render_text(status: MigrationStatus) -> str:

@@ -182,54 +182,12 @@ class S3ConditionalLogStore:
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
                 self._sleep_before(attempt - 1)
-            try:
-                tally.attempts += 1
-                self.s3.put_object(
-                    Bucket=loc.bucket,
-                    Key=loc.key,
-                    Body=body,
-                    IfNoneMatch="*",
-                    ContentType="application/json",
-                    **({"Metadata": mark} if mark else {}),
-                )
+            failed = self._put_if_absent(loc, body, mark, tally, attempt)
+            if failed is None:
                 return
-            except (ClientError, BotoCoreError) as exc:
-                kind = classify(exc)
-                last_error = describe(exc)
-                if kind == _Kind.FATAL and attempt == 1:
-                    raise OSError(
-                        f"Conditional create of {loc.uri()} failed and cannot be retried: {last_error}"
-                    ) from exc
-                if kind == _Kind.FATAL:  # an earlier, unsettled attempt may still land
-                    raise CommitOutcomeUnknownError(
-                        loc.uri(),
-                        f"attempt {attempt}/{self.max_attempts} failed and cannot be retried "
-                        f"({last_error}) after an earlier attempt whose outcome was not settled",
-                    ) from exc
-                LOG.info(
-                    "conditional create of %s attempt %d/%d: %s (%s)",
-                    loc.uri(),
-                    attempt,
-                    self.max_attempts,
-                    kind,
-                    last_error,
-                )
-            try:
-                stored = self.read_back(loc)
-            except CommitOutcomeUnknownError as exc:
-                raise CommitOutcomeUnknownError(
-                    loc.uri(),
-                    f"attempt {attempt}/{self.max_attempts} of the conditional create failed "
-                    f"({last_error}) and the read-back to settle it failed: {exc.detail}",
-                ) from exc
-            if stored is not None:
-                if stored == body:
-                    LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
-                    tally.settles += 1
-                    return
-                raise LogFileExistsError(
-                    f"{loc.uri()}: another writer created it first ({last_error})"
-                )
+            kind, last_error = failed
+            if self._settle(loc, body, tally, attempt, last_error):
+                return
             if kind == _Kind.PRECONDITION_FAILED:
                 # 412 yet nothing readable: a concurrent create is not visible yet, or was deleted.
                 last_error += "; and the object was not readable afterwards"
@@ -238,6 +196,76 @@ class S3ConditionalLogStore:
             f"the conditional create did not settle after {self.max_attempts} attempts; "
             f"last error: {last_error} (raise max_attempts if the store is merely slow)",
         )
+
+    def _put_if_absent(
+        self,
+        loc: S3Location,
+        body: bytes,
+        mark: dict[str, str] | None,
+        tally: CommitTally,
+        attempt: int,
+    ) -> tuple[str, str] | None:
+        """Attempt ``attempt`` of :meth:`create_settled`: one ``PutObject`` with
+        ``If-None-Match: *``. None if it created the object; else the failure's kind
+        (:func:`classify`) and description, for the read-back to settle. Raises OSError for a
+        first attempt's error that cannot be retried, :class:`CommitOutcomeUnknownError` for a
+        later one's (an earlier, unsettled attempt may still land)."""
+        try:
+            tally.attempts += 1
+            self.s3.put_object(
+                Bucket=loc.bucket,
+                Key=loc.key,
+                Body=body,
+                IfNoneMatch="*",
+                ContentType="application/json",
+                **({"Metadata": mark} if mark else {}),
+            )
+            return None
+        except (ClientError, BotoCoreError) as exc:
+            kind = classify(exc)
+            last_error = describe(exc)
+            if kind == _Kind.FATAL and attempt == 1:
+                raise OSError(
+                    f"Conditional create of {loc.uri()} failed and cannot be retried: {last_error}"
+                ) from exc
+            if kind == _Kind.FATAL:  # an earlier, unsettled attempt may still land
+                raise CommitOutcomeUnknownError(
+                    loc.uri(),
+                    f"attempt {attempt}/{self.max_attempts} failed and cannot be retried "
+                    f"({last_error}) after an earlier attempt whose outcome was not settled",
+                ) from exc
+            LOG.info(
+                "conditional create of %s attempt %d/%d: %s (%s)",
+                loc.uri(),
+                attempt,
+                self.max_attempts,
+                kind,
+                last_error,
+            )
+            return kind, last_error
+
+    def _settle(
+        self, loc: S3Location, body: bytes, tally: CommitTally, attempt: int, last_error: str
+    ) -> bool:
+        """The read-back after failed attempt ``attempt`` of :meth:`create_settled`: True if
+        ``loc`` holds our bytes (an earlier attempt landed: a settle), False if it is absent
+        (retry). Raises :class:`LogFileExistsError` if it holds other bytes,
+        :class:`CommitOutcomeUnknownError` if the read-back fails."""
+        try:
+            stored = self.read_back(loc)
+        except CommitOutcomeUnknownError as exc:
+            raise CommitOutcomeUnknownError(
+                loc.uri(),
+                f"attempt {attempt}/{self.max_attempts} of the conditional create failed "
+                f"({last_error}) and the read-back to settle it failed: {exc.detail}",
+            ) from exc
+        if stored is None:
+            return False
+        if stored == body:
+            LOG.info("%s already holds our bytes: an earlier attempt landed", loc.uri())
+            tally.settles += 1
+            return True
+        raise LogFileExistsError(f"{loc.uri()}: another writer created it first ({last_error})")
 
     def read_back(self, loc: S3Location) -> bytes | None:
         """The object's bytes, or None if it does not exist. Transient errors are retried up to

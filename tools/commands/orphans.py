@@ -134,7 +134,7 @@ def request(table: str, **o: Any) -> OrphansRun:
 
 def run(command: OrphansRun) -> int:
     """Runs the orchestrator over the chosen engine; its exit code
-    (:func:`deltaguard.tools.orphans.run.outcome_code`)."""
+    (:func:`deltaguard.tools.orphans.run_outcome.outcome_code`)."""
     from deltaguard.tools.orphans.run import run_orphans
 
     if command.engine == "spark":

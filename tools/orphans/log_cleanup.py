@@ -16,6 +16,7 @@ Every path is inside ``_delta_log/``; anything else raises before a delete.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, read_checkpoint
@@ -32,7 +33,7 @@ from deltaguard.tools.deltalog.log_expiry import (
     plan_expiry,
 )
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, hadoop_checksum_owner
-from deltaguard.tools.deltalog.snapshot import load_snapshot
+from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, TempState, read_entries
 from deltaguard.tools.orphans.classify import (
     Candidate,
@@ -97,6 +98,111 @@ def _sidecar_candidates(
     ], listed
 
 
+def _retention(configuration: dict[str, str], given_ms: int | None) -> tuple[int, str]:
+    """The log retention in ms and where it comes from: ``given_ms`` (``--retention``), the
+    table's ``delta.logRetentionDuration``, or Delta's default."""
+    if given_ms is not None:
+        return given_ms, "--retention"
+    configured = configuration.get("delta.logRetentionDuration")
+    source = "table property delta.logRetentionDuration" if configured else "Delta default"
+    return log_retention_ms(configuration), source
+
+
+def _plan(
+    store: TableStore,
+    listing: LogListing,
+    snapshot: Snapshot,
+    cutoff_ms: int,
+    dynamodb: DynamoDBCheck | None,
+) -> LogExpiry:
+    """:func:`~deltaguard.tools.deltalog.log_expiry.plan_expiry` of the log, with the
+    DynamoDB table's entries (when asked), ``_last_checkpoint``'s version (None when it
+    cannot be read: readers list the log instead; the audit names the damage) and each
+    checkpoint's reliability (:func:`_reliable`)."""
+    entries = read_entries(dynamodb) if dynamodb is not None else None
+    try:
+        hint = read_last_checkpoint(store)
+    except LastCheckpointError:
+        hint = None
+    return plan_expiry(
+        listing,
+        snapshot.configuration,
+        snapshot.protocol.writer_features,
+        cutoff_ms,
+        entries,
+        reliable=_reliable(store),
+        last_checkpoint_version=None if hint is None else hint.version,
+    )
+
+
+def _reliable(store: TableStore) -> Callable[[CheckpointRef], bool]:
+    """Whether a checkpoint can be read whole (each one read once)."""
+    cache: dict[CheckpointRef, bool] = {}
+
+    def reliable(ref: CheckpointRef) -> bool:
+        if ref not in cache:
+            try:
+                read_checkpoint(store, ref)
+                cache[ref] = True
+            except DeltaLogError:
+                cache[ref] = False
+        return cache[ref]
+
+    return reliable
+
+
+def _log_candidates(
+    store: TableStore, listing: LogListing, expiry: LogExpiry, cutoff_ms: int
+) -> tuple[list[Candidate], dict[str, str], list[FileInfo]]:
+    """The expiry's candidates, the sidecars' and the Hadoop checksums' that follow them,
+    each one's kind, and the listing of ``_sidecars/``. Raises :class:`OutsideLogError` for
+    a candidate outside ``_delta_log/``."""
+    candidates, kinds = _candidates(expiry, listing)
+    sidecars, listed_sidecars = _sidecar_candidates(
+        store, listing, expiry.truncation_version, cutoff_ms
+    )
+    candidates += sidecars
+    kinds.update({c.path: "sidecar" for c in sidecars})
+    sums = _checksum_candidates(listing, listed_sidecars, candidates, cutoff_ms)
+    candidates += sums
+    kinds.update({c.path: "hadoop-checksum" for c in sums})
+    for c in candidates:
+        if not c.path.startswith(f"{LOG_DIR}/") or ".." in c.path.split("/"):
+            raise OutsideLogError(f"{c.path} is not inside {LOG_DIR}/: never deleted")
+    return candidates, kinds, listed_sidecars
+
+
+def _checksum_candidates(
+    listing: LogListing, listed_sidecars: list[FileInfo], cleaned: list[Candidate], cutoff_ms: int
+) -> list[Candidate]:
+    """The Hadoop ``.crc`` checksums of the log and of ``_sidecars/`` that follow their file
+    (:func:`.classify.checksum_candidates`)."""
+    log_infos = [
+        FileInfo(f"{LOG_DIR}/{n}", listing.files[n].size, listing.files[n].mtime_ms)
+        for n in listing.hadoop_checksums
+        if n in listing.files
+    ]
+    sidecar_sums = [i for i in listed_sidecars if hadoop_checksum_owner(i.path.rpartition("/")[2])]
+    return checksum_candidates(
+        [*log_infos, *sidecar_sums],
+        present={f"{LOG_DIR}/{n}" for n in listing.files} | {i.path for i in listed_sidecars},
+        cleaned={c.path for c in cleaned if c.file_class in LOG_CLEANUP_CLASSES},
+        cutoff_ms=cutoff_ms,
+    )
+
+
+def _notes(expiry: LogExpiry) -> list[str]:
+    """The expiry's notes, after the one naming the truncation checkpoint (if any)."""
+    notes = list(expiry.notes)
+    if expiry.truncation_version is not None:
+        notes.insert(
+            0,
+            f"every version from {expiry.truncation_version} on stays readable (from its "
+            "checkpoint); the versions below it are removed whole",
+        )
+    return notes
+
+
 def scan_log(
     store: TableStore,
     *,
@@ -114,67 +220,11 @@ def scan_log(
     if listing.latest_version is None and not listing.files:
         raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     snapshot = load_snapshot(store, listing=listing)
-    source = "--retention" if retention_ms is not None else "delta.logRetentionDuration"
-    if retention_ms is None:
-        configured = snapshot.configuration.get("delta.logRetentionDuration")
-        source = "table property delta.logRetentionDuration" if configured else "Delta default"
-        retention_ms = log_retention_ms(snapshot.configuration)
+    retention_ms, source = _retention(snapshot.configuration, retention_ms)
     cutoff = day_cutoff_ms(now, retention_ms)
-    entries = read_entries(dynamodb) if dynamodb is not None else None
-    try:
-        hint = read_last_checkpoint(store)
-    except LastCheckpointError:
-        hint = None  # readers list the log instead; the audit names the damage
-    reliable_cache: dict[CheckpointRef, bool] = {}
-
-    def reliable(ref: CheckpointRef) -> bool:
-        if ref not in reliable_cache:
-            try:
-                read_checkpoint(store, ref)
-                reliable_cache[ref] = True
-            except DeltaLogError:
-                reliable_cache[ref] = False
-        return reliable_cache[ref]
-
-    expiry = plan_expiry(
-        listing,
-        snapshot.configuration,
-        snapshot.protocol.writer_features,
-        cutoff,
-        entries,
-        reliable=reliable,
-        last_checkpoint_version=None if hint is None else hint.version,
-    )
-    candidates, kinds = _candidates(expiry, listing)
-    sidecars, listed_sidecars = _sidecar_candidates(
-        store, listing, expiry.truncation_version, cutoff
-    )
-    candidates += sidecars
-    kinds.update({c.path: "sidecar" for c in sidecars})
-    log_infos = [
-        FileInfo(f"{LOG_DIR}/{n}", listing.files[n].size, listing.files[n].mtime_ms)
-        for n in listing.hadoop_checksums
-        if n in listing.files
-    ]
-    sidecar_sums = [i for i in listed_sidecars if hadoop_checksum_owner(i.path.rpartition("/")[2])]
-    sums = checksum_candidates(
-        [*log_infos, *sidecar_sums],
-        present={f"{LOG_DIR}/{n}" for n in listing.files} | {i.path for i in listed_sidecars},
-        cleaned={c.path for c in candidates if c.file_class in LOG_CLEANUP_CLASSES},
-        cutoff_ms=cutoff,
-    )
-    candidates += sums
-    kinds.update({c.path: "hadoop-checksum" for c in sums})
-    for c in candidates:
-        if not c.path.startswith(f"{LOG_DIR}/") or ".." in c.path.split("/"):
-            raise OutsideLogError(f"{c.path} is not inside {LOG_DIR}/: never deleted")
-    notes = list(expiry.notes)
-    if expiry.truncation_version is not None:
-        notes.insert(
-            0,
-            f"every version from {expiry.truncation_version} on stays readable (from its "
-            "checkpoint); the versions below it are removed whole",
-        )
+    expiry = _plan(store, listing, snapshot, cutoff, dynamodb)
+    candidates, kinds, listed_sidecars = _log_candidates(store, listing, expiry, cutoff)
+    notes = _notes(expiry)
     infos = [*listing.files.values(), *listing.temp_infos.values(), *listing.staged_infos.values()]
     result = ScanResult(
         table=store.uri,

@@ -22,22 +22,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import orjson
 from rich.console import Console
 
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.deltalog.times import duration_text, iso_utc
-from deltaguard.tools.exit_codes import ExitCode
+from deltaguard.tools.orphans import run_outcome
 from deltaguard.tools.orphans.classify import FileClass
-from deltaguard.tools.orphans.cleanup import (
-    CleanupInterruptedError,
-    CleanupOptions,
-    continues_line,
-    execute,
-    nothing_left,
-    summary,
-)
-from deltaguard.tools.orphans.interrupt import CleanupStopped, stop_on_signals
+from deltaguard.tools.orphans.cleanup import CleanupOptions, execute
+from deltaguard.tools.orphans.engine import EngineCleanup
+from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.log_cleanup import (
     LOG_CLEANUP_CLASSES,
     LogScan,
@@ -45,18 +38,12 @@ from deltaguard.tools.orphans.log_cleanup import (
     log_cleanup_plan,
     scan_log,
 )
-from deltaguard.tools.orphans.manifest import Manifest, new_run_dir, unfinished_run
+from deltaguard.tools.orphans.manifest import Manifest
 from deltaguard.tools.orphans.rules import RetentionTooShortError, check_retention
-from deltaguard.tools.orphans.run import (
-    damage_line,
-    interrupted_lines,
-    outcome_code,
-    stopped_before_deleting_line,
-    stopping_line,
-)
-from deltaguard.tools.output import stdout_console, write_tsv
+from deltaguard.tools.orphans.run_outcome import CleanupSteps, Outcome, RunFailed
+from deltaguard.tools.output import write_tsv
 from deltaguard.tools.state_dir import log_cleanup_manifests_dir
-from deltaguard.tools.storage import S3Options, open_table
+from deltaguard.tools.storage import S3Options, TableStore, open_table
 from deltaguard.tools.storage.errors import DeltaLogError
 
 COMMAND = "log-cleanup"
@@ -168,13 +155,39 @@ def _tsv(scan: LogScan) -> None:
 
 def run_log_cleanup(req: LogCleanupRequest) -> int:
     """Runs the command; returns the exit code."""
-    out = stdout_console()
-    err = Console(stderr=True, soft_wrap=True)
+    return run_outcome.one_line_failures(COMMAND, partial(_run, req))
 
-    def fail(text: str) -> int:
-        err.print(f"deltaguard {COMMAND}: {text}", highlight=False)
-        return ExitCode.UNREADABLE
 
+def _run(req: LogCleanupRequest) -> int:
+    """Scan, clean up with ``--yes``, print the outcome (:mod:`.run_outcome`)."""
+    store, scan = _scan(req)
+    planned_files = scan.result.of(*LOG_CLEANUP_CLASSES)
+    planned = len(planned_files)
+    cleanup = (
+        run_outcome.clean_up(_cleanup_steps(req, store, scan), scan.result, planned)
+        if req.yes
+        else None
+    )
+    damaged = len(scan.result.of(FileClass.STRANDED_COMMIT))
+    outcome = Outcome(
+        COMMAND,
+        cleanup,
+        planned,
+        sum(c.size for c in planned_files),
+        damaged,
+        findings=(run_outcome.damage_line(FileClass.STRANDED_COMMIT, damaged),),
+        only_yes_missing=True,
+        json_doc=partial(to_json, scan),
+        text=partial(print_report, scan),
+        tsv=lambda _err: _tsv(scan),
+    )
+    return run_outcome.render(outcome, req)
+
+
+def _scan(req: LogCleanupRequest) -> tuple[TableStore, LogScan]:
+    """The table and its log-cleanup scan, the retention checked before it when given and
+    after it with ``--yes``. Raises :class:`.run_outcome.RunFailed` (exit 2) when it cannot
+    be done."""
     try:
         if req.retention_ms is not None and req.yes:
             check_retention(req.retention_ms, req.unsafe_retention)
@@ -185,97 +198,39 @@ def run_log_cleanup(req: LogCleanupRequest) -> int:
         if req.yes:
             check_retention(scan.result.retention_ms, req.unsafe_retention)
     except (RetentionTooShortError, OutsideLogError) as exc:
-        return fail(str(exc))
+        raise RunFailed(str(exc)) from None
     except DeltaLogError as exc:
-        return fail(f"cannot read {req.table}: {exc}")
+        raise RunFailed(f"cannot read {req.table}: {exc}") from None
     except ValueError as exc:
-        return fail(f"{req.table}: {exc}")
+        raise RunFailed(f"{req.table}: {exc}") from None
     except OSError as exc:
-        return fail(f"nothing deleted: {exc}")
-    result = scan.result
-    planned_files = result.of(*LOG_CLEANUP_CLASSES)
-    planned, planned_bytes = len(planned_files), sum(c.size for c in planned_files)
-    damaged = len(result.of(FileClass.STRANDED_COMMIT))
-    cleanup: dict[str, Any] | None = None
+        raise RunFailed(f"nothing deleted: {exc}") from None
+    return store, scan
+
+
+def _cleanup_steps(req: LogCleanupRequest, store: TableStore, scan: LogScan) -> CleanupSteps:
+    """``--yes`` through :func:`.cleanup.execute` with the log-cleanup plan, its manifests in
+    ``--manifest`` or the state directory's ``log-cleanup/``."""
+    options = CleanupOptions(
+        unsafe_retention=req.unsafe_retention,
+        given_retention=req.retention_ms is not None,
+        dynamodb=req.dynamodb,
+    )
+    plan = log_cleanup_plan(
+        store, scan, given_retention=options.given_retention, dynamodb=req.dynamodb
+    )
+
+    def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> EngineCleanup:
+        done = execute(
+            store,
+            scan.result,
+            manifest_path=manifest,
+            options=options,
+            stop=stop,
+            continues=earlier,
+            plan=plan,
+        )
+        return EngineCleanup(done.manifest, done.unwritten)
+
     manifests = req.manifest_path or log_cleanup_manifests_dir()
-    earlier: Manifest | None = None
-    if req.yes:
-        try:
-            earlier = unfinished_run(manifests, result.table, command=COMMAND)
-            if earlier is not None and not planned:  # say that the earlier run is finished
-                manifest = new_run_dir(manifests, result.table)
-                cleanup = nothing_left(manifest, result, LOG_CLEANUP_CLASSES, earlier, COMMAND)
-                cleanup["manifest_path"] = str(manifest)
-        except OSError as exc:
-            return fail(f"nothing deleted: {exc}")
-    if req.yes and planned:
-        options = CleanupOptions(
-            unsafe_retention=req.unsafe_retention,
-            given_retention=req.retention_ms is not None,
-            dynamodb=req.dynamodb,
-        )
-        plan = log_cleanup_plan(
-            store, scan, given_retention=options.given_retention, dynamodb=req.dynamodb
-        )
-        try:
-            manifest = new_run_dir(manifests, result.table)
-            with stop_on_signals(partial(stopping_line, command=COMMAND)) as stop:
-                done = execute(
-                    store,
-                    result,
-                    manifest_path=manifest,
-                    options=options,
-                    stop=stop,
-                    continues=earlier,
-                    plan=plan,
-                )
-        except CleanupStopped as stopped:
-            err.print(stopped_before_deleting_line(stopped, manifest, COMMAND), highlight=False)
-            return ExitCode.INTERRUPTED
-        except CleanupInterruptedError as exc:  # deleting had begun: never "nothing deleted"
-            err.print(f"deltaguard {COMMAND}: {summary(exc.manifest, str(manifest))}")
-            return ExitCode.DELETE_FAILED
-        except (DeltaLogError, ValueError, OSError) as exc:
-            return fail(f"nothing deleted: {exc}")
-        cleanup = {**done.manifest, "manifest_path": str(manifest)}
-        if done.unwritten:  # known outcomes the manifest could not take: never lost
-            cleanup["unwritten"] = done.unwritten
-        if cleanup.get("error"):
-            err.print(f"deltaguard {COMMAND}: {summary(cleanup, str(manifest))}", highlight=False)
-    code = outcome_code(planned, damaged, cleanup)
-    if req.as_json:
-        for text in interrupted_lines(cleanup, req, COMMAND) if cleanup else []:
-            err.print(text, highlight=False)
-        out.file.write(orjson.dumps(to_json(scan, cleanup), option=orjson.OPT_INDENT_2).decode())
-        out.file.write("\n")
-        return code
-    if code is ExitCode.INTERRUPTED:  # the report would scroll the outcome away
-        assert cleanup is not None
-        if line := continues_line(cleanup):
-            out.print(line, highlight=False, soft_wrap=True)
-        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
-        for text in interrupted_lines(cleanup, req, COMMAND):
-            err.print(text, highlight=False)
-        return code
-    if req.tsv:  # stdout: the rows only; the outcome lines go to stderr
-        _tsv(scan)
-        out = err
-    else:
-        print_report(scan, out)
-    if line := damage_line(damaged):
-        out.print(line, highlight=False, soft_wrap=True)
-    if cleanup is not None and (line := continues_line(cleanup)):
-        out.print(line, highlight=False, soft_wrap=True)
-    if not planned:
-        out.print("nothing to clean up")
-        if cleanup is not None:
-            out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
-    elif cleanup is None:
-        out.print(
-            f"dry run: would delete {planned} files, {planned_bytes} bytes (add --yes to delete)"
-        )
-    else:
-        out.print(summary(cleanup, cleanup["manifest_path"]), highlight=False, soft_wrap=True)
-        for record in cleanup.get("unwritten", []):
-            out.print(f"  {record['outcome']} {record['path']}", highlight=False, soft_wrap=True)
-    return code
+    return CleanupSteps(COMMAND, manifests, LOG_CLEANUP_CLASSES, delete)

@@ -72,7 +72,13 @@ from deltaguard.tools.repair.remove_commit import (
     repair_actions,
 )
 from deltaguard.tools.repair.restore_lost import LostRefused, needs_attention, restore_lost
-from deltaguard.tools.repair.stranded import complete_entry, create_exclusive, plan_stranded
+from deltaguard.tools.repair.stranded import (
+    Restore,
+    StrandedPlan,
+    complete_entry,
+    create_exclusive,
+    plan_stranded,
+)
 from deltaguard.tools.storage import S3Options, TableStore, open_table, table_not_found
 from deltaguard.tools.storage.errors import DeltaLogError
 
@@ -290,43 +296,17 @@ def _open(req: RepairRequest) -> tuple[TableStore, LogListing]:
 
 
 def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
+    """The repair's steps in order: the stranded commits and DynamoDB entries, the log's own
+    damage, then the dangling references; returns the exit code."""
     store, listing = _open(req)
     plan = plan_stranded(listing, req.dynamodb)
     if plan.refused:
         raise _Refused(plan.refused[0])
     rec.gaps = plan.gaps
     for restore in plan.restore:
-        target = f"{LOG_DIR}/{commit_file_name(restore.version)}"
-        if not req.yes:
-            rec.to_restore.append(restore.version)
-            out.line(
-                f"stranded commit: version {restore.version} would be restored from "
-                f"{LOG_DIR}/{restore.temp} (its DynamoDB entry names it)"
-            )
-            continue
-        body = store.read(f"{LOG_DIR}/{restore.temp}")
-        try:
-            created = create_exclusive(store, req.s3, target, body)
-        except LogFileExistsError:
-            raise _Refused(
-                f"{store.location(target)} appeared meanwhile with other bytes than "
-                f"{restore.temp}: not overwritten"
-            ) from None
-        assert req.dynamodb is not None
-        complete_entry(req.dynamodb, restore.entry)
-        rec.restored.append(restore.version)
-        how = "restored" if created else "was already restored (same bytes)"
-        out.line(f"stranded commit: version {restore.version} {how} from {restore.temp}")
+        _restore(req, store, restore, rec, out)
     for entry in plan.complete:
-        if req.yes:
-            assert req.dynamodb is not None
-            complete_entry(req.dynamodb, entry)
-            out.line(f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: completed")
-        else:
-            out.line(
-                f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: would be completed"
-            )
-        rec.completed_entries.append(str(entry["fileName"]))
+        _complete(req, entry, rec, out)
     for gap in plan.gaps:
         out.line(f"gap: version {gap} has no commit file and no temp commit: not repairable")
     rec.unproven = plan.unproven
@@ -337,6 +317,53 @@ def _repair(req: RepairRequest, rec: _Record, out: _Out) -> int:
         return ExitCode.FOUND
     if _mend_log(req, store, rec, out):
         return ExitCode.FOUND
+    return _repair_files(req, store, plan, rec, out)
+
+
+def _restore(
+    req: RepairRequest, store: TableStore, restore: Restore, rec: _Record, out: _Out
+) -> None:
+    """A stranded commit: restored from its temp commit with ``--yes`` (its DynamoDB entry
+    then completed), else planned."""
+    target = f"{LOG_DIR}/{commit_file_name(restore.version)}"
+    if not req.yes:
+        rec.to_restore.append(restore.version)
+        out.line(
+            f"stranded commit: version {restore.version} would be restored from "
+            f"{LOG_DIR}/{restore.temp} (its DynamoDB entry names it)"
+        )
+        return
+    body = store.read(f"{LOG_DIR}/{restore.temp}")
+    try:
+        created = create_exclusive(store, req.s3, target, body)
+    except LogFileExistsError:
+        raise _Refused(
+            f"{store.location(target)} appeared meanwhile with other bytes than "
+            f"{restore.temp}: not overwritten"
+        ) from None
+    assert req.dynamodb is not None
+    complete_entry(req.dynamodb, restore.entry)
+    rec.restored.append(restore.version)
+    how = "restored" if created else "was already restored (same bytes)"
+    out.line(f"stranded commit: version {restore.version} {how} from {restore.temp}")
+
+
+def _complete(req: RepairRequest, entry: dict[str, Any], rec: _Record, out: _Out) -> None:
+    """A DynamoDB entry left incomplete: completed with ``--yes``, else planned."""
+    if req.yes:
+        assert req.dynamodb is not None
+        complete_entry(req.dynamodb, entry)
+        out.line(f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: completed")
+    else:
+        out.line(f"DynamoDB entry {entry['fileName']} of {entry['tablePath']}: would be completed")
+    rec.completed_entries.append(str(entry["fileName"]))
+
+
+def _repair_files(
+    req: RepairRequest, store: TableStore, plan: StrandedPlan, rec: _Record, out: _Out
+) -> int:
+    """The dangling references: a remove commit with ``--yes``, else planned; what a remove
+    commit does not fix is named (:func:`_beyond_repair`). Returns the exit code."""
     snap = _snapshot(store)
     planned, kept = find_damage(store, snap, req.check)
     for d in planned:
