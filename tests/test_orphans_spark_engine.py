@@ -145,7 +145,7 @@ def test_spark_cleanup_rerun_after_a_crash_spares_what_became_referenced(
         first,
         manifest_dir=tmp_path / "m",
         options=CleanupOptions(unsafe_retention=True, given_retention=True),
-    )
+    ).manifest
     assert doc["status"] == "done" and doc["version_rechecked"] == version
     assert (table / late).exists()
     written = read_manifest(tmp_path / "m")
@@ -424,7 +424,7 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
         assert counts["deleted"] <= len(gone) <= counts["deleted"] + counts["unknown"]
         assert "the delete job failed" in doc["error"] and "run the same command" in doc["error"]
     else:
-        doc = execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1)
+        doc = execute_spark(spark, spec, planned, manifest_dir=manifest, files_per_task=1).manifest
         assert orjson.loads((manifest / "manifest.json").read_bytes()) == {
             "schema": MANIFEST_SCHEMA,
             **doc,
@@ -440,7 +440,9 @@ def test_spark_cleanup_reports_what_a_failing_delete_job_did(
         # re-checked, still there, planned again and deleted now
         plain = StoreSpec(str(root))
         again = scan_spark(spark, plain, str(tmp_path / "r2"))
-        rerun = execute_spark(spark, plain, again, manifest_dir=tmp_path / "m2", continues=written)
+        rerun = execute_spark(
+            spark, plain, again, manifest_dir=tmp_path / "m2", continues=written
+        ).manifest
         assert rerun["continues"] == {
             "run": "m",
             "manifest": str(manifest),

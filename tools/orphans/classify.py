@@ -46,7 +46,7 @@ Files the snapshot protects are never classified.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -58,7 +58,12 @@ from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
 from deltaguard.tools.deltalog.lost_commits import VERSIONING_OFF, scan_lost_commits
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.paths import relative_to_root
-from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
+from deltaguard.tools.deltalog.snapshot import (
+    DEFAULT_DELETED_FILE_RETENTION_MS,
+    Snapshot,
+    load_snapshot,
+    parse_interval_ms,
+)
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -234,8 +239,7 @@ def data_candidates(
     return out
 
 
-#: The reasons :func:`data_candidate` gives (the Spark engine's SQL gives the same ones:
-#: :func:`deltaguard.tools.spark_engine.classify_sql.data_class_columns`).
+#: The reasons of the data rules (:data:`DATA_RULES`); ``{}``: the rule's :class:`Detail`.
 RECENT_REASON = "modified after the cut-off: may belong to a writer still in flight"
 ORPHAN_CHANGE_DATA_REASON = "change data no retained commit names"
 ORPHAN_REASON = "no retained log entry references it (failed or aborted write)"
@@ -243,6 +247,96 @@ ORPHAN_REASON = "no retained log entry references it (failed or aborted write)"
 TOMBSTONE_REASON = "removed at {}, before the cut-off"
 EXPIRED_CHANGE_DATA_REASON = "change data older than the retention"
 EXPIRED_REASON = "named only by removed entries or older versions of the log"
+
+
+class Fact(StrEnum):
+    """What a data rule may ask about one listed data file (each a yes or no)."""
+
+    #: the snapshot protects it (live, a tombstone inside the retention, or their DV files)
+    PROTECTED = "protected"
+    #: a lost commit adds it (:func:`lost_commit_files`)
+    LOST = "lost"
+    #: some retained log entry names it
+    NAMED_IN_LOG = "named_in_log"
+    #: modified at or after the cut-off
+    RECENT = "recent"
+    #: under ``_change_data/``
+    CHANGE_DATA_PATH = "change_data_path"
+    #: a snapshot tombstone names it
+    TOMBSTONE = "tombstone"
+    #: a retained ``cdc`` action names it
+    CHANGE_DATA = "change_data"
+
+
+class Detail(StrEnum):
+    """What fills the ``{}`` of a rule's reason."""
+
+    NONE = "none"
+    #: the lost commit's reason (:data:`LOST_COMMIT_REASON`)
+    LOST_REASON = "lost_reason"
+    #: the tombstone's newest deletion time, as :func:`~deltaguard.tools.deltalog.times.iso_utc`
+    DELETED_AT = "deleted_at"
+
+
+@dataclass(frozen=True, slots=True)
+class DataRule:
+    """One row of :data:`DATA_RULES`: if every ``(fact, value)`` of ``when`` holds (an empty
+    ``when`` always does), the file is of ``file_class`` (None: not a candidate) for
+    ``reason`` (its ``{}`` filled by ``detail``)."""
+
+    when: tuple[tuple[Fact, bool], ...]
+    file_class: FileClass | None
+    reason: str = ""
+    detail: Detail = Detail.NONE
+
+
+#: The class of a listed data file: the first rule that holds decides. The one definition
+#: both engines execute: :func:`data_candidate` evaluates it, the Spark engine generates its
+#: SQL from it (:func:`deltaguard.tools.spark_engine.classify_sql.data_class_columns`). The
+#: last rule holds always.
+DATA_RULES: tuple[DataRule, ...] = (
+    DataRule(((Fact.PROTECTED, True),), None),
+    DataRule(
+        ((Fact.LOST, True), (Fact.NAMED_IN_LOG, False)),
+        FileClass.LOST_COMMIT,
+        "{}",
+        Detail.LOST_REASON,
+    ),
+    DataRule(((Fact.RECENT, True),), FileClass.RECENT, RECENT_REASON),
+    DataRule(
+        ((Fact.NAMED_IN_LOG, False), (Fact.CHANGE_DATA_PATH, True)),
+        FileClass.ORPHAN,
+        ORPHAN_CHANGE_DATA_REASON,
+    ),
+    DataRule(((Fact.NAMED_IN_LOG, False),), FileClass.ORPHAN, ORPHAN_REASON),
+    DataRule(
+        ((Fact.TOMBSTONE, True),), FileClass.EXPIRED_TOMBSTONE, TOMBSTONE_REASON, Detail.DELETED_AT
+    ),
+    DataRule(((Fact.CHANGE_DATA, True),), FileClass.EXPIRED_TOMBSTONE, EXPIRED_CHANGE_DATA_REASON),
+    DataRule((), FileClass.EXPIRED_TOMBSTONE, EXPIRED_REASON),
+)
+
+
+#: :data:`DATA_RULES` with each fact as its position in :class:`Fact` (a tuple of the facts
+#: in that order is what :func:`first_rule` reads: no dict per file).
+_RULES_BY_POSITION = tuple(
+    (tuple((list(Fact).index(f), v) for f, v in rule.when), rule) for rule in DATA_RULES
+)
+
+
+_CHANGE_DATA_PREFIX = CHANGE_DATA_DIR + "/"
+
+
+def first_rule(facts: Sequence[bool]) -> DataRule:
+    """The first of :data:`DATA_RULES` that holds for ``facts`` (one bool per :class:`Fact`,
+    in its order)."""
+    for when, rule in _RULES_BY_POSITION:
+        for i, v in when:
+            if facts[i] is not v:
+                break
+        else:
+            return rule
+    raise AssertionError("the last data rule holds always")
 
 
 def data_candidate(
@@ -255,31 +349,31 @@ def data_candidate(
     change_data: bool,
     lost: str | None = None,
 ) -> Candidate | None:
-    """The class of one listed data file, from what the log says about its path: protected by
-    the snapshot, named by any retained entry, a snapshot tombstone (and its newest deletion
-    timestamp), a ``cdc`` file, added by a lost commit (``lost``: the reason, whatever the
-    file's age; only when no retained entry names it). The one rule both engines apply (the Spark engine's SQL,
-    :mod:`deltaguard.tools.spark_engine.classify_sql`, is tested row for row against it)."""
-    if protected:
+    """The class of one listed data file by :data:`DATA_RULES`, from what the log says about
+    its path: protected by the snapshot, named by any retained entry, a snapshot tombstone
+    (and its newest deletion timestamp), a ``cdc`` file, added by a lost commit (``lost``:
+    the reason, whatever the file's age; only when no retained entry names it)."""
+    if protected:  # the first rule, and most listed files: no table walk
         return None
-    if lost is not None and not named_in_log:
-        return Candidate(info.path, info.size, info.mtime_ms, FileClass.LOST_COMMIT, lost)
-    if info.mtime_ms >= cutoff_ms:
-        return Candidate(info.path, info.size, info.mtime_ms, FileClass.RECENT, RECENT_REASON)
-    if not named_in_log:
-        reason = (
-            ORPHAN_CHANGE_DATA_REASON
-            if info.path.startswith(CHANGE_DATA_DIR + "/")
-            else ORPHAN_REASON
+    rule = first_rule(
+        (  # in Fact's order
+            False,
+            lost is not None,
+            named_in_log,
+            info.mtime_ms >= cutoff_ms,
+            info.path.startswith(_CHANGE_DATA_PREFIX),
+            tombstone[0],
+            change_data,
         )
-        return Candidate(info.path, info.size, info.mtime_ms, FileClass.ORPHAN, reason)
-    if tombstone[0]:
-        reason = TOMBSTONE_REASON.format(iso_utc(tombstone[1]))
-    elif change_data:
-        reason = EXPIRED_CHANGE_DATA_REASON
-    else:
-        reason = EXPIRED_REASON
-    return Candidate(info.path, info.size, info.mtime_ms, FileClass.EXPIRED_TOMBSTONE, reason)
+    )
+    if rule.file_class is None:
+        return None
+    reason = rule.reason
+    if rule.detail is Detail.LOST_REASON:
+        reason = reason.format(lost)
+    elif rule.detail is Detail.DELETED_AT:
+        reason = reason.format(iso_utc(tombstone[1]))
+    return Candidate(info.path, info.size, info.mtime_ms, rule.file_class, reason)
 
 
 def referenced_sidecars(
@@ -418,72 +512,35 @@ def scan(
     phase("reading the log")
     listing = list_log(store)
     snapshot: Snapshot = load_snapshot(store, listing=listing)
-    source = "the table property delta.deletedFileRetentionDuration"
-    if retention_ms is None:
-        retention_ms = snapshot.deleted_file_retention_ms()
-        if "delta.deletedFileRetentionDuration" not in snapshot.configuration:
-            source = "Delta's default (7 days)"
-    else:
-        source = "given"
+    retention_ms, source = retention_of(snapshot.configuration, retention_ms)
     cutoff = now_ms - retention_ms
-    rows: InventoryRows | None = None
+    early: _EarlyInventory | None = None
     if inventory is not None:
-        root = table_root(
-            store, inventory, snapshot.metadata.partition_columns, snapshot.configuration
-        )
-        if inventory.date_ms is None:  # the date comes from the rows: read them first
-            phase("reading the inventory")
-            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
-        newest = None if rows is None else rows.newest_ms
-        cutoff = min(cutoff, inventory_date(inventory, newest)[0])
+        early = _EarlyInventory(store, snapshot, inventory, inventory_s3 or S3Options(), phase)
+        cutoff = min(cutoff, early.date_ms())
     refs = collect_references(snapshot, cutoff)
     is_hidden = hidden_name_rule(snapshot.metadata.partition_columns, snapshot.configuration)
     version, notes = snapshot.version, list(snapshot.notes)
     del snapshot  # its file tables: the reference sets hold what the scan needs
     pa.default_memory_pool().release_unused()  # give the freed tables back before listing
-    table: TableListing
     report: InventoryReport | None = None
-    if inventory is not None:
-        if rows is None:  # read once the snapshot is gone: less memory at once
-            phase("reading the inventory")
-            rows = read_table_rows(inventory, root, inventory_s3 or S3Options())
-        date_ms, date_source = inventory_date(inventory, rows.newest_ms)
-        report = InventoryReport(
-            inventory.location, inventory.form, date_ms, date_source, rows.rows, rows.under
-        )
-        table = inventory_listing(rows, refs.protected)
-        del rows
+    if early is not None:  # its rows are read once the snapshot is gone: less memory at once
+        table, report = early.listing(refs)
+        del early
     else:
         phase("listing the table")
-        cuts = (
-            reference_cuts(refs.live, range_files, LOCAL_MAX_RANGES)
-            if isinstance(store, S3TableStore)
-            else {}
-        )
-        table = list_table(
-            store,
-            is_hidden,
-            referenced=refs.protected,
-            workers=workers,
-            progress=progress,
-            cuts=cuts,
-        )
+        table = _list_data(store, is_hidden, refs, workers, progress, range_files)
     phase("looking for lost commits")
     lost, lost_note = lost_commit_files(store)
-    if lost_note is not None:
-        notes.append(lost_note)
+    notes += [lost_note] if lost_note is not None else []
     phase("classifying")
     checkpoints = checkpoint_dirs(info.path for info in table.files)
-    candidates = data_candidates(
-        [
-            info
-            for info in table.files
-            if is_visible(info.path, is_hidden) and not in_checkpoint(info.path, checkpoints)
-        ],
-        refs,
-        cutoff,
-        lost,
-    )
+    visible = [
+        info
+        for info in table.files
+        if is_visible(info.path, is_hidden) and not in_checkpoint(info.path, checkpoints)
+    ]
+    candidates = data_candidates(visible, refs, cutoff, lost)
     entries = read_entries(dynamodb) if dynamodb is not None else None
     candidates += log_candidates(store, listing, cutoff, entries)
     candidates.sort(key=lambda c: c.path)
@@ -503,3 +560,80 @@ def scan(
         kept_dirs(checkpoints, table.hidden_dirs),
         report,
     )
+
+
+class _EarlyInventory:
+    """A scan's inventory (:mod:`.inventory`): its date (from its rows when it gives none:
+    they are read first then) and the data files it lists."""
+
+    def __init__(
+        self,
+        store: TableStore,
+        snapshot: Snapshot,
+        inventory: InventorySource,
+        s3: S3Options,
+        phase: Callable[[str], None],
+    ) -> None:
+        self._source, self._s3, self._phase = inventory, s3, phase
+        meta = snapshot.metadata
+        self._root = table_root(store, inventory, meta.partition_columns, snapshot.configuration)
+        self._rows: InventoryRows | None = None
+        if inventory.date_ms is None:  # the date comes from the rows: read them first
+            self._rows = self._read()
+
+    def _read(self) -> InventoryRows:
+        self._phase("reading the inventory")
+        return read_table_rows(self._source, self._root, self._s3)
+
+    def date_ms(self) -> int:
+        newest = None if self._rows is None else self._rows.newest_ms
+        return inventory_date(self._source, newest)[0]
+
+    def listing(self, refs: References) -> tuple[TableListing, InventoryReport]:
+        """The data files the inventory lists (:mod:`.inventory_read`) and its report."""
+        rows = self._rows if self._rows is not None else self._read()
+        self._rows = None
+        inv = self._source
+        date_ms, date_source = inventory_date(inv, rows.newest_ms)
+        report = InventoryReport(
+            inv.location, inv.form, date_ms, date_source, rows.rows, rows.under
+        )
+        return inventory_listing(rows, refs.protected), report
+
+
+def _list_data(
+    store: TableStore,
+    is_hidden: Callable[[str], bool],
+    refs: References,
+    workers: int | None,
+    progress: ListingProgress | None,
+    range_files: int,
+) -> TableListing:
+    """Lists the table's data files (:func:`.listing.list_table`), an S3 directory the log
+    says is large in key ranges (:mod:`.key_ranges`)."""
+    cuts = (
+        reference_cuts(refs.live, range_files, LOCAL_MAX_RANGES)
+        if isinstance(store, S3TableStore)
+        else {}
+    )
+    return list_table(
+        store, is_hidden, referenced=refs.protected, workers=workers, progress=progress, cuts=cuts
+    )
+
+
+#: Where a scan's retention came from (:attr:`ScanResult.retention_source`).
+RETENTION_GIVEN = "given"
+RETENTION_PROPERTY = "the table property delta.deletedFileRetentionDuration"
+RETENTION_DEFAULT = "Delta's default (7 days)"
+
+
+def retention_of(configuration: Mapping[str, str], given_ms: int | None) -> tuple[int, str]:
+    """The retention a scan or a re-read judges by, and where it came from: ``given_ms`` if
+    given, else the table's ``delta.deletedFileRetentionDuration`` (Delta's default: 7
+    days). Both engines call this. Raises ValueError for an invalid property."""
+    if given_ms is not None:
+        return given_ms, RETENTION_GIVEN
+    value = configuration.get("delta.deletedFileRetentionDuration")
+    if not value:
+        return DEFAULT_DELETED_FILE_RETENTION_MS, RETENTION_DEFAULT
+    return parse_interval_ms(value), RETENTION_PROPERTY

@@ -37,16 +37,22 @@ Safety argument (why a file that any retained version references is never delete
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
 from deltaguard.tools.deltalog.snapshot import load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
-from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, log_candidates
+from deltaguard.tools.orphans.classify import (
+    Candidate,
+    FileClass,
+    ScanResult,
+    log_candidates,
+    retention_of,
+)
 from deltaguard.tools.orphans.deleter import delete_in_batches, settled
 from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
 from deltaguard.tools.orphans.manifest import (
@@ -96,16 +102,23 @@ class Recheck:
 
 @dataclass
 class CleanupResult:
-    """What :func:`execute` did. ``manifest``: the manifest's summary as last written, or as
-    it would have been written. ``manifest_error``: a write of the manifest failed after the
-    deletes began (the summary on disk may still say ``deleting``); ``unwritten``: the outcome
-    records that could not be written to the manifest then (empty otherwise: the records are
-    on disk, never held)."""
+    """What a cleanup did, both engines (:func:`run_cleanup`). ``manifest``: the manifest's
+    summary as last written, or as it would have been written. ``manifest_error``: a write of
+    the manifest failed after the deletes began (the summary on disk may still say
+    ``deleting``); ``unwritten``: the outcome records that could not be written to the
+    manifest then (empty otherwise: the records are on disk, never held). ``recheck``: the
+    targets and spared files of the re-read (local engine; the Spark engine's are in the
+    manifest's plan records only)."""
 
-    recheck: Recheck
     manifest: dict[str, Any]
     manifest_error: str | None = None
     unwritten: list[dict[str, Any]] = field(default_factory=list)
+    recheck: Recheck | None = None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The manifest's summary (:attr:`manifest`)."""
+        return self.manifest
 
     @property
     def counts(self) -> dict[str, int]:
@@ -264,8 +277,7 @@ def recheck(
     nothing must be deleted)."""
     listing = list_log(store)
     snapshot = load_snapshot(store, listing=listing)
-    retention = result.retention_ms if given_retention else snapshot.deleted_file_retention_ms()
-    cutoff = min(result.cutoff_ms, result.now_ms - retention)
+    cutoff = recheck_cutoff(result, snapshot.configuration, given_retention)
     refs = collect_references(snapshot, cutoff)
     log_temp_now = log_leftovers(store, listing, cutoff, dynamodb)
     out = Recheck(snapshot.version, [])
@@ -283,6 +295,15 @@ def recheck(
         else:
             out.targets.append(c)
     return out
+
+
+def recheck_cutoff(
+    result: ScanResult, configuration: Mapping[str, str], given_retention: bool
+) -> int:
+    """The cut-off of the re-read before deleting (both engines): the scan's, or earlier if
+    the table's retention (``configuration``, when none was given) grew since."""
+    retention = result.retention_ms if given_retention else retention_of(configuration, None)[0]
+    return min(result.cutoff_ms, result.now_ms - retention)
 
 
 def spared_because(
@@ -366,86 +387,208 @@ def execute(
     continues: Manifest | None = None,
     plan: CleanupPlan | None = None,
 ) -> CleanupResult:
-    """Deletes the scan's targets after :func:`recheck`, writing the manifest directory
+    """The local engine's cleanup: :func:`run_cleanup` with deletes from this process
+    (:func:`.deleter.delete_in_batches`, each outcome record streamed to Parquet as its batch
+    is settled). ``plan``: another command's classes, re-read and name (``log-cleanup``); by
+    default the orphans ones (:func:`orphans_plan`)."""
+    if plan is None:
+        plan = orphans_plan(store, result, options)
+    hooks = _LocalCleanup(store, result, plan, manifest_path)
+    done = run_cleanup(
+        hooks,
+        result,
+        manifest_path=manifest_path,
+        classes=plan.classes,
+        options=options,
+        stop=stop,
+        continues=continues,
+        command=plan.command,
+    )
+    done.recheck = hooks.checked
+    return done
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """What an engine's re-read kept: the log ``version`` it read, the files still
+    ``planned`` and those ``spared`` (their plan records written, containment checked)."""
+
+    version: int
+    planned: int
+    spared: int
+
+
+@dataclass
+class Deleted:
+    """What an engine's deletes did: files per outcome, the delete requests sent (None: not
+    counted), a failed record write (``error``) and the records it could not write
+    (``unwritten``), and a delete job that failed part way (``failure``: the summary's error
+    and the exception)."""
+
+    counts: dict[str, int]
+    requests: int | None = None
+    error: str | None = None
+    unwritten: list[dict[str, Any]] = field(default_factory=list)
+    failure: tuple[str, Exception] | None = None
+
+
+class CleanupHooks(Protocol):
+    """The engine's part of :func:`run_cleanup`; everything else is written once there."""
+
+    #: What a failed final summary write leaves to find every file by (for its message).
+    records_note: str
+
+    def planned(self) -> int:
+        """How many of the scan's candidates are of the cleanup classes."""
+        ...
+
+    def recheck(self) -> Rechecked:
+        """Re-reads the log, writes the plan records, checks that every target is inside the
+        table root; raises (nothing deleted) if any of it fails."""
+        ...
+
+    def arm(self, stop: StopSignal) -> None:
+        """From here a signal stops the deletes instead of raising."""
+        ...
+
+    def abandon(self) -> None:
+        """A signal stopped the run before deleting: stop what the engine started."""
+        ...
+
+    def delete(self, stop: StopSignal | None) -> Deleted:
+        """Deletes the re-read's targets, writing each outcome record."""
+        ...
+
+
+def run_cleanup(
+    hooks: CleanupHooks,
+    result: ScanResult,
+    *,
+    manifest_path: Path,
+    classes: tuple[FileClass, ...],
+    options: CleanupOptions,
+    stop: StopSignal | None,
+    continues: Manifest | None,
+    command: str = "orphans",
+) -> CleanupResult:
+    """The cleanup sequence both engines follow, writing the manifest directory
     ``manifest_path`` as it goes (:mod:`.manifest`): the plan records and the ``deleting``
-    summary before the first delete, each outcome record streamed to Parquet as its batch is
-    settled, the final summary last. Raises :class:`~.rules.RetentionTooShortError` for a
-    retention under 24 hours without ``unsafe_retention`` (before anything is read or
-    deleted), :class:`~.manifest.ManifestPathError` for a path that cannot be a manifest
-    directory or that already holds one, :class:`~.deleter.OutsideTableError` for a path
-    outside the root, :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read
-    fails, and OSError if the plan or the first summary cannot be written: all before
-    anything is deleted. ``stop`` (:mod:`.interrupt`): a signal before deleting began raises
+    summary before the first delete, the outcome records, the final summary last. Raises
+    :class:`~.rules.RetentionTooShortError` for a retention under 24 hours without
+    ``unsafe_retention`` (before anything is read or deleted),
+    :class:`~.manifest.ManifestPathError` for a path that cannot be a manifest directory or
+    that already holds one, :class:`~.deleter.OutsideTableError` for a path outside the root,
+    :class:`~deltaguard.tools.deltalog.errors.DeltaLogError` if the re-read fails, and
+    OSError if the plan or the first summary cannot be written: all before anything is
+    deleted. ``stop`` (:mod:`.interrupt`): a signal before deleting began raises
     :class:`~.interrupt.CleanupStopped` once the summary says ``interrupted`` (nothing
     deleted); once deleting has begun it stops the sending, and the summary ends
     ``interrupted`` with the counts of what was settled, ``unknown`` and ``not_sent``. Once
-    deleting has begun nothing is raised: the counts say what was deleted, failed or is
-    unknown, and a failed manifest write is in ``manifest_error`` (and the summary's
-    ``error``), the records it could not write in ``unwritten``. ``continues``: the unfinished
-    earlier run this one finishes (:func:`.manifest.unfinished_run`), named in the summary's
-    ``continues`` with the re-check of its files of unknown outcome. ``plan``: another
-    command's classes, re-read and name (``log-cleanup``); by default the orphans ones."""
+    deleting has begun nothing is raised but :class:`CleanupInterruptedError` for a delete
+    job that failed part way: the counts say what was deleted, failed or is unknown, and a
+    failed manifest write is in ``manifest_error`` (and the summary's ``error``).
+    ``continues``: the unfinished earlier run this one finishes
+    (:func:`.manifest.unfinished_run`), named in the summary's ``continues`` with the
+    re-check of its files of unknown outcome."""
     check_retention(result.retention_ms, options.unsafe_retention)
     prepare_manifest_dir(manifest_path)
-    if plan is None:
-        plan = orphans_plan(store, result, options)
-    classes = plan.classes
-    planned = result.of(*classes)
-    command = plan.command
     link = None if continues is None else continuation(continues)
-    doc = manifest_start(result, classes, len(planned), 0, 0, link, command)
+    doc = manifest_start(result, classes, 0, 0, 0, link, command)
     try:
-        with phase(f"{command}: re-reading the log before deleting"):
-            checked = plan.recheck(planned)
-        records = RecordWriter(manifest_path, PLAN_DIR)
-        for c in checked.targets:
-            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
-        for c, why in checked.spared:
-            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
-        records.flush()
+        doc["planned"] = planned = hooks.planned()
+        checked = hooks.recheck()
         if stop is not None:
-            stop.arm()  # from here a signal stops the sending instead of raising
+            hooks.arm(stop)
     except CleanupStopped as stopped:
+        hooks.abandon()
         stopped_before_deleting(manifest_path, doc, stopped.signal_name)
         raise
     link = None if continues is None else continuation(continues, manifest_path)
-    doc = manifest_start(
-        result, classes, len(planned), len(checked.targets), len(checked.spared), link, command
-    )
+    doc = manifest_start(result, classes, planned, checked.planned, checked.spared, link, command)
     doc["version_rechecked"] = checked.version
     write_summary(manifest_path, doc)  # the plan is on disk: deleting may begin
-    to_delete = len(checked.targets)
-    with phase(f"{command}: deleting {to_delete:,} files", total=to_delete) as shown:
-        sink = _OutcomeSink(checked.targets, RecordWriter(manifest_path, OUTCOME_DIR), shown)
-        requests = delete_in_batches(
-            store,
-            [c.path for c in checked.targets],
-            sink,
-            stop=None if stop is None else stop.is_set,
-        )
-        sink.finish()
-    interrupted = stop is not None and stop.is_set()
-    doc.update(
-        status="interrupted" if interrupted else "done",
-        finished_at=now_iso(),
-        counts={**doc["counts"], **sink.counts},
-        requests=requests,
-        signal=stop.signal_name if stop is not None and interrupted else None,
-    )
-    problems = [sink.error] if sink.error else []
+    deleted = hooks.delete(stop)
+    doc["counts"] = {**doc["counts"], **deleted.counts}
+    doc["requests"] = deleted.requests
+    if stop is not None and stop.is_set():
+        doc.update(status="interrupted", finished_at=now_iso(), signal=stop.signal_name)
+    elif deleted.failure is not None:
+        _failed_part_way(doc, manifest_path, *deleted.failure)
+    else:
+        doc.update(status="done", finished_at=now_iso())
+    problems = [deleted.error] if deleted.error else []
     doc["error"] = "; ".join(problems) or None
     try:
         write_summary(manifest_path, doc)
     except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
         problems.append(
             f"the manifest's summary could not be written ({exc}): "
-            f"{manifest_path / SUMMARY_FILE} may still say status deleting, its plan lists "
-            "every planned file"
+            f"{manifest_path / SUMMARY_FILE} may still say status deleting, {hooks.records_note}"
         )
         doc["error"] = "; ".join(problems)
-    if problems:
-        return CleanupResult(checked, doc, manifest_error=doc["error"], unwritten=sink.unwritten)
-    return CleanupResult(checked, doc)
+    return CleanupResult(doc, doc["error"], deleted.unwritten)
+
+
+def _failed_part_way(
+    doc: dict[str, Any], manifest_path: Path, error: str, exc: Exception
+) -> NoReturn:
+    """A delete job failed part way: the summary says ``interrupted`` with ``error`` (the
+    counts from the records written) and :class:`CleanupInterruptedError` is raised."""
+    doc.update(status="interrupted", finished_at=now_iso(), error=error)
+    try:
+        write_summary(manifest_path, doc)
+    except OSError as write_error:
+        doc["error"] += f"; the manifest could not be written either ({write_error})"
+    raise CleanupInterruptedError(doc["error"], doc) from exc
+
+
+class _LocalCleanup:
+    """The local engine's :class:`CleanupHooks`: the re-read by the plan's ``recheck``, the
+    plan records and the deletes from this process."""
+
+    records_note = "its plan lists every planned file"
+
+    def __init__(
+        self, store: TableStore, result: ScanResult, plan: CleanupPlan, manifest_path: Path
+    ) -> None:
+        self._store, self._plan, self._path = store, plan, manifest_path
+        self._planned = result.of(*plan.classes)
+        self.checked: Recheck | None = None
+
+    def planned(self) -> int:
+        return len(self._planned)
+
+    def recheck(self) -> Rechecked:
+        with phase(f"{self._plan.command}: re-reading the log before deleting"):
+            checked = self.checked = self._plan.recheck(self._planned)
+        records = RecordWriter(self._path, PLAN_DIR)
+        for c in checked.targets:
+            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "planned")
+        for c, why in checked.spared:
+            records.add(c.path, c.file_class.value, c.size, c.mtime_ms, "spared", why=why)
+        records.flush()
+        return Rechecked(checked.version, len(checked.targets), len(checked.spared))
+
+    def arm(self, stop: StopSignal) -> None:
+        stop.arm()
+
+    def abandon(self) -> None:
+        pass
+
+    def delete(self, stop: StopSignal | None) -> Deleted:
+        assert self.checked is not None, "recheck first"
+        targets = self.checked.targets
+        what = f"{self._plan.command}: deleting {len(targets):,} files"
+        with phase(what, total=len(targets)) as shown:
+            sink = _OutcomeSink(targets, RecordWriter(self._path, OUTCOME_DIR), shown)
+            requests = delete_in_batches(
+                self._store,
+                [c.path for c in targets],
+                sink,
+                stop=None if stop is None else stop.is_set,
+            )
+            sink.finish()
+        return Deleted(sink.counts, requests, sink.error, sink.unwritten)
 
 
 def nothing_left(

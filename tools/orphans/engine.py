@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.classify import FileClass, ScanResult
-from deltaguard.tools.orphans.cleanup import CleanupOptions
+from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult
 from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.inventory import InventoryError, InventorySource, parse_date
 from deltaguard.tools.orphans.inventory_read import open_inventory
@@ -108,16 +108,6 @@ class EngineScan:
         return sum(t.get("files", 0) for t in tot), sum(t.get("bytes", 0) for t in tot)
 
 
-@dataclass
-class EngineCleanup:
-    """What an engine's delete did: the manifest's summary as last written (or as it would
-    have been written: its ``error`` says why not) and the outcome records the manifest could
-    not take (never lost: the orchestrator prints them)."""
-
-    summary: dict[str, Any]
-    unwritten: list[dict[str, Any]] = field(default_factory=list)
-
-
 class OrphansEngine(Protocol):
     """What an engine does for :func:`.run.run_orphans`. One engine object serves one
     command: :meth:`scan` first, then at most one :meth:`delete` of that scan."""
@@ -141,7 +131,7 @@ class OrphansEngine(Protocol):
         manifest: Path,
         stop: StopSignal,
         continues: Manifest | None = None,
-    ) -> EngineCleanup:
+    ) -> CleanupResult:
         """Deletes the scan's targets (:func:`.cleanup.cleanup_classes`) after re-reading the
         log (at the retention given, else the table's as it is then), writing the manifest
         directory ``manifest`` (a new run directory; ``continues``: the unfinished earlier

@@ -9,9 +9,8 @@ from pathlib import Path
 
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.orphans.classify import ScanResult, scan
-from deltaguard.tools.orphans.cleanup import execute
+from deltaguard.tools.orphans.cleanup import CleanupResult, execute
 from deltaguard.tools.orphans.engine import (
-    EngineCleanup,
     EngineScan,
     OrphansRequest,
     inventory_of,
@@ -101,8 +100,8 @@ class LocalEngine:
         manifest: Path,
         stop: StopSignal,
         continues: Manifest | None = None,
-    ) -> EngineCleanup:
-        done = execute(
+    ) -> CleanupResult:
+        return execute(
             self.store(),
             scan.result,
             manifest_path=manifest,
@@ -110,7 +109,6 @@ class LocalEngine:
             stop=stop,
             continues=continues,
         )
-        return EngineCleanup(done.manifest, done.unwritten)
 
     def failure(self, exc: Exception) -> str | None:
         """None: the local engine raises only the errors :func:`.run.run_orphans` maps."""

@@ -1,10 +1,11 @@
 """The local engine's classification of listed data files, as Spark SQL columns.
 
-:func:`data_class_columns` is :func:`~deltaguard.tools.orphans.classify.data_candidate` over
-a listed file joined (left) with its path's reference flags
+:func:`data_class_columns` is the SQL generated from the orphans rule table
+(:data:`~deltaguard.tools.orphans.classify.DATA_RULES`, which the local engine's
+:func:`~deltaguard.tools.orphans.classify.data_candidate` evaluates) over a listed file
+joined (left) with its path's reference flags
 (:data:`~deltaguard.tools.spark_engine.log_refs.REFS_SCHEMA`; a file no entry names has
-null flags), with the same classes and reasons (the reason texts are the local engine's
-constants); ``tests/test_orphans_spark_engine.py`` checks it row for row against
+null flags); ``tests/test_orphans_spark_engine.py`` checks it row for row against
 ``data_candidate`` on every class. :func:`visible_unkept` is the local engine's visibility
 and streaming checkpoint filter (:func:`~deltaguard.tools.orphans.rules.hidden_regex`,
 :func:`~deltaguard.tools.orphans.streaming.in_checkpoint`) on a ``path`` column.
@@ -12,19 +13,13 @@ and streaming checkpoint filter (:func:`~deltaguard.tools.orphans.rules.hidden_r
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import reduce
+from operator import and_
 from typing import TYPE_CHECKING
 
 from deltaguard.tools.deltalog.times import iso_utc
-from deltaguard.tools.orphans.classify import (
-    EXPIRED_CHANGE_DATA_REASON,
-    EXPIRED_REASON,
-    ORPHAN_CHANGE_DATA_REASON,
-    ORPHAN_REASON,
-    RECENT_REASON,
-    TOMBSTONE_REASON,
-    FileClass,
-)
+from deltaguard.tools.orphans.classify import DATA_RULES, DataRule, Detail, Fact
 from deltaguard.tools.orphans.rules import CHANGE_DATA_DIR, hidden_regex
 
 if TYPE_CHECKING:
@@ -36,7 +31,8 @@ def data_class_columns(
 ) -> tuple[Column, Column]:
     """The ``class`` (null: not a candidate, i.e. protected) and ``reason`` columns of a row
     with ``path``, ``mtime_ms`` and the nullable flags ``protected``, ``named_in_log``,
-    ``tombstone``, ``tombstone_ms``, ``change_data``. ``lost``: the files of lost commits
+    ``tombstone``, ``tombstone_ms``, ``change_data``: one ``CASE`` generated from
+    :data:`~deltaguard.tools.orphans.classify.DATA_RULES`. ``lost``: the files of lost commits
     with their reasons (:func:`~deltaguard.tools.orphans.classify.lost_commit_files`, a few
     per lost commit: a literal map)."""
     from pyspark.sql import functions as F
@@ -44,39 +40,59 @@ def data_class_columns(
     def flag(name: str) -> Column:
         return F.coalesce(F.col(name), F.lit(False))
 
-    before, after = TOMBSTONE_REASON.split("{}")
-    tombstone_ms = F.coalesce(iso_utc_column(F.col("tombstone_ms")), F.lit(iso_utc(None)))
-    protected = flag("protected")
-    recent = F.col("mtime_ms") >= F.lit(cutoff_ms)
-    orphan = ~flag("named_in_log")
     lost_reason = (
         F.create_map(*(F.lit(x) for pair in sorted(lost.items()) for x in pair))[F.col("path")]
         if lost
         else F.lit(None).cast("string")
     )
-    lost_file = lost_reason.isNotNull() & orphan
-    file_class = (
-        F.when(protected, F.lit(None).cast("string"))
-        .when(lost_file, F.lit(FileClass.LOST_COMMIT.value))
-        .when(recent, F.lit(FileClass.RECENT.value))
-        .when(orphan, F.lit(FileClass.ORPHAN.value))
-        .otherwise(F.lit(FileClass.EXPIRED_TOMBSTONE.value))
-    )
-    reason = (
-        F.when(protected, F.lit(None).cast("string"))
-        .when(lost_file, lost_reason)
-        .when(recent, F.lit(RECENT_REASON))
-        .when(
-            orphan,
-            F.when(
-                F.col("path").startswith(CHANGE_DATA_DIR + "/"), F.lit(ORPHAN_CHANGE_DATA_REASON)
-            ).otherwise(F.lit(ORPHAN_REASON)),
-        )
-        .when(flag("tombstone"), F.concat(F.lit(before), tombstone_ms, F.lit(after)))
-        .when(flag("change_data"), F.lit(EXPIRED_CHANGE_DATA_REASON))
-        .otherwise(F.lit(EXPIRED_REASON))
-    )
-    return file_class, reason
+    facts = {
+        Fact.PROTECTED: flag("protected"),
+        Fact.LOST: lost_reason.isNotNull(),
+        Fact.NAMED_IN_LOG: flag("named_in_log"),
+        Fact.RECENT: F.col("mtime_ms") >= F.lit(cutoff_ms),
+        Fact.CHANGE_DATA_PATH: F.col("path").startswith(CHANGE_DATA_DIR + "/"),
+        Fact.TOMBSTONE: flag("tombstone"),
+        Fact.CHANGE_DATA: flag("change_data"),
+    }
+    details = {
+        Detail.LOST_REASON: lost_reason,
+        Detail.DELETED_AT: F.coalesce(iso_utc_column(F.col("tombstone_ms")), F.lit(iso_utc(None))),
+    }
+    return _case(facts, _class_value), _case(facts, lambda rule: _reason_value(rule, details))
+
+
+def _case(facts: Mapping[Fact, Column], value: Callable[[DataRule], Column]) -> Column:
+    """``CASE WHEN <rule> THEN value(rule) ... END`` over :data:`DATA_RULES` (the last holds
+    always: the ``ELSE``)."""
+    from pyspark.sql import functions as F
+
+    *conditional, last = DATA_RULES
+    assert not last.when, "the last data rule holds always"
+    out: Column | None = None
+    for rule in conditional:
+        holds = reduce(and_, (facts[f] if v else ~facts[f] for f, v in rule.when))
+        out = F.when(holds, value(rule)) if out is None else out.when(holds, value(rule))
+    assert out is not None
+    return out.otherwise(value(last))
+
+
+def _class_value(rule: DataRule) -> Column:
+    from pyspark.sql import functions as F
+
+    if rule.file_class is None:
+        return F.lit(None).cast("string")
+    return F.lit(rule.file_class.value)
+
+
+def _reason_value(rule: DataRule, details: Mapping[Detail, Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    if rule.file_class is None:
+        return F.lit(None).cast("string")
+    if rule.detail is Detail.NONE:
+        return F.lit(rule.reason)
+    before, after = rule.reason.split("{}")
+    return F.concat(F.lit(before), details[rule.detail], F.lit(after))
 
 
 def iso_utc_column(ms: Column) -> Column:

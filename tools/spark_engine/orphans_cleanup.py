@@ -53,7 +53,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
@@ -61,14 +61,15 @@ from deltaguard.tools.deltalog.listing import list_log
 from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import (
     DEFAULT_CLEANUP,
-    CleanupInterruptedError,
     CleanupOptions,
+    CleanupResult,
+    Deleted,
+    Rechecked,
     cleanup_classes,
     log_leftovers,
-    manifest_start,
-    now_iso,
+    recheck_cutoff,
+    run_cleanup,
     spared_because,
-    stopped_before_deleting,
 )
 from deltaguard.tools.orphans.deleter import (
     S3_BATCH_KEYS,
@@ -77,19 +78,14 @@ from deltaguard.tools.orphans.deleter import (
     settled,
 )
 from deltaguard.tools.orphans.engine import EngineScan
-from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
+from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.manifest import (
     OUTCOME_DIR,
     PLAN_DIR,
-    SUMMARY_FILE,
     Manifest,
-    continuation,
-    prepare_manifest_dir,
     record_ddl,
     write_record_file,
-    write_summary,
 )
-from deltaguard.tools.orphans.rules import check_retention
 from deltaguard.tools.spark_engine.log_refs import read_log, reference_flags, strict_reads
 from deltaguard.tools.spark_engine.orphans_scan import candidate_of, report_frame
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
@@ -215,148 +211,120 @@ def execute_spark(
     stop: StopSignal | None = None,
     files_per_task: int = 10_000,
     continues: Manifest | None = None,
-) -> dict[str, Any]:
-    """Deletes the scan's targets (see the module docstring; no file read skips a damaged
-    file: :func:`~.log_refs.strict_reads`) and returns the manifest's summary (:mod:`deltaguard.tools.orphans.manifest`). Raises what
-    :func:`deltaguard.tools.orphans.cleanup.execute` raises, before anything is deleted
-    (:class:`~deltaguard.tools.orphans.interrupt.CleanupStopped` included, the summary then
-    ``interrupted``), and :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError`
-    if the delete job fails. A signal once deleting began ends the summary ``interrupted``
-    (module docstring). A failed final summary write is in the returned summary's
-    ``error``. ``continues``: the unfinished earlier run this one finishes, as for
-    :func:`deltaguard.tools.orphans.cleanup.execute`."""
-    from pyspark.sql import functions as F
-
-    result = scan.result
-    check_retention(result.retention_ms, options.unsafe_retention)
-    prepare_manifest_dir(manifest_dir)
+) -> CleanupResult:
+    """Deletes the scan's targets by the one cleanup sequence
+    (:func:`deltaguard.tools.orphans.cleanup.run_cleanup`, its contract: raises, signals,
+    ``continues``) with the Spark engine's hooks (:class:`_SparkCleanup`, the module
+    docstring; no file read skips a damaged file: :func:`~.log_refs.strict_reads`)."""
     classes = cleanup_classes(options.include_tombstones)
-    planned = report_frame(spark, scan).where(F.col("class").isin(*[c.value for c in classes]))
-    context = spark.sparkContext
-    group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
-    marker = manifest_dir / STOP_MARKER
-    outcome_dir = manifest_dir / OUTCOME_DIR
-
-    def halt() -> None:  # the first signal once armed: no new delete, no new task
-        marker.touch()
-        context.cancelJobGroup(group)
-
-    try:
-        targets, doc = _plan(spark, spec, scan, planned, classes, manifest_dir, options)
-        if continues is not None:
-            doc["continues"] = continuation(continues, manifest_dir)
-        if stop is not None:
-            stop.on_stop(halt)
-            stop.arm()  # from here a signal stops the deletes instead of raising
-    except CleanupStopped as stopped:  # nothing deleted yet: stop the jobs, say so
-        context.cancelAllJobs()
-        marker.unlink(missing_ok=True)
-        link = None if continues is None else continuation(continues)
-        stopped_before_deleting(
-            manifest_dir, manifest_start(result, classes, 0, 0, 0, link), stopped.signal_name
-        )
-        raise
-    count = doc["counts"]["planned"]
-    tasks = max(1, -(-count // files_per_task))
-    outcome_rdd = targets.repartition(tasks).rdd.mapPartitionsWithIndex(
-        _deleter(spec, str(outcome_dir.resolve()), str(marker.resolve()))
+    hooks = _SparkCleanup(spark, spec, scan, classes, manifest_dir, options, files_per_task)
+    return run_cleanup(
+        hooks,
+        scan.result,
+        manifest_path=manifest_dir,
+        classes=classes,
+        options=options,
+        stop=stop,
+        continues=continues,
     )
-    write_summary(manifest_dir, doc)  # the plan is on disk: deleting may begin
-    failure: Exception | None = None
-    context.setJobGroup(group, "deltaguard orphans: deletes", interruptOnCancel=False)
-    try:
-        if stop is None or not stop.is_set():
-            outcome_rdd.collect()
-    except Exception as exc:  # a cancelled or failed job: the records say what happened
-        failure = exc
-    finally:
-        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
-    _wait_for_tasks(spark, group)
-    counts = _record_counts(outcome_dir)
-    counts["not_sent"] = count - sum(counts.values())
-    marker.unlink(missing_ok=True)
-    doc["counts"] = {**doc["counts"], **counts}
-    if stop is not None and stop.is_set():
-        doc.update(status="interrupted", finished_at=now_iso(), signal=stop.signal_name)
-    elif failure is not None:
-        _interrupted(doc, manifest_dir, failure)
-    else:
-        doc.update(status="done", finished_at=now_iso())
-    try:
-        write_summary(manifest_dir, doc)
-    except OSError as exc:  # the deletes happened: report them, never "nothing deleted"
-        doc["error"] = (
-            f"the manifest's summary could not be written ({exc}); "
-            f"{manifest_dir / SUMMARY_FILE} may still say status deleting; its outcome records "
-            "have every file"
-        )
-    return doc
 
 
-def _plan(
-    spark: SparkSession,
-    spec: StoreSpec,
-    scan: EngineScan,
-    planned: DataFrame,
-    classes: tuple[FileClass, ...],
-    manifest_dir: Path,
-    options: CleanupOptions,
-) -> tuple[DataFrame, dict[str, Any]]:
-    """Steps 3 and 4 of the module docstring: the re-read of the log, the plan records, the
-    containment check. Returns the files to delete and the summary to write (not yet
-    written)."""
-    result = scan.result
-    store = spec.open()
-    n_planned = planned.count()
-    listing = list_log(store)
-    log = read_log(spark, spec, listing)
-    retention = result.retention_ms if options.given_retention else log.retention_ms()
-    cutoff = min(result.cutoff_ms, result.now_ms - retention)
-    flags = reference_flags(log, cutoff)
-    log_temp_now = log_leftovers(store, listing, cutoff, options.dynamodb)
-    plan_path = str(manifest_dir / PLAN_DIR)
-    try:
-        judged = spark.createDataFrame(
-            planned.join(
-                flags.select("path", "protected", "named_in_log"), "path", "left"
-            ).rdd.mapPartitions(_judge(cutoff, log.version, log_temp_now)),
-            record_ddl(),
-        )
-        judged.write.mode("overwrite").parquet(plan_path)
-    finally:
-        log.release()
-    plan = spark.read.parquet(plan_path)
-    targets = plan.where("outcome = 'planned'")
-    bad = targets.select("path").rdd.mapPartitions(_contained(spec)).take(1)
-    if bad:
-        raise OutsideTableError(bad[0])
-    count = targets.count()
-    doc = manifest_start(
-        result, classes, n_planned, count, plan.where("outcome = 'spared'").count()
-    )
-    doc["version_rechecked"] = log.version
-    return targets, doc
+class _SparkCleanup:
+    """The Spark engine's :class:`~deltaguard.tools.orphans.cleanup.CleanupHooks`: the
+    re-read, the plan records and the containment check in Spark jobs (steps 3 and 4 of the
+    module docstring), the deletes in executors, the stop marker and the job group."""
 
+    records_note = "its outcome records have every file"
 
-def _interrupted(doc: dict[str, Any], manifest_dir: Path, exc: Exception) -> NoReturn:
-    """The delete job failed: the summary (its counts from the records the tasks wrote) says
-    ``interrupted`` and why, and
-    :class:`~deltaguard.tools.orphans.cleanup.CleanupInterruptedError` is raised."""
-    what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    counts = doc["counts"]
-    doc.update(
-        status="interrupted",
-        finished_at=now_iso(),
-        error=(
+    def __init__(
+        self,
+        spark: SparkSession,
+        spec: StoreSpec,
+        scan: EngineScan,
+        classes: tuple[FileClass, ...],
+        manifest_dir: Path,
+        options: CleanupOptions,
+        files_per_task: int,
+    ) -> None:
+        from pyspark.sql import functions as F
+
+        self._spark, self._spec, self._scan = spark, spec, scan
+        self._dir, self._options, self._files_per_task = manifest_dir, options, files_per_task
+        wanted = [c.value for c in classes]
+        self._planned = report_frame(spark, scan).where(F.col("class").isin(*wanted))
+        self._group = f"deltaguard-orphans-delete-{uuid.uuid4().hex}"
+        self._marker = manifest_dir / STOP_MARKER
+        self._targets: DataFrame | None = None
+        self._count = 0
+
+    def planned(self) -> int:
+        return self._planned.count()
+
+    def recheck(self) -> Rechecked:
+        result, spark, spec = self._scan.result, self._spark, self._spec
+        store = spec.open()
+        listing = list_log(store)
+        log = read_log(spark, spec, listing)
+        cutoff = recheck_cutoff(result, log.metadata.configuration, self._options.given_retention)
+        plan_path = str(self._dir / PLAN_DIR)
+        try:
+            flags = reference_flags(log, cutoff).select("path", "protected", "named_in_log")
+            log_temp_now = log_leftovers(store, listing, cutoff, self._options.dynamodb)
+            judge = _judge(cutoff, log.version, log_temp_now)
+            judged = self._planned.join(flags, "path", "left").rdd.mapPartitions(judge)
+            spark.createDataFrame(judged, record_ddl()).write.mode("overwrite").parquet(plan_path)
+        finally:
+            log.release()
+        plan = spark.read.parquet(plan_path)
+        targets = plan.where("outcome = 'planned'")
+        bad = targets.select("path").rdd.mapPartitions(_contained(spec)).take(1)
+        if bad:
+            raise OutsideTableError(bad[0])
+        self._targets, self._count = targets, targets.count()
+        return Rechecked(log.version, self._count, plan.where("outcome = 'spared'").count())
+
+    def _halt(self) -> None:  # the first signal once armed: no new delete, no new task
+        self._marker.touch()
+        self._spark.sparkContext.cancelJobGroup(self._group)
+
+    def arm(self, stop: StopSignal) -> None:
+        stop.on_stop(self._halt)
+        stop.arm()
+
+    def abandon(self) -> None:
+        self._spark.sparkContext.cancelAllJobs()
+        self._marker.unlink(missing_ok=True)
+
+    def delete(self, stop: StopSignal | None) -> Deleted:
+        assert self._targets is not None, "recheck first"
+        context, outcome_dir = self._spark.sparkContext, self._dir / OUTCOME_DIR
+        tasks = max(1, -(-self._count // self._files_per_task))
+        deleter = _deleter(self._spec, str(outcome_dir.resolve()), str(self._marker.resolve()))
+        outcome_rdd = self._targets.repartition(tasks).rdd.mapPartitionsWithIndex(deleter)
+        failure: Exception | None = None
+        context.setJobGroup(self._group, "deltaguard orphans: deletes", interruptOnCancel=False)
+        try:
+            if stop is None or not stop.is_set():
+                outcome_rdd.collect()
+        except Exception as exc:  # a cancelled or failed job: the records say what happened
+            failure = exc
+        finally:
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+        _wait_for_tasks(self._spark, self._group)
+        counts = _record_counts(outcome_dir)
+        counts["not_sent"] = self._count - sum(counts.values())
+        self._marker.unlink(missing_ok=True)
+        if failure is None:
+            return Deleted(counts)
+        return Deleted(counts, failure=(self._failure_text(failure, counts), failure))
+
+    def _failure_text(self, exc: Exception, counts: dict[str, int]) -> str:
+        """The summary's error for a delete job that failed part way."""
+        what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (
             f"the delete job failed ({what}): {counts['unknown']} files have an unknown "
             f"outcome and {counts['not_sent']} were never sent (each file's record is in "
-            f"{manifest_dir / OUTCOME_DIR}, the plan in {manifest_dir / PLAN_DIR}); run the "
+            f"{self._dir / OUTCOME_DIR}, the plan in {self._dir / PLAN_DIR}); run the "
             "same command again to finish"
-        ),
-    )
-    try:
-        write_summary(manifest_dir, doc)
-    except OSError as write_error:
-        doc["error"] += f"; the manifest could not be written either ({write_error})"
-    raise CleanupInterruptedError(doc["error"], doc) from exc
+        )

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from deltaguard.tools.deltalog.listing import list_log
-from deltaguard.tools.orphans.cleanup import cleanup_classes
+from deltaguard.tools.orphans.cleanup import CleanupResult, cleanup_classes
 from deltaguard.tools.orphans.engine import (
-    EngineCleanup,
     EngineScan,
     OrphansRequest,
     inventory_of,
@@ -103,11 +102,11 @@ class SparkOrphansEngine:
         manifest: Path,
         stop: StopSignal,
         continues: Manifest | None = None,
-    ) -> EngineCleanup:
+    ) -> CleanupResult:
         assert self._spark is not None and self._spec is not None, "scan first"
         planned, _ = scan.count(cleanup_classes(req.include_tombstones))
         with phase(f"orphans: re-reading the log, deleting {planned:,} files with Spark"):
-            summary = execute_spark(
+            return execute_spark(
                 self._spark,
                 self._spec,
                 scan,
@@ -116,7 +115,6 @@ class SparkOrphansEngine:
                 stop=stop,
                 continues=continues,
             )
-        return EngineCleanup(summary)
 
     def failure(self, exc: Exception) -> str | None:
         return job_failure(exc)

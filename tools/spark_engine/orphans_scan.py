@@ -14,6 +14,7 @@ groups are computed in Spark, and the candidates reach the driver only when ther
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
@@ -25,9 +26,10 @@ from deltaguard.tools.orphans.classify import (
     ScanResult,
     log_candidates,
     lost_commit_files,
+    retention_of,
 )
 from deltaguard.tools.orphans.engine import EngineScan
-from deltaguard.tools.orphans.inventory import InventoryReport, InventorySource, table_root
+from deltaguard.tools.orphans.inventory import InventorySource, table_root
 from deltaguard.tools.orphans.key_ranges import DEFAULT_RANGE_FILES
 from deltaguard.tools.orphans.streaming import (
     CHECKPOINT_MARKER_REGEX,
@@ -39,7 +41,7 @@ from deltaguard.tools.spark_engine.classify_sql import (
     partition_column,
     visible_unkept,
 )
-from deltaguard.tools.spark_engine.inventory import inventory_listing_spark
+from deltaguard.tools.spark_engine.inventory import SparkInventory, inventory_listing_spark
 from deltaguard.tools.spark_engine.key_ranges import range_cuts
 from deltaguard.tools.spark_engine.listing import DistributedListing, list_table_distributed
 from deltaguard.tools.spark_engine.log_refs import (
@@ -145,32 +147,20 @@ def scan_spark(
     :func:`deltaguard.tools.orphans.classify.scan` (``inventory``: read instead of listing
     the data files, :mod:`.inventory`; ``range_files``: an S3 directory of at least twice as
     many files is listed in key ranges of about that many, :mod:`.key_ranges`; 0: never)."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
     started = time.monotonic()
     store = spec.open()
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     listing = list_log(store)
     log = read_log(spark, spec, listing, defer_path_rule=True)
-    source = "given"
-    if retention_ms is None:
-        value = log.metadata.configuration.get("delta.deletedFileRetentionDuration")
-        retention_ms = log.retention_ms()
-        source = (
-            "the table property delta.deletedFileRetentionDuration"
-            if value
-            else "Delta's default (7 days)"
-        )
+    retention_ms, source = retention_of(log.metadata.configuration, retention_ms)
     cutoff = now_ms - retention_ms
     partition_columns = list(log.metadata.partition_columns)
     configuration = dict(log.metadata.configuration)
-    from_inventory: InventoryReport | None = None
+    read: SparkInventory | None = None
     if inventory is not None:  # instead of the listing (deltaguard.tools.orphans.inventory)
         root = table_root(store, inventory, partition_columns, configuration)
         read = inventory_listing_spark(spark, inventory, root, spec.s3)
-        from_inventory = read.report
-        cutoff = min(cutoff, from_inventory.date_ms)
+        cutoff = min(cutoff, read.report.date_ms)
     entries = read_entries(dynamodb) if dynamodb is not None else None
     lost, lost_note = lost_commit_files(store)
     cuts = (
@@ -178,52 +168,117 @@ def scan_spark(
         if inventory is None and isinstance(store, S3TableStore) and lister_available(spark)
         else {}
     )
+    logs = log_candidates(store, listing, cutoff, entries)  # before the listing is held
     table: DistributedListing | JvmListing | None = (
-        read.listing if inventory is not None else None
+        read.listing if read is not None else None
     ) or list_table_jvm(spark, spec, partition_columns, configuration, cuts)
     if table is None:  # a session without deltaguard's jar
         table = list_table_distributed(spark, spec, partition_columns, configuration)
-    try:
-        jvm = isinstance(table, JvmListing)
-        # the JVM listing collects its checkpoint markers while the report is written
-        checkpoints = set() if isinstance(table, JvmListing) else _checkpoint_dirs(table)
-        logs = spark.createDataFrame(
-            [
+    written = _ReportWriter(spark, log, table, cutoff, lost, report_path).write(logs)
+    count, totals, partitions, candidates = _summarize(spark, report_path, max_report_files)
+    notes = [*log.notes, *([lost_note] if lost_note is not None else [])]
+    if count > max_report_files:
+        notes.append(
+            f"{count} candidates: the file list is in the report table {report_path} "
+            f"(more than {max_report_files}, not collected to the driver)"
+        )
+    result = ScanResult(
+        store.uri,
+        log.version,
+        now_ms,
+        retention_ms,
+        source,
+        candidates,
+        written.listed,
+        written.live_files,
+        written.hidden_dirs,
+        len(listing.files),
+        time.monotonic() - started,
+        notes,
+        kept_dirs(written.checkpoints, written.hidden_dirs),
+        None if read is None else read.report,
+    )
+    return EngineScan(result, count, totals, partitions, report_path)
+
+
+@dataclass
+class _Written:
+    """What writing the report table learnt about the listing."""
+
+    listed: int
+    live_files: int
+    hidden_dirs: list[str]
+    checkpoints: set[str]
+
+
+@dataclass
+class _ReportWriter:
+    """Writes a scan's report table: the classified listed files and the ``_delta_log``
+    candidates, without the streaming checkpoints' files (found while writing with the JVM
+    listing: then written again if there are any); releases the listing and the log."""
+
+    spark: SparkSession
+    log: SparkLog
+    table: DistributedListing | JvmListing
+    cutoff: int
+    lost: dict[str, str]
+    report_path: str
+
+    def write(self, logs: list[Candidate]) -> _Written:
+        table, log = self.table, self.log
+        try:
+            jvm = isinstance(table, JvmListing)
+            # the JVM listing collects its checkpoint markers while the report is written
+            checkpoints = set() if isinstance(table, JvmListing) else _checkpoint_dirs(table)
+            rows = [
                 (c.path, c.size, c.mtime_ms, c.file_class.value, c.reason, c.partition)
-                for c in log_candidates(store, listing, cutoff, entries)
-            ],
-            REPORT_SCHEMA,
-        )
+                for c in logs
+            ]
+            frame = self.spark.createDataFrame(rows, REPORT_SCHEMA)
+            live = self._once(frame, "first", None if jvm else checkpoints)
+            if not settle_path_rule(log):  # rare: an older log file's action needs the path rule
+                live = self._once(frame, "with the path rule", None if jvm else checkpoints)
+            live_files = observed(
+                live, "live", lambda: reference_flags(log, self.cutoff).where("live").count()
+            )
+            if isinstance(table, JvmListing):
+                checkpoints = checkpoint_dirs(table.markers())
+                if checkpoints:  # rare: a streaming checkpoint inside the root; written again
+                    self._once(frame, "without streaming checkpoints", checkpoints)
+                hidden_dirs = table.hidden_dirs()
+            else:
+                hidden_dirs = table.hidden_dirs
+            return _Written(table.file_count, live_files, hidden_dirs, checkpoints)
+        finally:
+            if isinstance(table, DistributedListing):
+                table.release()
+            log.release()
 
-        def write_report(attempt: str, filtered: bool) -> Observation:
-            """Writes the report table (``filtered``: without the files of the streaming
-            checkpoints found so far); returns the observation of its live files."""
-            live = Observation(f"orphans live files, {attempt}")
-            classified = _classified(table.files, log, cutoff, live, lost)
-            if filtered:
-                visible = visible_unkept(partition_columns, configuration, checkpoints)
-                classified = classified.where(visible)
-            classified.unionByName(logs).write.mode("overwrite").parquet(report_path)
-            return live
+    def _once(self, logs: DataFrame, attempt: str, checkpoints: set[str] | None) -> Observation:
+        """Writes the report table (``checkpoints``: without the files of these streaming
+        checkpoints and the hidden ones; None: the JVM listing left them out already);
+        returns the observation of its live files."""
+        from pyspark.sql import Observation
 
-        live = write_report("first", not jvm)
-        if not settle_path_rule(log):  # rare: an older log file's action needs the path rule
-            live = write_report("with the path rule", not jvm)
-        live_files = observed(
-            live, "live", lambda: reference_flags(log, cutoff).where("live").count()
-        )
-        if isinstance(table, JvmListing):
-            checkpoints = checkpoint_dirs(table.markers())
-            if checkpoints:  # rare: a streaming checkpoint inside the root; written again
-                write_report("without streaming checkpoints", True)
-            hidden_dirs = table.hidden_dirs()
-        else:
-            hidden_dirs = table.hidden_dirs
-        listed = table.file_count
-    finally:
-        if isinstance(table, DistributedListing):
-            table.release()
-        log.release()
+        live = Observation(f"orphans live files, {attempt}")
+        classified = _classified(self.table.files, self.log, self.cutoff, live, self.lost)
+        if checkpoints is not None:
+            meta = self.log.metadata
+            visible = visible_unkept(
+                list(meta.partition_columns), dict(meta.configuration), checkpoints
+            )
+            classified = classified.where(visible)
+        classified.unionByName(logs).write.mode("overwrite").parquet(self.report_path)
+        return live
+
+
+def _summarize(
+    spark: SparkSession, report_path: str, max_report_files: int
+) -> tuple[int, dict[str, dict[str, int]], list[dict[str, Any]], list[Candidate]]:
+    """The report table's candidate count, totals per class, groups per partition and class,
+    and its candidates (sorted by path; none if more than ``max_report_files``)."""
+    from pyspark.sql import functions as F
+
     written = spark.read.parquet(report_path)
     groups = (
         written.groupBy("partition", "class")
@@ -245,31 +300,7 @@ def scan_spark(
         {"partition": g.partition, "class": g["class"], "files": g.files, "bytes": g.bytes}
         for g in sorted(groups, key=lambda g: (g.partition, g["class"]))
     ]
-    notes = list(log.notes)
-    if lost_note is not None:
-        notes.append(lost_note)
-    if count > max_report_files:
-        notes.append(
-            f"{count} candidates: the file list is in the report table {report_path} "
-            f"(more than {max_report_files}, not collected to the driver)"
-        )
-    result = ScanResult(
-        store.uri,
-        log.version,
-        now_ms,
-        retention_ms,
-        source,
-        candidates,
-        listed,
-        live_files,
-        hidden_dirs,
-        len(listing.files),
-        time.monotonic() - started,
-        notes,
-        kept_dirs(checkpoints, hidden_dirs),
-        from_inventory,
-    )
-    return EngineScan(result, count, totals, partitions, report_path)
+    return count, totals, partitions, candidates
 
 
 def report_frame(spark: SparkSession, scan: EngineScan) -> DataFrame:
