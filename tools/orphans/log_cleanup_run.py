@@ -28,8 +28,7 @@ from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 from deltaguard.tools.deltalog.times import duration_text, iso_utc
 from deltaguard.tools.orphans import run_outcome
 from deltaguard.tools.orphans.classify import FileClass
-from deltaguard.tools.orphans.cleanup import CleanupOptions, execute
-from deltaguard.tools.orphans.engine import EngineCleanup
+from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute
 from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.log_cleanup import (
     LOG_CLEANUP_CLASSES,
@@ -220,7 +219,7 @@ def _cleanup_steps(req: LogCleanupRequest, store: TableStore, scan: LogScan) -> 
         store, scan, given_retention=options.given_retention, dynamodb=req.dynamodb
     )
 
-    def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> EngineCleanup:
+    def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> CleanupResult:
         done = execute(
             store,
             scan.result,
@@ -230,7 +229,7 @@ def _cleanup_steps(req: LogCleanupRequest, store: TableStore, scan: LogScan) -> 
             continues=earlier,
             plan=plan,
         )
-        return EngineCleanup(done.manifest, done.unwritten)
+        return done
 
     manifests = req.manifest_path or log_cleanup_manifests_dir()
     return CleanupSteps(COMMAND, manifests, LOG_CLEANUP_CLASSES, delete)

@@ -42,9 +42,8 @@ from rich.console import Console
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.orphans import run_outcome
 from deltaguard.tools.orphans.classify import FileClass
-from deltaguard.tools.orphans.cleanup import cleanup_classes
+from deltaguard.tools.orphans.cleanup import CleanupResult, cleanup_classes
 from deltaguard.tools.orphans.engine import (
-    EngineCleanup,
     EngineScan,
     OrphansEngine,
     OrphansRequest,
@@ -163,7 +162,7 @@ def _cleanup_steps(
     """``--delete --yes`` through ``engine``, its manifests in ``--manifest`` or the state
     directory."""
 
-    def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> EngineCleanup:
+    def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> CleanupResult:
         return engine.delete(req, scan, manifest, stop, earlier)
 
     manifests = req.manifest_path or manifests_dir()

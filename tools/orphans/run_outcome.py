@@ -23,6 +23,7 @@ from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.orphans.classify import FileClass, ScanResult
 from deltaguard.tools.orphans.cleanup import (
     CleanupInterruptedError,
+    CleanupResult,
     continues_line,
     how_to_finish,
     nothing_left,
@@ -30,7 +31,6 @@ from deltaguard.tools.orphans.cleanup import (
     summary,
     unfinished,
 )
-from deltaguard.tools.orphans.engine import EngineCleanup
 from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal, stop_on_signals
 from deltaguard.tools.orphans.manifest import Manifest, new_run_dir, unfinished_run
 from deltaguard.tools.output import stdout_console
@@ -153,7 +153,7 @@ class CleanupSteps:
     #: Deletes the scan's targets, writing the manifest directory it is given, under the stop
     #: signal, continuing the earlier unfinished run (or None). Raises what
     #: :func:`.cleanup.execute` raises.
-    delete: Callable[[Path, StopSignal, Manifest | None], EngineCleanup]
+    delete: Callable[[Path, StopSignal, Manifest | None], CleanupResult]
     #: The one line for an engine's own failure, or None (the exception then propagates).
     failure: Callable[[Exception], str | None] = _no_engine_failure
 
@@ -198,7 +198,7 @@ def _earlier_run(
 
 def _delete(
     steps: CleanupSteps, table: str, earlier: Manifest | None
-) -> tuple[Path, EngineCleanup]:
+) -> tuple[Path, CleanupResult]:
     """The delete, in a new manifest directory, under the stop signal."""
     try:
         manifest = new_run_dir(steps.manifests, table)
