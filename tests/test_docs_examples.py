@@ -86,6 +86,7 @@ EXPECTED_EXIT: dict[str, int] = {
     "deltaguard checkpoint s3://lake/events": 0,
     "deltaguard checkpoint s3://lake/events --version 0": 0,  # older: _last_checkpoint left
     "deltaguard checkpoint ./events --json": 0,
+    "deltaguard checkpoint ./v2-table --v2-format parquet": 0,
     "deltaguard orphans events --engine spark --delete": 1,  # ./events: dry run, to clean
     # ./events-inventory: a Parquet USING INVENTORY table of ./events (_inventory)
     "deltaguard orphans ./events --inventory ./events-inventory --inventory-date "
@@ -158,9 +159,22 @@ def test_every_doc_command_has_an_expected_exit_code():
     assert sorted(EXPECTED_EXIT.keys() - shown) == [], "EXPECTED_EXIT names commands no doc shows"
 
 
-def _synthetic(root: Path) -> None:
-    """A two-version table (create, one append) with one never-committed file."""
+#: The protocol and property of a table that takes V2 checkpoints (``./v2-table``).
+V2_PROTOCOL = {
+    "minReaderVersion": 3,
+    "minWriterVersion": 7,
+    "readerFeatures": ["v2Checkpoint"],
+    "writerFeatures": ["v2Checkpoint"],
+}
+
+
+def _synthetic(root: Path, *, v2: bool = False) -> None:
+    """A two-version table (create, one append) with one never-committed file; ``v2``: one
+    that takes V2 checkpoints."""
     table = SyntheticTable(root)
+    if v2:
+        table.protocol = V2_PROTOCOL
+        table.configuration = {"delta.checkpointPolicy": "v2"}
     table.create(T0_MS)
     rel = "p=a/part-00000.parquet"
     size = table.write_parquet(rel, T0_MS, [1, 2, 3])
@@ -233,6 +247,7 @@ def _run_doc_commands(localstack, ls_bucket, tmp_path, *, spark: bool) -> None:
     work = tmp_path / "work"
     work.mkdir()
     _synthetic(work / "events")
+    _synthetic(work / "v2-table", v2=True)
     _inventory(work / "events", work / "events-inventory")
     env = {
         **os.environ,
