@@ -148,6 +148,34 @@ def _hint_wrong(root: Path) -> None:
     (log / "_last_checkpoint").write_text(json.dumps(hint))
 
 
+def _v2_top(root: Path) -> Path:
+    (top,) = (root / LOG).glob(f"{2:020d}.checkpoint.*-*.json")
+    return top
+
+
+def _v2_sidecar(root: Path) -> Path:
+    (sidecar,) = (root / LOG / "_sidecars").glob(f"{2:020d}.checkpoint.*.parquet")
+    return sidecar
+
+
+def _v2_sidecar_deleted(root: Path) -> None:
+    _v2_sidecar(root).unlink()
+
+
+def _v2_sidecar_truncated(root: Path) -> None:
+    f = _v2_sidecar(root)
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def _v2_top_truncated(root: Path) -> None:
+    f = _v2_top(root)
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def _v2_hint_dangling(root: Path) -> None:
+    _v2_top(root).unlink()
+
+
 KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "truncated": (_truncate, "checkpoint-unreadable"),
     "garbage": (_garbage, "checkpoint-unreadable"),
@@ -155,6 +183,11 @@ KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "mismatch": (_mismatch, "checkpoint-mismatch"),
     "hint-dangling": (_hint_dangling, "last-checkpoint-missing"),
     "hint-wrong": (_hint_wrong, "last-checkpoint-mismatch"),
+    # V2 checkpoints (a table that takes them: the ``pristine_v2`` fixture)
+    "v2-sidecar-deleted": (_v2_sidecar_deleted, "checkpoint-unreadable"),
+    "v2-sidecar-truncated": (_v2_sidecar_truncated, "checkpoint-unreadable"),
+    "v2-top-level-truncated": (_v2_top_truncated, "checkpoint-unreadable"),
+    "v2-hint-dangling": (_v2_hint_dangling, "last-checkpoint-missing"),
 }
 #: What each kind's repair did and what the readers read after (the damage table).
 TABLE: dict[str, str] = {}
@@ -171,15 +204,46 @@ def pristine(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     return root, before
 
 
+@pytest.fixture(scope="module")
+def pristine_v2(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any]]:
+    """A table Spark creates with ``delta.checkpointPolicy = v2`` (the ``v2Checkpoint``
+    feature on): versions 0-4 (appends and a DELETE), deltaguard's V2 checkpoints (a JSON
+    top-level file and one sidecar each) of versions 1 and 2; how both readers read each
+    version."""
+    root = tmp_path_factory.mktemp("repair-log-v2") / "t"
+    spark.sql(
+        f"CREATE TABLE delta.`{root}` (id BIGINT) USING delta TBLPROPERTIES ("
+        "'delta.checkpointPolicy' = 'v2', 'delta.checkpointInterval' = '100')"
+    )
+    for i in range(3):
+        spark.createDataFrame([(i,), (i + 10,)], "id BIGINT").write.format("delta").mode(
+            "append"
+        ).save(str(root))
+        if i < 2:
+            assert run_checkpoint(CheckpointRequest(str(root))) == 0
+    spark.sql(f"DELETE FROM delta.`{root}` WHERE id = 11")
+    assert json.loads((root / LOG / "_last_checkpoint").read_text())["v2Checkpoint"]["path"] == (
+        _v2_top(root).name
+    )
+    before = _readings(spark, str(root))
+    assert not any(isinstance(v, str) for v in before.values()), before
+    return root, before
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_each_kind_is_mended_and_every_version_reads_the_same(
     kind: str,
     spark: Any,
-    pristine: tuple[Path, dict[str, Any]],
+    request: pytest.FixtureRequest,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Each kind of damage; V2 kinds on a table that takes V2 checkpoints, whose rebuilt
+    checkpoint is a new V2 one that ``_last_checkpoint`` names with its ``v2Checkpoint``."""
+    pristine = request.getfixturevalue("pristine_v2" if kind.startswith("v2-") else "pristine")
     root = tmp_path / "t"
     shutil.copytree(pristine[0], root)
     before = pristine[1]
@@ -200,6 +264,11 @@ def test_each_kind_is_mended_and_every_version_reads_the_same(
     assert not rerun["log"]["written"] and rerun["log"]["last_checkpoint"] is None
     moved = [m["file"] for m in report["log"]["quarantined"]]
     hint = json.loads((root / LOG / "_last_checkpoint").read_text())
+    if kind.startswith("v2-"):
+        top = _v2_top(root)  # exactly one top-level file of version 2: the new one
+        assert f"{LOG}/{top.name}" in report["log"]["written"]
+        assert hint["version"] == 2 and hint["v2Checkpoint"]["path"] == top.name
+        assert not list((root / LOG).glob(f"{2:020d}.checkpoint.parquet"))
     TABLE[kind] = (
         f"wrote {report['log']['written']}, set aside {moved}, _last_checkpoint -> "
         f"{hint['version']}; {len(after)} readings (Spark, delta-rs x versions 0-{LATEST}) same"

@@ -13,10 +13,11 @@
    * Classic (:mod:`.build`): ``N.checkpoint.parquet`` (:mod:`.parquet`). Another writer that
      created it first wins (exit 0, its file is kept).
    * V2, for a table with ``v2Checkpoint`` and ``delta.checkpointPolicy = v2``
-     (:func:`uses_v2_checkpoints`, :mod:`.v2`): the sidecars in ``_delta_log/_sidecars/``
-     first, then the UUID-named top-level file naming them (``--v2-format``: JSON, Delta's
-     default, or parquet). A sidecar no top-level file names (the run was interrupted) is
-     harmless: ``log-cleanup`` removes it once older than the log retention.
+     (:func:`uses_v2_checkpoints`; built by :mod:`.v2`, written by :mod:`.v2_write`): the
+     sidecars in ``_delta_log/_sidecars/`` first, then the UUID-named top-level file naming
+     them (``--v2-format``: JSON, Delta's default, or parquet). A sidecar no top-level file
+     names (the run was interrupted) is harmless: ``log-cleanup`` removes it once older than
+     the log retention.
 5. Point ``_last_checkpoint`` at it, only forward: a hint already at N or newer is left.
 
 Exit codes (:class:`~deltaguard.tools.exit_codes.ExitCode`): 0 written (or the version had
@@ -42,12 +43,7 @@ from deltaguard.tools.checkpoint.build import (
 )
 from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
-from deltaguard.tools.checkpoint.v2 import (
-    StoredFile,
-    v2_last_checkpoint,
-    v2_sidecars,
-    v2_top_level,
-)
+from deltaguard.tools.checkpoint.v2_write import V2Progress, write_v2
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, checkpoint_names
 from deltaguard.tools.deltalog.listing import (
     LastCheckpointError,
@@ -199,42 +195,28 @@ def _checkpoint(req: CheckpointRequest, rec: _Record, out: list[str]) -> int:
     return ExitCode.CLEAN
 
 
-def _stored(store: TableStore, rel: str, name: str, size: int) -> StoredFile:
-    """A file just written, with its modification time as the store gives it (now if the
-    store cannot say)."""
-    info = store.stat(rel)
-    return StoredFile(name, size, info.mtime_ms if info else int(time.time() * 1000))
-
-
 def _write_v2(
     req: CheckpointRequest, store: TableStore, snap: Snapshot, rec: _Record, out: list[str]
 ) -> int:
-    """Step 4, V2 (the module docstring): sidecars, then the top-level file, then the hint."""
-    parts = v2_sidecars(snap, int(time.time() * 1000))
+    """Step 4, V2 (the module docstring): :func:`.v2_write.write_v2`, then the hint."""
     rec.sidecars = []
-    stored: list[StoredFile] = []
-    for sidecar in parts.sidecars:
-        rel = f"{LOG_DIR}/{SIDECARS_DIR}/{sidecar.name}"
-        create_exclusive(store, req.s3, rel, sidecar.body)  # a new UUID name: never taken
-        rec.sidecars.append(sidecar.name)
-        stored.append(_stored(store, rel, sidecar.name, len(sidecar.body)))
-    top = v2_top_level(parts, stored, req.v2_format)
-    rec.checkpoint = top.name
-    create_exclusive(store, req.s3, f"{LOG_DIR}/{top.name}", top.body)
-    top_stored = _stored(store, f"{LOG_DIR}/{top.name}", top.name, len(top.body))
+    progress = V2Progress(sidecars=rec.sidecars)
+    try:
+        written = write_v2(store, req.s3, snap, req.v2_format, progress)
+    finally:
+        rec.checkpoint = progress.top_level
     rec.outcome = "written"
-    rec.actions = parts.file_actions + top.actions
-    rec.add_files, rec.tombstones = parts.add_files, parts.tombstones
-    rec.size_in_bytes = top_stored.size + sum(s.size for s in stored)
+    rec.actions, rec.size_in_bytes = written.actions, written.size_in_bytes
+    rec.add_files, rec.tombstones = written.add_files, written.tombstones
     _say(
         req,
         out,
-        f"wrote {LOG_DIR}/{top.name} (V2) and {len(stored)} sidecar(s) in "
-        f"{LOG_DIR}/{SIDECARS_DIR}/: version {snap.version}, {parts.add_files} live file(s), "
-        f"{parts.tombstones} tombstone(s), {rec.actions} action(s), {rec.size_in_bytes} bytes",
+        f"wrote {LOG_DIR}/{written.name} (V2) and {len(written.sidecars)} sidecar(s) in "
+        f"{LOG_DIR}/{SIDECARS_DIR}/: version {snap.version}, {written.add_files} live file(s), "
+        f"{written.tombstones} tombstone(s), {written.actions} action(s), "
+        f"{written.size_in_bytes} bytes",
     )
-    hint = v2_last_checkpoint(parts, top, top_stored)
-    _say(req, out, _advance_hint(store, req.s3, hint, snap.version, rec))
+    _say(req, out, _advance_hint(store, req.s3, written.hint, snap.version, rec))
     return ExitCode.CLEAN
 
 

@@ -22,7 +22,7 @@ and ``delta.checkpointPolicy = v2`` (:func:`.build.uses_v2_checkpoints`):
    ``nonFileActions`` with the ``checkpointMetadata`` last and its ``sidecarFiles``, each list
    left out when longer than :data:`HINT_MAX_ACTIONS`, as Delta trims it).
 
-Nothing here writes: :mod:`.run` stores the files, create-exclusive.
+Nothing here writes: :mod:`.v2_write` stores the files, create-exclusive.
 """
 
 from __future__ import annotations

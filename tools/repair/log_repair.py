@@ -3,13 +3,14 @@
 **What is broken** (one listing of ``_delta_log``, the audit's checkpoint findings):
 
 * a complete checkpoint that cannot be read whole (truncated, garbage, a bad page, no
-  protocol or metaData: ``checkpoint-unreadable``);
+  protocol or metaData: ``checkpoint-unreadable``); for a V2 checkpoint, its top-level file
+  and every sidecar it names (a sidecar missing, truncated or unreadable breaks it);
 * a readable checkpoint whose state differs from the replay of the commits up to its version
   (:func:`~deltaguard.tools.deltalog.checkpoint_content.compare_checkpoint`:
   ``checkpoint-mismatch``; every checkpoint is compared, not only the newest);
 * a multi-part checkpoint missing a part (``checkpoint-parts-missing``);
-* ``_last_checkpoint`` naming a version with no complete checkpoint
-  (``last-checkpoint-missing``), disagreeing with its checkpoint
+* ``_last_checkpoint`` naming a version with no complete checkpoint, or a V2 top-level file
+  (its ``v2Checkpoint``) that is not there (``last-checkpoint-missing``), disagreeing with its checkpoint
   (``last-checkpoint-mismatch``), not valid JSON, or older than the newest good checkpoint.
 
 **When it can be rebuilt**: Delta's own fallback (Spark's ``SnapshotManagement`` retries a
@@ -23,8 +24,11 @@ checkpoint are **lost**: they are named and nothing at all is written.
 
 **What is done** (with ``--yes``; the log is listed and judged again right before):
 
-1. For each broken version, ascending: a classic checkpoint of the replayed state, written
-   create-exclusive with ``deltaguard checkpoint``'s writer. Readers choose a checkpoint by
+1. For each broken version, ascending: a checkpoint of the replayed state, written
+   create-exclusive with ``deltaguard checkpoint``'s writers: a V2 one (new sidecars, a new
+   UUID-named top-level file: :func:`~deltaguard.tools.checkpoint.v2_write.write_v2`) for a
+   table that takes V2 checkpoints
+   (:func:`~deltaguard.tools.checkpoint.build.uses_v2_checkpoints`), else a classic one. Readers choose a checkpoint by
    its name (and prefer a multi-part or V2 checkpoint to a classic one of the same version),
    so the broken files of that version are first set aside: copied create-exclusive to
    ``_delta_log/_deltaguard_quarantine/<name>.<sha256 prefix>`` (no reader lists a
@@ -32,9 +36,12 @@ checkpoint are **lost**: they are named and nothing at all is written.
    A broken file is needed by no retained version: each one it covered is rebuilt first from
    the commits. When the broken file holds the classic name itself it is moved before the new
    one is written (between the two, readers fall back to an older checkpoint and the
-   commits); otherwise the new one is written first.
-2. ``_last_checkpoint`` is pointed at the newest good checkpoint (classic or multi-part), with
-   its true ``size``, ``sizeInBytes``, ``parts`` and ``numOfAddFiles``: an overwrite, the one
+   commits); otherwise the new one is written first. A broken V2 checkpoint's sidecars stay
+   where they are: named by no kept checkpoint, they are ``log-cleanup``'s to remove once
+   older than the log retention.
+2. ``_last_checkpoint`` is pointed at the newest good checkpoint (classic, multi-part or V2),
+   with its true ``size``, ``sizeInBytes``, ``parts`` and ``numOfAddFiles`` (and for a V2
+   checkpoint ``v2Checkpoint``, as ``deltaguard checkpoint`` writes it for one it wrote): an overwrite, the one
    non-exclusive write Delta's own checkpoint writer makes too (a concurrent checkpoint writer
    may overwrite it in turn; that hint is then its own, as correct as Delta's).
 """
@@ -45,14 +52,15 @@ import dataclasses
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltaguard.logstore.errors import LogFileExistsError
+from deltaguard.tools.checkpoint.build import uses_v2_checkpoints
 from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
+from deltaguard.tools.checkpoint.v2_write import write_v2
 from deltaguard.tools.deltalog.audit import last_checkpoint_mismatches
 from deltaguard.tools.deltalog.checkpoint import (
     LOG_DIR,
@@ -69,7 +77,7 @@ from deltaguard.tools.deltalog.listing import (
     list_log,
     read_last_checkpoint,
 )
-from deltaguard.tools.deltalog.names import LogFileKind
+from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.storage import S3Options, TableStore
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
@@ -159,22 +167,21 @@ def describe(plan: LogPlan) -> list[str]:
 
 
 def _whole_read_problem(store: TableStore, ref: CheckpointRef) -> str | None:
-    """Why checkpoint ``ref`` cannot be read whole (every part, every column and page with its
-    checksum, strings validated, the actions decoded), or None."""
+    """Why checkpoint ``ref`` cannot be read whole (every part and every sidecar a V2
+    checkpoint names, every column and page with its checksum, strings validated, the actions
+    decoded), or None."""
+    rel = f"{LOG_DIR}/{ref.files[0]}"
     try:
-        read_checkpoint(store, ref)
-        for name in ref.files:
-            if name.endswith(".json"):
-                continue
-            table = pq.read_table(
-                pa.BufferReader(store.read(f"{LOG_DIR}/{name}")), page_checksum_verification=True
-            )
+        state = read_checkpoint(store, ref)
+        parquet = [f"{LOG_DIR}/{n}" for n in ref.files if not n.endswith(".json")]
+        for rel in [*parquet, *state.sidecars]:
+            table = pq.read_table(pa.BufferReader(store.read(rel)), page_checksum_verification=True)
             table.validate(full=True)
     except DeltaLogError as exc:
         return str(exc).splitlines()[0]
     except (pa.ArrowException, OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"{ref.files[0]}: {first}"
+        return f"{rel.removeprefix(LOG_DIR + '/')}: {first}"
     return None
 
 
@@ -198,8 +205,6 @@ def _without(listing: LogListing, broken: list[Broken]) -> LogListing:
 def _find_broken(store: TableStore, listing: LogListing) -> list[Broken]:
     broken: list[Broken] = []
     for ref in listing.checkpoints:
-        if ref.kind is LogFileKind.V2_CHECKPOINT:
-            continue  # V2 checkpoints (sidecars) are not rebuilt here
         problem = _whole_read_problem(store, ref)
         if problem is not None:
             broken.append(Broken(ref.version, ref.files, "unreadable", problem))
@@ -217,9 +222,28 @@ def _find_broken(store: TableStore, listing: LogListing) -> list[Broken]:
 
 
 def _good(listing: LogListing, broken: list[Broken]) -> list[CheckpointRef]:
-    return [
-        c for c in _without(listing, broken).checkpoints if c.kind is not LogFileKind.V2_CHECKPOINT
-    ]
+    return list(_without(listing, broken).checkpoints)
+
+
+def _v2_name(hint: LastCheckpoint) -> str | None:
+    """The file name of the V2 top-level file ``hint``'s ``v2Checkpoint`` names, if any."""
+    return hint.v2_path.rstrip("/").rsplit("/", 1)[-1] if hint.v2_path else None
+
+
+def _named(hint: LastCheckpoint, good: list[CheckpointRef]) -> CheckpointRef | None:
+    """The good checkpoint ``hint`` names: the V2 top-level file its ``v2Checkpoint`` names,
+    else the one readers pick at its version; None if that is not there."""
+    at = [c for c in good if c.version == hint.version]
+    v2 = _v2_name(hint)
+    if v2 is not None:
+        return next((c for c in at if c.files[0] == v2), None)
+    return at[-1] if at else None
+
+
+def _absent(hint: LastCheckpoint) -> str:
+    v2 = _v2_name(hint)
+    what = f"{v2} (version {hint.version})" if v2 else f"version {hint.version}"
+    return f"{LAST_CHECKPOINT} names {what}, which has no complete checkpoint"
 
 
 def plan_log_repair(store: TableStore) -> tuple[LogPlan, LogListing]:
@@ -232,14 +256,12 @@ def plan_log_repair(store: TableStore) -> tuple[LogPlan, LogListing]:
     good_versions = {c.version for c in _good(listing, plan.broken)}
     if (
         hint is not None
-        and hint.v2_path is None
         and hint.version not in good_versions
         and not any(b.version == hint.version for b in plan.broken)
         and latest is not None
         and hint.version <= latest
     ):
-        what = f"{LAST_CHECKPOINT} names version {hint.version}, which has no complete checkpoint"
-        plan.broken.append(Broken(hint.version, (), "missing", what))
+        plan.broken.append(Broken(hint.version, (), "missing", _absent(hint)))
     clean = _without(listing, plan.broken)
     for version in sorted({b.version for b in plan.broken}):
         if version in good_versions:
@@ -263,46 +285,69 @@ def _hint_problem(
     names a broken or absent checkpoint, disagrees with the one it names (the audit's
     ``last-checkpoint-mismatch`` rule), or is older than (or absent beside) a rebuilt one. A
     hint merely older than a good checkpoint another writer made is left (harmless)."""
-    good = {c.version: c for c in _good(listing, plan.broken)}
-    newest = max([*good, *plan.rebuild], default=None)
-    if newest is None or (hint is not None and hint.v2_path is not None):
+    good = _good(listing, plan.broken)
+    newest = max([*(c.version for c in good), *plan.rebuild], default=None)
+    if newest is None:
         return None
     if hint is None:
         return f"{LAST_CHECKPOINT} is absent" if plan.rebuild else None
     if any(b.version == hint.version for b in plan.broken):
         return f"{LAST_CHECKPOINT} names the broken checkpoint of version {hint.version}"
-    if hint.version not in good:
-        return f"{LAST_CHECKPOINT} names version {hint.version}, which has no checkpoint"
-    if last_checkpoint_mismatches(store, listing, hint, good[hint.version]):
+    named = _named(hint, good)
+    if named is None:
+        return _absent(hint)
+    if last_checkpoint_mismatches(store, listing, hint, named):
         return f"{LAST_CHECKPOINT} disagrees with checkpoint {hint.version} (parts or sizes)"
     if plan.rebuild and hint.version < newest:
         return f"{LAST_CHECKPOINT} names version {hint.version}; the newest good is {newest}"
     return None
 
 
-def _hint_info(store: TableStore, ref: CheckpointRef, built: Built | None) -> dict[str, Any]:
-    """``_last_checkpoint``'s fields for checkpoint ``ref`` (read from its files)."""
-    if built is not None:
-        info: dict[str, Any] = {
-            "version": ref.version,
-            "size": built.actions,
-            "sizeInBytes": len(built.body),
-            "numOfAddFiles": built.add_files,
+def _rows_and_adds(store: TableStore, rel: str) -> tuple[int, int, int]:
+    """A checkpoint file's (or sidecar's) actions, ``add`` actions and bytes."""
+    data = store.read(rel)
+    if rel.endswith(".json"):
+        lines = [line for line in data.splitlines() if line.strip()]
+        return (
+            len(lines),
+            sum(1 for line in lines if line.lstrip().startswith(b'{"add"')),
+            len(data),
+        )
+    pf = pq.ParquetFile(pa.BufferReader(data))
+    adds = 0
+    if "add" in pf.schema_arrow.names:
+        col = pf.read(columns=["add.path"])["add"]
+        adds = len(col) - col.null_count
+    return pf.metadata.num_rows, adds, len(data)
+
+
+def _hint_body(store: TableStore, ref: CheckpointRef) -> bytes:
+    """``_last_checkpoint``'s content for the good checkpoint ``ref`` (read from its files and,
+    for a V2 checkpoint, its sidecars): its true ``size``, ``sizeInBytes``, ``numOfAddFiles``
+    and ``parts``; for a V2 checkpoint ``v2Checkpoint`` with the top-level file's ``path``,
+    ``sizeInBytes`` and ``modificationTime`` (the lists of non-file actions and sidecars are
+    optional in Delta's hint and left out)."""
+    rels = [f"{LOG_DIR}/{name}" for name in ref.files]
+    if ref.kind is LogFileKind.V2_CHECKPOINT:
+        rels += read_checkpoint(store, ref).sidecars
+    counted = [_rows_and_adds(store, rel) for rel in rels]
+    v2 = None
+    if ref.kind is LogFileKind.V2_CHECKPOINT:
+        top = f"{LOG_DIR}/{ref.files[0]}"
+        info = store.stat(top)
+        v2 = {
+            "path": ref.files[0],
+            "sizeInBytes": counted[0][2],
+            "modificationTime": info.mtime_ms if info else 0,
         }
-    else:
-        rows, size, adds = 0, 0, 0
-        for name in ref.files:
-            data = store.read(f"{LOG_DIR}/{name}")
-            size += len(data)
-            pf = pq.ParquetFile(pa.BufferReader(data))
-            rows += pf.metadata.num_rows
-            if "add" in pf.schema_arrow.names:
-                col = pf.read(columns=["add.path"])["add"]
-                adds += len(col) - col.null_count
-        info = {"version": ref.version, "size": rows, "sizeInBytes": size, "numOfAddFiles": adds}
-        if ref.kind is LogFileKind.MULTIPART_CHECKPOINT:
-            info["parts"] = len(ref.files)
-    return info
+    return last_checkpoint_json(
+        ref.version,
+        sum(c[0] for c in counted),
+        sum(c[2] for c in counted),
+        sum(c[1] for c in counted),
+        len(ref.files) if ref.kind is LogFileKind.MULTIPART_CHECKPOINT else None,
+        v2_checkpoint=v2,
+    )
 
 
 def _quarantine(store: TableStore, s3: S3Options, name: str, done: LogDone) -> None:
@@ -341,23 +386,36 @@ def apply_log_repair(
     if plan.lost or not plan.found:
         return plan, done
     clean = _without(listing, plan.broken)
-    built_at: dict[int, Built] = {}
+    v2_tops = {c.files[0] for c in listing.checkpoints if c.kind is LogFileKind.V2_CHECKPOINT}
+    hints: dict[str, bytes] = {}
     for version in sorted({b.version for b in plan.broken}):
         files = [f for b in plan.broken if b.version == version for f in b.files]
         name = checkpoint_names(version)[0]
-        built = None
-        if version in plan.rebuild:
-            built = build(load_snapshot(store, version, listing=clean))
+        snap = load_snapshot(store, version, listing=clean) if version in plan.rebuild else None
+        if snap is not None and uses_v2_checkpoints(snap):
+            written = write_v2(store, s3, snap)
+            hints[written.name] = written.hint
+            done.written.append(f"{LOG_DIR}/{written.name}")
+            done.written += [f"{LOG_DIR}/{SIDECARS_DIR}/{n}" for n in written.sidecars]
+            say(
+                f"wrote {LOG_DIR}/{written.name} (V2, {len(written.sidecars)} sidecar(s) in "
+                f"{LOG_DIR}/{SIDECARS_DIR}/): version {version} rebuilt from the commits "
+                f"({written.add_files} live file(s), {written.actions} action(s))"
+            )
+            snap = None
+        built = build(snap) if snap is not None else None
         if name in files:
             _quarantine(store, s3, name, done)
-            say(f"moved broken {LOG_DIR}/{name} to {done.quarantined[-1]['moved_to']}")
+            say(_moved(name, done, name in v2_tops))
         if built is not None:
             try:
                 create_exclusive(store, s3, f"{LOG_DIR}/{name}", built.body)
             except LogFileExistsError:  # judged by the next run (and the audit below)
                 say(f"{LOG_DIR}/{name} was created by another writer meanwhile: kept")
             else:
-                built_at[version] = built
+                hints[name] = last_checkpoint_json(
+                    version, built.actions, len(built.body), built.add_files
+                )
                 done.written.append(f"{LOG_DIR}/{name}")
                 say(
                     f"wrote {LOG_DIR}/{name}: version {version} rebuilt from the commits "
@@ -366,42 +424,49 @@ def apply_log_repair(
         for other in files:
             if other != name:
                 _quarantine(store, s3, other, done)
-                say(f"moved broken {LOG_DIR}/{other} to {done.quarantined[-1]['moved_to']}")
-    _point_hint(store, s3, built_at, done, say)
+                say(_moved(other, done, other in v2_tops))
+    _point_hint(store, s3, hints, done, say)
     return plan, done
+
+
+def _moved(name: str, done: LogDone, v2: bool) -> str:
+    line = f"moved broken {LOG_DIR}/{name} to {done.quarantined[-1]['moved_to']}"
+    if v2:
+        line += (
+            f" (its sidecars in {LOG_DIR}/{SIDECARS_DIR}/, named by no kept checkpoint, are "
+            "left for log-cleanup, which removes them once older than the log retention)"
+        )
+    return line
 
 
 def _point_hint(
     store: TableStore,
     s3: S3Options,
-    built_at: dict[int, Built],
+    hints: dict[str, bytes],
     done: LogDone,
     say: Callable[[str], None],
 ) -> None:
-    """Points ``_last_checkpoint`` at the newest good checkpoint (the log listed again)."""
+    """Points ``_last_checkpoint`` at the newest good checkpoint, V2 included (the log listed
+    again; ``hints``: the content for each checkpoint just written, by file name)."""
     listing = list_log(store)
     ref = None
-    for c in sorted(listing.checkpoints, key=lambda c: c.version, reverse=True):
-        if c.kind is LogFileKind.V2_CHECKPOINT:
-            return  # a V2 checkpoint is the newest: its hint is left as it is
-        if c.version in built_at or _whole_read_problem(store, c) is None:
+    newest_first = sorted(
+        listing.checkpoints, key=lambda c: (c.version, c.files[0] in hints), reverse=True
+    )
+    for c in newest_first:
+        if c.files[0] in hints or _whole_read_problem(store, c) is None:
             ref = c
             break
     if ref is None:
         return
     hint, _problem = _hint(store)
-    if hint is not None and hint.v2_path is not None:
-        return
     if (
         hint is not None
-        and hint.version == ref.version
+        and _named(hint, [ref]) is not None
         and not last_checkpoint_mismatches(store, listing, hint, ref)
     ):
         return
-    info = _hint_info(store, ref, built_at.get(ref.version))
-    body = last_checkpoint_json(
-        info["version"], info["size"], info["sizeInBytes"], info["numOfAddFiles"], info.get("parts")
-    )
+    body = hints.get(ref.files[0]) or _hint_body(store, ref)
     overwrite(store, s3, f"{LOG_DIR}/{LAST_CHECKPOINT}", body)
     done.last_checkpoint = ref.version
     say(f"{LAST_CHECKPOINT} now names version {ref.version} ({ref.files[0]})")
