@@ -124,6 +124,7 @@ def test_history_shows_each_versions_user_metadata_and_txn(run_cli, tmp_path):
     assert "job-42" in row and "etl=7" in row, out.stdout
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_unreadable_means_exit_2_for_every_command(run_cli, tmp_path):
     t = _table(tmp_path / "t", orphans=1)
     latest = t.log / f"{t.version:020d}.json"

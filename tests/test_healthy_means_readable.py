@@ -276,6 +276,7 @@ def _every_kind_alone(test: Any) -> Any:
 
 
 # proves: README "a damaged table is never called healthy; healthy means every reader can read it"
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 @settings(
     max_examples=12,
     derandomize=True,

@@ -383,6 +383,7 @@ def test_a_listing_that_raced_a_commit_is_listed_again(tmp_path: Path) -> None:
     assert len(listings) == LISTINGS_WHILE_A_GAP
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_s3_scan_and_batched_delete(localstack, ls_bucket: str, tmp_path: Path) -> None:
     t = _table(tmp_path / "t")
     for i in range(1100):

@@ -487,6 +487,7 @@ def test_s3_report_whose_data_file_does_not_match_deletes_nothing(
     assert after == before and not (tmp_path / "m").exists()
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_s3_report_lists_nothing_under_the_data_prefix(
     localstack: Any, ls_bucket: str, tmp_path: Path, run_cli
 ) -> None:

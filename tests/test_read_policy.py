@@ -155,6 +155,7 @@ def _remaining(localstack, bucket: str, prefix: str) -> set[str]:
     return keys
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_cleanup_under_503_deletes_the_same_set(run_cli, ls_proxy, localstack, ls_bucket, tmp_path):
     _synthetic(tmp_path / "t")
     (tmp_path / "t" / "_delta_log" / ".00000000000000000003.json.0c1d.tmp").write_text("x")

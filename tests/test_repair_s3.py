@@ -227,6 +227,7 @@ def test_repair_races_python_appenders_on_the_dynamodb_store(
 
 # proves: docs/guides/repair.md "repair restores a stranded commit only when the DynamoDB entry
 # names it"
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_stranded_commit_of_a_killed_dynamodb_writer_comes_back_once(
     ls_proxy, localstack, ls_bucket, ls_commit_table, tmp_path, run_cli
 ):
@@ -284,6 +285,7 @@ def _dynamodb_table_of_three_appends(endpoint: Any, uri: str, commit_table: str)
 
 # proves: docs/guides/repair.md "repair restores a stranded commit only when the DynamoDB entry
 # names it"
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_stranded_commit_without_dynamodb_table_or_with_an_entry_naming_another_temp_is_refused(
     localstack, ls_bucket, ls_commit_table, run_cli
 ):

@@ -98,6 +98,7 @@ def test_a_line_no_delta_supports_is_refused_in_one_line(run_cli, command):
     assert (out.returncode, out.stdout, out.stderr) == (2, "", f"{name}: {UNSUPPORTED}\n")
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_an_installed_pyspark_no_delta_supports_is_refused(run_cli, tmp_path):
     """A pyspark 4.3 in the environment (its distribution metadata, ahead on sys.path): the
     commands that default to the installed line refuse it in one line, exit 2."""

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
+import pytest
 from botocore.config import Config
 from s3_appends import rows, s3_put
 
@@ -165,6 +166,7 @@ def test_lost_create_response_is_success_not_a_duplicate(
     assert _item(localstack.endpoint, ls_commit_table, uri, 1)["complete"] == {"S": "true"}
 
 
+@pytest.mark.slow  # 5-10 s: make test-fast stays under 3 minutes
 def test_writer_killed_after_putitem_then_conditional_writer_takes_the_version(
     ls_proxy, localstack, ls_bucket, ls_commit_table, tmp_path
 ):
