@@ -276,12 +276,13 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
                 commit_properties=CommitProperties(custom_metadata={"userMetadata": tag}),
             )
             deltars_tags.append(tag)
+            time.sleep(0.5)  # a steady writer, not a flood of commits
 
         def read(gen: int, floor: dict[str, int]) -> None:
             for name, uri in uris.items():
                 version = random.randint(floor.get(name, 0), latest(name))
                 reads.append({"table": name, "version": version, **_counts(uri, options, version)})
-            time.sleep(0.2)
+            time.sleep(0.5)
 
         def table_path() -> str:
             """The ``tablePath`` Spark's DynamoDB LogStore names the table by."""
@@ -307,6 +308,8 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             report = json.loads(capsys.readouterr().out)
             assert code == 0, report
             assert report["truncation_version"] == floor, report
+            if report["cleanup"] is None:  # nothing to delete: no run, no manifest
+                report["cleanup"] = {"counts": {"deleted": 0}}
             assert report["cleanup"]["counts"].get("failed", 0) == 0, report["cleanup"]
             # every commit below the checkpoint is gone, the checkpoint and all above it stay
             versions = _commit_versions(_keys(s3, ls_bucket, prefixes[name]))
@@ -331,7 +334,7 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             removed = 0
             for _ in range(ROUNDS):
                 for name in uris:
-                    while latest(name) < floor.get(name, 0) + 2:  # new commits since the last run
+                    while latest(name) <= floor.get(name, 0):  # a new commit since the last run
                         assert proc.poll() is None and not errors, errors
                         time.sleep(0.1)
                 floor = _checkpoint(uris, options)
@@ -396,7 +399,10 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             assert spark["latest_counts"] == _expected(retained[name][-1])
             assert spark["versions"] == {str(v): _expected(v) for v in retained[name]}, name
             assert spark["removed_error"] is not None
-            assert "VersionNotFoundException" in spark["removed_error"], spark["removed_error"]
+            assert (
+                "VersionNotFoundException" in spark["removed_error"]
+                or "DELTA_VERSION_NOT_FOUND" in spark["removed_error"]
+            ), spark["removed_error"]
             assert "Cannot time travel" in spark["removed_error"], spark["removed_error"]
             for v in retained[name]:
                 assert _counts(uris[name], options, v) == _expected(v), (name, v)
