@@ -307,7 +307,8 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             code = run_log_cleanup(request)
             report = json.loads(capsys.readouterr().out)
             assert code == 0, report
-            assert report["truncation_version"] == floor, report
+            # the floor, or None on a rerun whose first file is the floor's checkpoint already
+            assert report["truncation_version"] in (floor, None), report
             if report["cleanup"] is None:  # nothing to delete: no run, no manifest
                 report["cleanup"] = {"counts": {"deleted": 0}}
             assert report["cleanup"]["counts"].get("failed", 0) == 0, report["cleanup"]
