@@ -59,6 +59,7 @@ SPARK_B_MODULES = frozenset(
         "test_go_s3_servers",
         "test_commit_metrics_spark",
         "test_lost_commits",
+        "test_log_cleanup_live",
     }
 )
 #: Groups sorted first: with ``--no-loadscope-reorder`` pytest-xdist queues the groups in the
