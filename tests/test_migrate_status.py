@@ -149,14 +149,20 @@ def test_status_follows_the_phases_and_audit_finds_the_unsafe_mix(
     assert code == 1 and "mixed-commit-protocols" in codes
 
 
+def _conditional_table(ep, bucket: str) -> str:
+    """``s3a://bucket/t``: created and appended to by the conditional store."""
+    uri = f"s3a://{bucket}/t"
+    conditional = S3ConditionalLogStore(ep.s3_client())
+    create_table(conditional, uri, arrow_schema())
+    append(conditional, s3_put(ep), uri, rows("c", 1))
+    return uri
+
+
 def test_conditional_only_table_is_in_the_conditional_phase(
     localstack, ls_bucket, ls_commit_table, run_cli
 ):
     ep = localstack.endpoint
-    uri = f"s3a://{ls_bucket}/t"
-    conditional = S3ConditionalLogStore(ep.s3_client())
-    create_table(conditional, uri, arrow_schema())
-    append(conditional, s3_put(ep), uri, rows("c", 1))
+    uri = _conditional_table(ep, ls_bucket)
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["phase"]) == (0, "conditional")
 
@@ -206,10 +212,7 @@ def test_a_single_driver_commit_next_to_a_conditional_writer_is_unsafe(
     conditional store's commits is unsafe in ``migrate status`` (exit 1, the versions and the
     preset named) and the ``unsafe-commit-path`` of ``audit``; before it, neither."""
     ep = localstack.endpoint
-    uri = f"s3a://{ls_bucket}/t"
-    conditional = S3ConditionalLogStore(ep.s3_client())
-    create_table(conditional, uri, arrow_schema())
-    append(conditional, s3_put(ep), uri, rows("c", 1))
+    uri = _conditional_table(ep, ls_bucket)
     code, status = _status(run_cli, ep, uri, ls_commit_table)
     assert (code, status["unsafe"]) == (0, False)
     info = {

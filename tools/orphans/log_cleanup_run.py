@@ -220,7 +220,7 @@ def _cleanup_steps(req: LogCleanupRequest, store: TableStore, scan: LogScan) -> 
     )
 
     def delete(manifest: Path, stop: StopSignal, earlier: Manifest | None) -> CleanupResult:
-        done = execute(
+        return execute(
             store,
             scan.result,
             manifest_path=manifest,
@@ -229,7 +229,6 @@ def _cleanup_steps(req: LogCleanupRequest, store: TableStore, scan: LogScan) -> 
             continues=earlier,
             plan=plan,
         )
-        return done
 
     manifests = req.manifest_path or log_cleanup_manifests_dir()
     return CleanupSteps(COMMAND, manifests, LOG_CLEANUP_CLASSES, delete)
