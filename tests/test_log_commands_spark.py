@@ -133,9 +133,10 @@ def test_v2_checkpoint_reads_in_spark_and_delta_rs(
     assert {table_relative(u, root) for u in DeltaTable(str(root)).file_uris()} == replay
     assert _rows_delta_rs(root) == rs_before
     assert _rows_delta_rs(root, latest) == rs_before
-    if fmt == "json":  # the oldest line, in its own driver (one line: the test budget)
-        line = _line_reads(line_python("3.5"), root, tmp_path / "line")
-        assert line["spark"].startswith("3.5.")
+    # every other supported line, each in its own driver: the installed line (4.2) read above
+    for name in {"json": ("3.5", "4.1"), "parquet": ("4.0",)}[fmt]:
+        line = _line_reads(line_python(name), root, tmp_path / f"line-{name}")
+        assert line["spark"].startswith(f"{name}."), line
         assert set(line["files"]) == replay and line["rows"] == len(rs_before), line
 
     spark.range(20, 21).selectExpr("id", "'c' AS s").write.format("delta").mode("append").save(
