@@ -61,6 +61,7 @@ from deltaguard.tools.checkpoint.build import uses_v2_checkpoints
 from deltaguard.tools.checkpoint.last_checkpoint import last_checkpoint_json
 from deltaguard.tools.checkpoint.store import create_exclusive, overwrite
 from deltaguard.tools.checkpoint.v2_write import write_v2
+from deltaguard.tools.deltalog.actions import AddFile, parse_json_actions
 from deltaguard.tools.deltalog.audit import last_checkpoint_mismatches
 from deltaguard.tools.deltalog.checkpoint import (
     LOG_DIR,
@@ -308,11 +309,8 @@ def _rows_and_adds(store: TableStore, rel: str) -> tuple[int, int, int]:
     data = store.read(rel)
     if rel.endswith(".json"):
         lines = [line for line in data.splitlines() if line.strip()]
-        return (
-            len(lines),
-            sum(1 for line in lines if line.lstrip().startswith(b'{"add"')),
-            len(data),
-        )
+        adds = sum(isinstance(a, AddFile) for a in parse_json_actions(data).actions)
+        return len(lines), adds, len(data)
     pf = pq.ParquetFile(pa.BufferReader(data))
     adds = 0
     if "add" in pf.schema_arrow.names:
