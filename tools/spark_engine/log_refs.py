@@ -65,11 +65,7 @@ from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.paths import NEEDS_RULE_OR_DECODING, relative_to_root
-from deltaguard.tools.deltalog.snapshot import (
-    DEFAULT_DELETED_FILE_RETENTION_MS,
-    parse_interval_ms,
-    unreconstructable,
-)
+from deltaguard.tools.deltalog.snapshot import unreconstructable
 from deltaguard.tools.orphans.references import checkpoints_besides
 from deltaguard.tools.spark_engine.store_spec import LITERAL_PATHS, StoreSpec
 from deltaguard.tools.spark_engine.table_lister import observed
@@ -137,10 +133,6 @@ class SparkLog:
     def release(self) -> None:
         for frame in self.cached:
             frame.unpersist()
-
-    def retention_ms(self) -> int:
-        value = self.metadata.configuration.get("delta.deletedFileRetentionDuration")
-        return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
 
 
 #: The data-source options of every read of the log (see the module docstring).
