@@ -50,6 +50,8 @@ INTERVAL = 10
 #: Live data files (all added by version 0).
 LIVE_FILES = 10
 DAY_MS = 86_400_000
+#: One audit's limit: 100,000 commits on LocalStack take most of an hour on 2 busy cores.
+AUDIT_TIMEOUT_S = 4 * 3600
 T0_MS = 1_760_000_000_000
 _SCHEMA = json.dumps(
     {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
@@ -152,7 +154,9 @@ def _audit(table: str, proxy: FaultProxy | None) -> dict[str, Any]:
         env.update(proxy.endpoint.credentials_env())
     before = proxy.stats()["by_kind"] if proxy is not None else {}
     started = time.monotonic()
-    out = subprocess.run(args, capture_output=True, text=True, env=env, check=False, timeout=3600)
+    out = subprocess.run(
+        args, capture_output=True, text=True, env=env, check=False, timeout=AUDIT_TIMEOUT_S
+    )
     wall = time.monotonic() - started
     if out.returncode != 0:
         raise RuntimeError(f"audit {table}: exit {out.returncode}: {out.stderr[-2000:]}")
