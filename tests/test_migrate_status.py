@@ -4,6 +4,7 @@ from DynamoDB to conditional writes, from its log and its DynamoDB entries."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -146,7 +147,8 @@ def test_status_follows_the_phases_and_audit_finds_the_unsafe_mix(
     assert (code, status["unsafe"]) == (1, True)
     assert status["unsafe_mix"] == {"conditional_version": 3, "plain_version": 5}
     code, codes = _audit(run_cli, ep, uri, ls_commit_table)
-    assert code == 1 and "mixed-commit-protocols" in codes
+    # one cause, one finding: the plain writer's marked commit is already unsafe-commit-path
+    assert code == 1 and "unsafe-commit-path" in codes and "mixed-commit-protocols" not in codes
 
 
 def _conditional_table(ep, bucket: str) -> str:
@@ -229,3 +231,27 @@ def test_a_single_driver_commit_next_to_a_conditional_writer_is_unsafe(
     assert "s3-conditional preset" in status["next"]
     code, codes = _audit(run_cli, ep, uri, ls_commit_table)
     assert code == 1 and "unsafe-commit-path" in codes and "mixed-commit-protocols" not in codes
+
+
+def test_a_plain_entry_under_a_conditional_commit_is_the_mixed_protocols_finding(
+    localstack, ls_bucket, ls_commit_table, run_cli
+):
+    """The case the commits cannot show: a plain DynamoDB client's entry for a version whose
+    ``N.json`` the conditional writer created (the plain writer died before its copy). The
+    marked commit is no ``unsafe-commit-path``; the entry makes it ``mixed-commit-protocols``."""
+    ep = localstack.endpoint
+    uri = _conditional_table(ep, ls_bucket)
+    append(S3ConditionalLogStore(ep.s3_client()), s3_put(ep), uri, rows("c2", 1))
+    name = f"{2:020d}.json"
+    ep.dynamodb_client().put_item(
+        TableName=ls_commit_table,
+        Item={
+            "tablePath": {"S": uri},
+            "fileName": {"S": name},
+            "tempPath": {"S": f".tmp/{name}.0b5e7c1d"},
+            "complete": {"S": "true"},
+            "expireTime": {"N": str(int(time.time()) + 86400)},
+        },
+    )
+    code, codes = _audit(run_cli, ep, uri, ls_commit_table)
+    assert code == 1 and "mixed-commit-protocols" in codes and "unsafe-commit-path" not in codes

@@ -168,6 +168,8 @@ class _Collector:
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.per_code: Counter[str] = Counter()
+        #: the versions ``unsafe-commit-path`` names (one cause gets one finding)
+        self.unsafe_versions: set[int] = set()
 
     def add(
         self, code: str, message: str, file: str | None = None, line: int | None = None
@@ -355,6 +357,7 @@ def _check_commit_paths(origins: dict[int, Provenance], out: _Collector) -> None
     ``single-driver-commit-path`` for single-driver commits it does not name."""
     for unsafe in unsafe_writers(origins):
         n = len(unsafe.versions)
+        out.unsafe_versions.update(unsafe.versions)
         out.add(
             "unsafe-commit-path",
             f"{n} commit{'s' if n > 1 else ''} (version{'s' if n > 1 else ''} "
@@ -693,7 +696,8 @@ def _check_dynamodb(
     ddb = S3DynamoDBLogStore(None, check.client, check.table_name)
     entries = [e for table_path in check.table_paths for e in ddb.entries(table_path)]
     mix = gather_evidence(listing, entries).unsafe_mix()
-    if mix is not None:
+    # a plain writer whose commits already are ``unsafe-commit-path`` is not reported twice
+    if mix is not None and mix[1].version not in out.unsafe_versions:
         conditional, plain = mix
         out.add(
             "mixed-commit-protocols",
