@@ -60,7 +60,6 @@ from deltaguard.tools.deltalog.live_files import (
 from deltaguard.tools.deltalog.log_expiry import (
     day_cutoff_ms,
     log_cost,
-    log_retention_ms,
     plan_expiry,
 )
 from deltaguard.tools.deltalog.lost_commits import restored_marks, scan_lost_commits
@@ -74,6 +73,7 @@ from deltaguard.tools.deltalog.provenance import (
     unsafe_writers,
     version_ranges,
 )
+from deltaguard.tools.deltalog.retention import LOG_RETENTION
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
@@ -748,7 +748,7 @@ def log_cost_summary(
     removable_bytes: int | None = None
     if snap is not None:
         try:
-            retention = log_retention_ms(snap.configuration)
+            retention = LOG_RETENTION.ms(snap.configuration)
         except ValueError:
             retention = None
         if retention is not None:

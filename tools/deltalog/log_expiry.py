@@ -46,7 +46,6 @@ from datetime import UTC, datetime
 from deltaguard.tools.deltalog.checkpoint import CheckpointRef
 from deltaguard.tools.deltalog.listing import LogListing
 from deltaguard.tools.deltalog.names import LogFileKind, hadoop_checksum_owner
-from deltaguard.tools.deltalog.snapshot import parse_interval_ms
 from deltaguard.tools.deltalog.temp_commits import (
     TEMP_DIR,
     EntryState,
@@ -56,10 +55,7 @@ from deltaguard.tools.deltalog.temp_commits import (
 )
 from deltaguard.tools.storage import FileInfo
 
-#: Delta's default ``delta.logRetentionDuration``: 30 days.
-DEFAULT_LOG_RETENTION_MS = 30 * 86_400_000
 DAY_MS = 86_400_000
-LOG_RETENTION_KEY = "delta.logRetentionDuration"
 CLEANUP_ENABLED_KEY = "delta.enableExpiredLogCleanup"
 PROTECTION_FEATURE = "checkpointProtection"
 PROTECTION_KEY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -75,20 +71,6 @@ COST_KINDS = (
     "compactions",
     "other",
 )
-
-
-def log_retention_ms(configuration: Mapping[str, str]) -> int:
-    """``delta.logRetentionDuration`` in ms (Delta's default: 30 days). Raises ValueError
-    naming the property if it is not a valid interval."""
-    value = configuration.get(LOG_RETENTION_KEY)
-    if not value:
-        return DEFAULT_LOG_RETENTION_MS
-    try:
-        return parse_interval_ms(value)
-    except ValueError:
-        raise ValueError(
-            f"table property {LOG_RETENTION_KEY} = {value!r}: not an interval"
-        ) from None
 
 
 def day_cutoff_ms(now_ms: int, retention_ms: int) -> int:

@@ -16,7 +16,6 @@ cannot be read is skipped for the next older one (recorded in ``LogSegment.skipp
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +61,7 @@ from deltaguard.tools.deltalog.paths import (
     relative_to_root,
     relativize,
 )
+from deltaguard.tools.deltalog.retention import DELETED_FILE_RETENTION
 from deltaguard.tools.deltalog.times import iso_utc
 from deltaguard.tools.storage import (
     S3Options,
@@ -71,34 +71,6 @@ from deltaguard.tools.storage import (
     table_not_found,
 )
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
-
-#: Delta's default for ``delta.deletedFileRetentionDuration``.
-DEFAULT_DELETED_FILE_RETENTION_MS = 7 * 24 * 3600 * 1000
-_UNIT_MS = {
-    "millisecond": 1,
-    "second": 1000,
-    "minute": 60_000,
-    "hour": 3_600_000,
-    "day": 86_400_000,
-    "week": 604_800_000,
-}
-
-
-def parse_interval_ms(text: str) -> int:
-    """A Delta interval property (``interval 1 weeks``, ``7 days``, ``1 day 12 hours``) in ms.
-    Raises ValueError for anything else."""
-    words = text.strip().lower().split()
-    if words and words[0] == "interval":
-        words = words[1:]
-    if not words or len(words) % 2:
-        raise ValueError(f"not an interval: {text!r}")
-    total = 0.0
-    for amount, unit in zip(words[::2], words[1::2], strict=True):
-        unit = unit.rstrip("s") if unit not in ("ms",) else "millisecond"
-        if unit not in _UNIT_MS or not re.fullmatch(r"-?\d+(\.\d+)?", amount):
-            raise ValueError(f"not an interval: {text!r}")
-        total += float(amount) * _UNIT_MS[unit]
-    return int(total)
 
 
 @dataclass(frozen=True)
@@ -158,10 +130,9 @@ class Snapshot:
         return dict(self.metadata.configuration)
 
     def deleted_file_retention_ms(self) -> int:
-        """``delta.deletedFileRetentionDuration`` (Delta's default: 1 week). Raises
-        ValueError if the property is not a valid interval."""
-        value = self.metadata.configuration.get("delta.deletedFileRetentionDuration")
-        return parse_interval_ms(value) if value else DEFAULT_DELETED_FILE_RETENTION_MS
+        """``delta.deletedFileRetentionDuration`` (:mod:`.retention`). Raises ValueError if the
+        property is not a valid interval."""
+        return DELETED_FILE_RETENTION.ms(self.metadata.configuration)
 
     def live_files(self) -> Iterator[AddFile]:
         """Typed live files (no stats: checkpoints are read pruned)."""
@@ -470,6 +441,5 @@ __all__ = [
     "LogSegment",
     "Snapshot",
     "load_snapshot",
-    "parse_interval_ms",
     "version_at",
 ]

@@ -58,12 +58,8 @@ from deltaguard.tools.deltalog.log_expiry import day_cutoff_ms
 from deltaguard.tools.deltalog.lost_commits import VERSIONING_OFF, scan_lost_commits
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, LogFileKind, hadoop_checksum_owner
 from deltaguard.tools.deltalog.paths import relative_to_root
-from deltaguard.tools.deltalog.snapshot import (
-    DEFAULT_DELETED_FILE_RETENTION_MS,
-    Snapshot,
-    load_snapshot,
-    parse_interval_ms,
-)
+from deltaguard.tools.deltalog.retention import DELETED_FILE_RETENTION
+from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import (
     DynamoDBCheck,
     EntryState,
@@ -512,7 +508,7 @@ def scan(
     phase("reading the log")
     listing = list_log(store)
     snapshot: Snapshot = load_snapshot(store, listing=listing)
-    retention_ms, source = retention_of(snapshot.configuration, retention_ms)
+    retention_ms, source = DELETED_FILE_RETENTION.resolve(snapshot.configuration, retention_ms)
     cutoff = now_ms - retention_ms
     early: _EarlyInventory | None = None
     if inventory is not None:
@@ -619,21 +615,3 @@ def _list_data(
     return list_table(
         store, is_hidden, referenced=refs.protected, workers=workers, progress=progress, cuts=cuts
     )
-
-
-#: Where a scan's retention came from (:attr:`ScanResult.retention_source`).
-RETENTION_GIVEN = "given"
-RETENTION_PROPERTY = "the table property delta.deletedFileRetentionDuration"
-RETENTION_DEFAULT = "Delta's default (7 days)"
-
-
-def retention_of(configuration: Mapping[str, str], given_ms: int | None) -> tuple[int, str]:
-    """The retention a scan or a re-read judges by, and where it came from: ``given_ms`` if
-    given, else the table's ``delta.deletedFileRetentionDuration`` (Delta's default: 7
-    days). Both engines call this. Raises ValueError for an invalid property."""
-    if given_ms is not None:
-        return given_ms, RETENTION_GIVEN
-    value = configuration.get("delta.deletedFileRetentionDuration")
-    if not value:
-        return DEFAULT_DELETED_FILE_RETENTION_MS, RETENTION_DEFAULT
-    return parse_interval_ms(value), RETENTION_PROPERTY

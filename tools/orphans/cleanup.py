@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.retention import DELETED_FILE_RETENTION
 from deltaguard.tools.deltalog.snapshot import load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
@@ -51,7 +52,6 @@ from deltaguard.tools.orphans.classify import (
     FileClass,
     ScanResult,
     log_candidates,
-    retention_of,
 )
 from deltaguard.tools.orphans.deleter import delete_in_batches, settled
 from deltaguard.tools.orphans.interrupt import CleanupStopped, StopSignal
@@ -302,7 +302,7 @@ def recheck_cutoff(
 ) -> int:
     """The cut-off of the re-read before deleting (both engines): the scan's, or earlier if
     the table's retention (``configuration``, when none was given) grew since."""
-    retention = result.retention_ms if given_retention else retention_of(configuration, None)[0]
+    retention = result.retention_ms if given_retention else DELETED_FILE_RETENTION.ms(configuration)
     return min(result.cutoff_ms, result.now_ms - retention)
 
 

@@ -29,10 +29,10 @@ from deltaguard.tools.deltalog.listing import (
 from deltaguard.tools.deltalog.log_expiry import (
     LogExpiry,
     day_cutoff_ms,
-    log_retention_ms,
     plan_expiry,
 )
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, hadoop_checksum_owner
+from deltaguard.tools.deltalog.retention import LOG_RETENTION
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, TempState, read_entries
 from deltaguard.tools.orphans.classify import (
@@ -96,16 +96,6 @@ def _sidecar_candidates(
         for i in files
         if i.path not in used and i.mtime_ms < cutoff_ms
     ], listed
-
-
-def _retention(configuration: dict[str, str], given_ms: int | None) -> tuple[int, str]:
-    """The log retention in ms and where it comes from: ``given_ms`` (``--retention``), the
-    table's ``delta.logRetentionDuration``, or Delta's default."""
-    if given_ms is not None:
-        return given_ms, "--retention"
-    configured = configuration.get("delta.logRetentionDuration")
-    source = "table property delta.logRetentionDuration" if configured else "Delta default"
-    return log_retention_ms(configuration), source
 
 
 def _plan(
@@ -220,7 +210,7 @@ def scan_log(
     if listing.latest_version is None and not listing.files:
         raise table_not_found(store, f"{LOG_DIR}/ is empty or missing")
     snapshot = load_snapshot(store, listing=listing)
-    retention_ms, source = _retention(snapshot.configuration, retention_ms)
+    retention_ms, source = LOG_RETENTION.resolve(snapshot.configuration, retention_ms)
     cutoff = day_cutoff_ms(now, retention_ms)
     expiry = _plan(store, listing, snapshot, cutoff, dynamodb)
     candidates, kinds, listed_sidecars = _log_candidates(store, listing, expiry, cutoff)

@@ -7,7 +7,7 @@ JSON schema (``deltaguard orphans --json``; ``schema`` = :data:`REPORT_SCHEMA`):
       "table": str,                 # the table root as given
       "version": int,               # snapshot version the scan used
       "now_ms": int, "retention_ms": int, "cutoff_ms": int,   # cutoff = now - retention
-      "retention_source": str,      # "given", the table property, or Delta's default
+      "retention_source": str,      # "--retention", the table property, or Delta's default
       "listed_files": int,          # visible files listed below the root
       "live_files": int,            # files (incl. DV files) the snapshot's adds name
       "log_files": int,             # files in _delta_log

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deltaguard.tools.deltalog.listing import list_log
+from deltaguard.tools.deltalog.retention import DELETED_FILE_RETENTION
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
     ORPHANS_CLASSES,
@@ -26,7 +27,6 @@ from deltaguard.tools.orphans.classify import (
     ScanResult,
     log_candidates,
     lost_commit_files,
-    retention_of,
 )
 from deltaguard.tools.orphans.engine import EngineScan
 from deltaguard.tools.orphans.inventory import InventorySource, table_root
@@ -152,7 +152,7 @@ def scan_spark(
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     listing = list_log(store)
     log = read_log(spark, spec, listing, defer_path_rule=True)
-    retention_ms, source = retention_of(log.metadata.configuration, retention_ms)
+    retention_ms, source = DELETED_FILE_RETENTION.resolve(log.metadata.configuration, retention_ms)
     cutoff = now_ms - retention_ms
     partition_columns = list(log.metadata.partition_columns)
     configuration = dict(log.metadata.configuration)
