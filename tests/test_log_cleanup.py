@@ -320,6 +320,7 @@ def test_dynamodb_temp_commits_on_localstack(
         if v == 4:
             t.checkpoint()
     temps = {
+        "done2": f"_delta_log/.tmp/{log_name(2)}.{uuid.uuid4()}",  # 2.json removed, complete
         "done5": f"_delta_log/.tmp/{log_name(5)}.{uuid.uuid4()}",  # 5.json exists, complete
         "open6": f"_delta_log/.tmp/{log_name(6)}.{uuid.uuid4()}",  # 6.json exists, incomplete
         "pending7": f"_delta_log/.tmp/{log_name(7)}.{uuid.uuid4()}",  # 7.json missing
@@ -337,7 +338,12 @@ def test_dynamodb_temp_commits_on_localstack(
     )
     ddb = endpoint.dynamodb_client()
     table_path = f"s3a://{ls_bucket}/lake/t"
-    for version, key, complete in ((5, "done5", True), (6, "open6", False), (7, "pending7", False)):
+    for version, key, complete in (
+        (2, "done2", True),
+        (5, "done5", True),
+        (6, "open6", False),
+        (7, "pending7", False),
+    ):
         item = {
             "tablePath": {"S": table_path},
             "fileName": {"S": log_name(version)},
@@ -368,9 +374,14 @@ def test_dynamodb_temp_commits_on_localstack(
         for page in endpoint.s3_client().get_paginator("list_objects_v2").paginate(Bucket=ls_bucket)
         for o in page.get("Contents", [])
     }
-    gone = {f"_delta_log/{log_name(v)}" for v in range(4)} | {temps["done5"]}
+    gone = {f"_delta_log/{log_name(v)}" for v in range(4)} | {temps["done2"]}
     assert not gone & keys
-    kept = {f"_delta_log/{log_name(v)}" for v in range(4, 7)} | {temps["open6"], temps["pending7"]}
+    # a finished temp commit goes with its version; of a retained version it is the evidence
+    kept = {f"_delta_log/{log_name(v)}" for v in range(4, 7)}
+    kept |= {temps["done5"], temps["open6"], temps["pending7"]}
+    classes = {f["path"]: f["class"] for f in report["files"]}
+    assert classes[temps["done5"]] == "commit-evidence"
+    assert report["totals"]["commit-evidence"] == {"files": 1, "bytes": 3}
     assert kept | {f"_delta_log/{log_name(4, 'checkpoint.parquet')}"} <= keys
     assert report["cleanup"]["counts"]["deleted"] == len(gone)
 

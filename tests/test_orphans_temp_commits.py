@@ -120,8 +120,9 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
 ) -> None:
     """On LocalStack (S3 and DynamoDB), with the entries a DynamoDB writer leaves: a temp is
     deleted only once its N.json exists and its entry is complete or gone (a loser's temp of
-    a complete entry too); an incomplete entry keeps it; the pending and stranded ones stay
-    whatever the entries say."""
+    a complete entry too) and its version is no longer retained; of a retained version it is
+    kept as the evidence of its commit path; an incomplete entry keeps it; the pending and
+    stranded ones stay whatever the entries say."""
     root = tmp_path / "t"
     temps = temp_commit_table(root)
     endpoint = localstack.endpoint
@@ -161,19 +162,22 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
         temps["pending13"]: "pending-commit",
         temps["stranded5"]: "stranded-commit",
         temps["open8"]: "pending-commit",
-        **{temps[k]: "log-temp" for k in ("done7", "expired9", "won10", "lost10", "old2")},
+        # finished, of retained versions (4-12): the evidence of Delta's DynamoDB store
+        **{temps[k]: "commit-evidence" for k in ("done7", "expired9", "won10", "lost10")},
+        temps["old2"]: "log-temp",
         temps["hadoop"]: "log-temp",
     }
     deleted = set(read_manifest(manifest).paths("deleted"))
-    assert {temps[k] for k in ("done7", "expired9", "won10", "lost10", "old2", "hadoop")} <= deleted
+    assert deleted == {temps["old2"], temps["hadoop"]}
     s3 = endpoint.s3_client()
     keys = {
         o["Key"].removeprefix("lake/t/")
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=ls_bucket)
         for o in page.get("Contents", [])
     }
-    assert {temps["pending13"], temps["stranded5"], temps["open8"]} <= keys
-    assert not {temps[k] for k in ("done7", "expired9", "won10", "lost10", "old2")} & keys
+    kept = ("pending13", "stranded5", "open8", "done7", "expired9", "won10", "lost10")
+    assert {temps[k] for k in kept} <= keys
+    assert temps["old2"] not in keys
     missing = run_cli(*args, "--dynamodb-table", "no_such_table", env=env, timeout=120)
     assert missing.returncode == 2 and "DynamoDB table no_such_table" in missing.stderr
     assert "Traceback" not in missing.stderr

@@ -277,7 +277,7 @@ def plan_expiry(
         )
     for name in listing.temp_files:
         info = listing.files.get(name) or listing.temp_infos.get(name)
-        verdict = judge_temp(name, listing, entries)
+        verdict = judge_temp(name, listing, entries, retained_from=t)
         if verdict is not None and verdict.state is not TempState.GARBAGE:
             out.kept_temp.append((name, verdict))
         elif info is not None and info.mtime_ms < cutoff_ms:

@@ -28,12 +28,19 @@ created exclusively, such as ``N.crc``):
   the latest version) and ``N.json`` is missing: :attr:`TempState.STRANDED`, damage. The file
   may hold the missing commit; it is reported and never deleted.
 * Otherwise (``F`` exists, or is a commit older than every retained commit, whose version the
-  checkpoint holds) the file is garbage once its DynamoDB entry is **complete** (the copy
-  happened) **or expired** (DynamoDB's TTL removed it, which it does only to complete entries):
-  :attr:`TempState.GARBAGE`. While the entry is incomplete (no ``expireTime``: it never
+  checkpoint holds) the protocol no longer needs the file once its DynamoDB entry is
+  **complete** (the copy happened) **or expired** (DynamoDB's TTL removed it, which it does
+  only to complete entries). While the entry is incomplete (no ``expireTime``: it never
   expires) a repair may still be under way: :attr:`TempState.IN_USE`. Without the DynamoDB
   table to ask (:class:`DynamoDBCheck`), the entry's state is unknown and the file is kept
   (:attr:`TempState.IN_USE`, the reason says so).
+* A finished temp commit of a version that stays retained is still the one evidence that
+  Delta's own DynamoDB store wrote that unmarked commit (its entry expires after a day): without
+  it ``history`` and ``audit`` would take the commit for a single-driver one
+  (:mod:`deltaguard.tools.deltalog.provenance`). It is kept as long as its version is retained:
+  :attr:`TempState.EVIDENCE`; it goes with its version (``log-cleanup`` removes it with the
+  expired commits). Only a finished temp commit of a version no longer retained is
+  :attr:`TempState.GARBAGE`.
 
 Temp files of other log stores (``.<name>.<uuid>.tmp``, ``*.tmp``) are not this protocol's and
 are not judged here.
@@ -85,6 +92,7 @@ class TempState(StrEnum):
     PENDING = "pending"
     STRANDED = "stranded"
     IN_USE = "in-use"
+    EVIDENCE = "evidence"
     GARBAGE = "garbage"
 
 
@@ -161,11 +169,14 @@ def judge_temp(
     listing: LogListing,
     entries: Mapping[str, EntryState] | None,
     now_ms: int | None = None,
+    retained_from: int | None = None,
 ) -> TempVerdict | None:
     """The state of DynamoDB temp file ``name`` (relative to ``_delta_log``) by the rule of
     the module docstring, or None if it is not one. ``entries`` is :func:`read_entries`'s
     answer, or None when the DynamoDB table was not given; with ``now_ms``, a pending temp
-    commit older than :data:`WRITER_WINDOW_MS` says what it may be (:func:`pending_note`)."""
+    commit older than :data:`WRITER_WINDOW_MS` says what it may be (:func:`pending_note`).
+    ``retained_from``: the oldest version that stays retained (default: the oldest listed
+    commit; ``log-cleanup`` gives the version it truncates to)."""
     target = temp_target(name)
     if target is None:
         return None
@@ -213,6 +224,14 @@ def judge_temp(
             "complete",
         )
     state = "complete" if entry is not None else "expired (no entry left)"
+    retained = oldest if retained_from is None else retained_from
+    if version is not None and exists and retained is not None and version >= retained:
+        return TempVerdict(
+            TempState.EVIDENCE,
+            f"DynamoDB temp commit of retained version {version} (its entry is {state}): kept "
+            f"while version {version} is retained, the evidence that Delta's DynamoDB store "
+            "wrote it (history, audit); it goes with its version",
+        )
     return TempVerdict(
         TempState.GARBAGE,
         f"DynamoDB temp file: {where} and its DynamoDB entry is {state}: no longer needed",

@@ -104,6 +104,9 @@ class FileClass(StrEnum):
     RECENT = "recent"
     LOG_TEMP = "log-temp"
     PENDING_COMMIT = "pending-commit"
+    #: a finished DynamoDB temp commit of a retained version: the evidence of its commit path
+    #: (:mod:`deltaguard.tools.deltalog.temp_commits`), kept while its version is retained.
+    COMMIT_EVIDENCE = "commit-evidence"
     STRANDED_COMMIT = "stranded-commit"
     LOST_COMMIT = "lost-commit"
     #: ``log-cleanup`` only: a log file below the truncation checkpoint, older than the
@@ -120,6 +123,7 @@ _TEMP_CLASS = {
     TempState.PENDING: FileClass.PENDING_COMMIT,
     TempState.IN_USE: FileClass.PENDING_COMMIT,
     TempState.STRANDED: FileClass.STRANDED_COMMIT,
+    TempState.EVIDENCE: FileClass.COMMIT_EVIDENCE,
     TempState.GARBAGE: FileClass.LOG_TEMP,
 }
 

@@ -49,6 +49,12 @@ from deltaguard.tools.storage.open import table_not_found
 
 #: The classes ``log-cleanup --yes`` deletes.
 LOG_CLEANUP_CLASSES = (FileClass.EXPIRED_LOG, FileClass.LOG_TEMP)
+#: The DynamoDB temp commits ``log-cleanup`` reports and keeps.
+KEPT_LOG_CLASSES = (
+    FileClass.PENDING_COMMIT,
+    FileClass.STRANDED_COMMIT,
+    FileClass.COMMIT_EVIDENCE,
+)
 #: Kinds that are Delta's own cleanup (class ``expired-log``); the rest are ``log-temp``.
 _DELTA_KINDS = frozenset(
     {"commit", "checksum", "checkpoint", "compaction", "backfilled-commit", "sidecar"}
@@ -57,6 +63,7 @@ _KEPT_CLASS = {
     TempState.PENDING: FileClass.PENDING_COMMIT,
     TempState.IN_USE: FileClass.PENDING_COMMIT,
     TempState.STRANDED: FileClass.STRANDED_COMMIT,
+    TempState.EVIDENCE: FileClass.COMMIT_EVIDENCE,
 }
 
 

@@ -31,6 +31,7 @@ from deltaguard.tools.orphans.classify import FileClass
 from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute
 from deltaguard.tools.orphans.interrupt import StopSignal
 from deltaguard.tools.orphans.log_cleanup import (
+    KEPT_LOG_CLASSES,
     LOG_CLEANUP_CLASSES,
     LogScan,
     OutsideLogError,
@@ -87,7 +88,7 @@ def to_json(scan: LogScan, cleanup: dict[str, Any] | None) -> dict[str, Any]:
             "files": len(r.of(c)),
             "bytes": sum(x.size for x in r.of(c)),
         }
-        for c in (*LOG_CLEANUP_CLASSES, FileClass.PENDING_COMMIT, FileClass.STRANDED_COMMIT)
+        for c in (*LOG_CLEANUP_CLASSES, *KEPT_LOG_CLASSES)
     }
     return {
         "schema": REPORT_SCHEMA,
@@ -141,6 +142,13 @@ def print_report(scan: LogScan, out: Console) -> None:
     for c in r.of(FileClass.PENDING_COMMIT, FileClass.STRANDED_COMMIT):
         out.print(
             f"kept {c.file_class.value} {c.path}: {c.reason}", highlight=False, soft_wrap=True
+        )
+    if evidence := r.of(FileClass.COMMIT_EVIDENCE):
+        out.print(
+            f"kept {len(evidence)} commit-evidence: finished DynamoDB temp commits of retained "
+            "versions (they go with their versions)",
+            highlight=False,
+            soft_wrap=True,
         )
 
 
