@@ -61,19 +61,44 @@ def registered_counts(spark: Any) -> dict[str, int] | None:
     return counts
 
 
+def _mbean_server_call(spark: Any, method: str, types: tuple[str, ...], *args: Any) -> Any:
+    """Calls ``method`` (its parameter types: class names) of the JVM's platform MBean server
+    with ``args``, through the public interface ``javax.management.MBeanServer``: py4j cannot
+    call the methods of the server's class, which is in a package the JDK does not export."""
+    gateway = spark.sparkContext._gateway
+    jvm = gateway.jvm
+    server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+    classes = gateway.new_array(jvm.java.lang.Class, len(types))
+    for i, name in enumerate(types):
+        classes[i] = jvm.java.lang.Class.forName(name)
+    values = gateway.new_array(jvm.java.lang.Object, len(args))
+    for i, value in enumerate(args):
+        if value is not None:  # a new array holds nulls
+            values[i] = value
+    interface = jvm.java.lang.Class.forName("javax.management.MBeanServer")
+    return interface.getMethod(method, classes).invoke(server, values)
+
+
 def jmx_metrics(spark: Any) -> dict[str, dict[str, Any]]:
     """Every MBean of the source in the JVM's platform MBean server under Spark's JmxSink domain
     ``metrics`` (``metrics:name=<app id>.driver.deltaguard.<metric>,type=counters|timers``),
     by its object name as JMX prints it: its ``Count`` and, for a timer, ``Mean`` and
     ``DurationUnit``."""
     jvm = spark.sparkContext._jvm
-    server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+    object_name = "javax.management.ObjectName"
+    pattern = jvm.javax.management.ObjectName("metrics:*")
+    names = _mbean_server_call(
+        spark, "queryNames", (object_name, "javax.management.QueryExp"), pattern, None
+    )
     out: dict[str, dict[str, Any]] = {}
-    for name in server.queryNames(jvm.javax.management.ObjectName("metrics:*"), None):
+    for name in names:
         if f".driver.{SOURCE}." not in str(name.getKeyProperty("name")):
             continue
         attributes = _TIMER_ATTRIBUTES if name.getKeyProperty("type") == "timers" else ("Count",)
-        values = {a: server.getAttribute(name, a) for a in attributes}
+        values = {
+            a: _mbean_server_call(spark, "getAttribute", (object_name, "java.lang.String"), name, a)
+            for a in attributes
+        }
         out[str(name.toString())] = {
             a: (v if isinstance(v, int | float) else str(v)) for a, v in values.items()
         }
