@@ -5,8 +5,11 @@ then appends ``--appends`` batches of ``--rows`` rows, one Delta commit each, ta
 commit with ``userMetadata = <run id>/w<writer>/b<batch>`` so a verifier can tell which
 commits survived. Prints one JSON object: the writer's own account of what it committed, with
 the wall time of each append's commit call and the process CPU seconds spent appending (the
-JVM's and this interpreter's) for the benchmarks. Engines: ``spark`` (a Spark driver),
-``python`` (deltaguard's Python writer), ``delta-rs`` (``deltalake.write_deltalake``, which
+JVM's and this interpreter's) for the benchmarks, and a Spark driver's commit metrics
+(``deltaguard_metrics``: the counts of deltaguard's metrics source as registered with its
+metrics system, None if it is not; a driver that fails writes them on stderr,
+``DELTAGUARD-METRICS {json}``). Engines: ``spark`` (a Spark driver), ``python`` (deltaguard's
+Python writer), ``delta-rs`` (``deltalake.write_deltalake``, which
 commits with a conditional PUT; given the endpoint and keys only, never a locking provider or
 ``AWS_S3_ALLOW_UNSAFE_RENAME``).
 
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.spark_driver import build_test_session, driver_cpu_seconds
+from deltaguard.localstack.spark_metrics import METRICS_PREFIX, registered_counts
 from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
@@ -350,9 +354,26 @@ def append(args: argparse.Namespace) -> dict[str, object]:
         assert jvm is not None, "a classic (py4j) Spark session has a JVM gateway"
         report["spark_version"] = spark.version
         report["hadoop_version"] = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+        report["deltaguard_metrics"] = registered_counts(spark)
         return report
+    except BaseException:
+        _log_metrics(spark)
+        raise
     finally:
         spark.stop()
+
+
+def _log_metrics(spark: SparkSession) -> None:
+    """A failing driver's commit metrics, on stderr (its log) as ``DELTAGUARD-METRICS {json}``
+    (None: no source registered), so a test of the failure can read what the store counted.
+    Best effort: the failure being raised is what counts."""
+    counts: dict[str, int] | dict[str, str] | None
+    try:
+        counts = registered_counts(spark)
+    except Exception as exc:  # the driver is failing anyway: say why there are no counts
+        counts = {"unreadable": f"{type(exc).__name__}: {exc}"[:300]}
+    sys.stderr.write(METRICS_PREFIX + json.dumps(counts) + "\n")
+    sys.stderr.flush()
 
 
 def verify(args: argparse.Namespace) -> dict[str, object]:

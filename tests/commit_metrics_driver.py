@@ -1,9 +1,12 @@
 """One Spark driver of tests/test_commit_metrics_spark.py: a session of deltaguard's
 ``--logstore`` (``s3-conditional``, or ``s3-dynamodb-transition`` with ``--dynamodb-table`` on
-the same endpoint) with the presets' Prometheus servlet (and the UI, which serves it) on, appends
-``--appends`` one-row batches to an existing table, then scrapes its own driver UI's
-``/metrics/prometheus`` over HTTP and prints ``DELTAGUARD-RESULT {json}``: every line of the
-source ``deltaguard`` as Spark renders it.
+the same endpoint) with the presets' Prometheus servlet (and the UI, which serves it), Spark's
+JMX sink and its CSV sink (into ``--local-dir``/metrics) on, appends ``--appends`` one-row
+batches to an existing table, then reads the source ``deltaguard`` through each sink and prints
+``DELTAGUARD-RESULT {json}``: the app id, every line of the source in a scrape of its own driver
+UI's ``/metrics/prometheus`` over HTTP, its MBeans in the platform MBean server by object name
+(:func:`~deltaguard.localstack.spark_metrics.jmx_metrics`), and the last row of each of its CSV
+files after a forced report (:func:`~deltaguard.localstack.spark_metrics.csv_report`).
 
 Run as ``python tests/commit_metrics_driver.py --table s3a://... --endpoint URL --writer W
 --appends N --local-dir DIR [--logstore PRESET --dynamodb-table NAME]``.
@@ -20,6 +23,12 @@ from deltaguard.localstack.append_job import SCHEMA_DDL
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.multi_driver import RESULT_PREFIX
 from deltaguard.localstack.spark_driver import build_test_session
+from deltaguard.localstack.spark_metrics import (
+    JMX_SINK_CONF,
+    csv_report,
+    csv_sink_conf,
+    jmx_metrics,
+)
 from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.presets import PROMETHEUS_SERVLET_CONF
 from deltaguard.spark_conf.session import DynamoDBCommitTableSpec
@@ -41,13 +50,16 @@ def main() -> None:
         dynamodb = DynamoDBCommitTableSpec(
             table_name=args.dynamodb_table, region=endpoint.region, endpoint=endpoint.url
         )
+    csv_dir = args.local_dir / "metrics"
+    csv_dir.mkdir(parents=True, exist_ok=True)
+    sinks = {**PROMETHEUS_SERVLET_CONF, **JMX_SINK_CONF, **csv_sink_conf(csv_dir)}
     spark = build_test_session(
         endpoint.s3_storage(),
         args.logstore,
         app_name=f"metrics-w{args.writer}",
         local_dir=args.local_dir,
         dynamodb=dynamodb,
-        extra_conf={**PROMETHEUS_SERVLET_CONF, "spark.ui.enabled": "true", "spark.ui.port": "0"},
+        extra_conf={**sinks, "spark.ui.enabled": "true", "spark.ui.port": "0"},
     )
     for batch in range(args.appends):
         rows = [(args.writer, batch, 0, "x")]
@@ -58,7 +70,14 @@ def main() -> None:
     with urllib.request.urlopen(url, timeout=30) as response:
         text = response.read().decode("utf-8")
     lines = [line for line in text.splitlines() if "_driver_deltaguard_" in line]
-    print(RESULT_PREFIX + json.dumps({"url": url, "lines": lines}), flush=True)
+    result = {
+        "app_id": spark.sparkContext.applicationId,
+        "url": url,
+        "lines": lines,
+        "jmx": jmx_metrics(spark),
+        "csv": csv_report(spark, csv_dir),
+    }
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
     spark.stop()
 
 

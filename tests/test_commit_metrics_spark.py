@@ -5,7 +5,9 @@ until the other driver's PUT of the same version is answered, so one commit is l
 other writer, every time. Each driver's own Prometheus servlet (turned on by the presets'
 settings, the UI serving it) shows the commit metrics of the source ``deltaguard``: the
 conflicts the race caused, and commits that add up to exactly the versions the drivers wrote
-(the raw S3 listing). Each data version's provenance mark (raw HeadObject) names the store that
+(the raw S3 listing). Spark's JMX and CSV sinks, on in the same drivers, report the same counts
+under the names docs/guides/commit-path.md gives (each driver reads its MBeans in process and
+its CSV files after a forced report), and the timer's mean in the units it gives. Each data version's provenance mark (raw HeadObject) names the store that
 counted it: the transition store marks its commits too (issue 50 part 1)."""
 
 from __future__ import annotations
@@ -35,10 +37,54 @@ APPENDS = 2
 COUNT = re.compile(
     r'^metrics_\w+_driver_deltaguard_(\w+)_Count\{type="(?:counters|timers)"\} (\d+)$'
 )
+#: The Prometheus line of the timer's mean (nanoseconds), and the app id part of every line.
+PROMETHEUS_MEAN = re.compile(
+    r'^metrics_(\w+)_driver_deltaguard_commit_latency_Mean\{type="timers"\} (\S+)$'
+)
+#: Spark's JmxSink: ``metrics:name=<app id>.driver.deltaguard.<name>,type=counters|timers``.
+JMX_NAME = re.compile(r"^metrics:name=(.+)\.driver\.deltaguard\.(\w+),type=(counters|timers)$")
+#: Spark's CsvSink: ``<directory>/<app id>.driver.deltaguard.<name>.csv``.
+CSV_NAME = re.compile(r"^(.+)\.driver\.deltaguard\.(\w+)\.csv$")
+NAMES = {
+    "commits",
+    "conflicts",
+    "outcomes_unknown",
+    "failures",
+    "attempts",
+    "settles",
+    "commit_latency",
+}
 
 
 def _counts(lines: list[str]) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in map(COUNT.match, lines) if m}
+
+
+def _sink_counts(scrape: dict) -> dict[str, int]:
+    """One driver's counts, read through the three sinks: the Prometheus servlet, JMX and CSV
+    each show every metric of the source under the names the guide gives (the driver's app
+    id in them), with the same counts; the timer's mean is in nanoseconds in Prometheus, in
+    milliseconds in JMX and CSV."""
+    app_id = scrape["app_id"]
+    prometheus = _counts(scrape["lines"])
+    assert set(prometheus) == NAMES, scrape
+    jmx = [(JMX_NAME.match(name), attrs) for name, attrs in scrape["jmx"].items()]
+    assert all(m and m[1] == app_id for m, _ in jmx), scrape["jmx"]
+    assert {m[2]: a["Count"] for m, a in jmx} == prometheus, scrape
+    kinds = {m[2]: m[3] for m, _ in jmx}
+    assert kinds == {n: "timers" if n == "commit_latency" else "counters" for n in NAMES}
+    csv = [(CSV_NAME.match(name), row) for name, row in scrape["csv"].items()]
+    assert all(m and m[1] == app_id for m, _ in csv), scrape["csv"]
+    assert {m[2]: int(row["count"]) for m, row in csv} == prometheus, scrape
+    # the timer's mean through each sink, in the unit the guide gives
+    [prom] = [m for m in map(PROMETHEUS_MEAN.match, scrape["lines"]) if m]
+    assert prom[1] == re.sub(r"[^A-Za-z0-9]", "_", app_id), (prom[0], app_id)
+    [jmx_timer] = [a for m, a in jmx if m[3] == "timers"]
+    [csv_timer] = [row for m, row in csv if m[2] == "commit_latency"]
+    assert jmx_timer["DurationUnit"] == csv_timer["duration_unit"] == "milliseconds"
+    assert jmx_timer["Mean"] * 1e6 == pytest.approx(float(prom[2]), rel=1e-9), prom[0]
+    assert float(csv_timer["mean"]) == pytest.approx(jmx_timer["Mean"], abs=1e-6), csv_timer
+    return prometheus
 
 
 def _race(
@@ -46,8 +92,9 @@ def _race(
 ) -> tuple[list[int], list[dict[str, int]], list[dict[str, str]]]:
     """Version 0 by the Python store, then one driver per store of ``stores`` (on ``python``,
     a Spark line's interpreter; default this one) appending ``APPENDS`` times under the staged
-    hold. Returns the versions in the raw listing, each driver's scraped counts, and the
-    provenance mark of each data version (raw HeadObject)."""
+    hold. Returns the versions in the raw listing, each driver's counts (the same through the
+    three sinks: :func:`_sink_counts`), and the provenance mark of each data version (raw
+    HeadObject)."""
     table = f"{bucket}/metrics"
     create_table(
         python_log_store(localstack.endpoint.url, PresetName.S3_CONDITIONAL, "unused"),
@@ -87,7 +134,7 @@ def _race(
         s3.head_object(Bucket=bucket, Key=f"metrics/_delta_log/{v:020d}.json")["Metadata"]
         for v in versions[1:]
     ]
-    return versions, [_counts(scrape["lines"]) for scrape in scrapes], marks
+    return versions, [_sink_counts(scrape) for scrape in scrapes], marks
 
 
 def _assert_counted(stores, versions, counts, marks) -> None:

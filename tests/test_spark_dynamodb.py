@@ -5,6 +5,8 @@ parsed with boto3 and ``json`` (:func:`~deltaguard.localstack.race.raw_commit_ta
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from deltaguard.localstack.fault_proxy import FaultRule
@@ -136,6 +138,27 @@ def test_staged_claim_race_of_two_spark_drivers_loses_nothing(
     assert result.failed_appends == [] and len(result.claimed_tags) == 4, result.summary()
     _assert_raw_log_holds_each_once(localstack, ls_bucket, result)
     assert result.found_rows == 4 * ROWS, result.summary()
+    _assert_metrics_counted(localstack, ls_bucket, result)
+
+
+def _assert_metrics_counted(localstack, bucket: str, result: MultiDriverResult) -> None:
+    """Issue 50 part 4, the plain DynamoDB JVM store: each driver's ``deltaguard`` metrics
+    source (as registered with its own metrics system) counted the commits it made: its
+    appends, its two warm-up tables' version 0 and, for writer 0, the table's version 0;
+    together every commit in the raw listing of the bucket, and the held claim's conflict."""
+    counts = [r["deltaguard_metrics"] for r in result.reports]
+    assert all(c is not None for c in counts), "the source is registered in every driver"
+    for report, c in zip(result.reports, counts, strict=True):
+        made = len(report["committed"]) + 2 + (report["writer"] == 0)
+        assert c["commits"] == made, counts
+        assert c["failures"] == c["outcomes_unknown"] == c["settles"] == 0, counts
+        assert c["commit_latency"] == c["commits"] + c["conflicts"], counts
+        # one conditional PutItem per commit; a conflict found before the claim sends none
+        assert c["commits"] <= c["attempts"] <= c["commits"] + c["conflicts"], counts
+    keys = localstack.endpoint.s3_client().list_objects_v2(Bucket=bucket)["Contents"]
+    raw = [k["Key"] for k in keys if re.search(r"/_delta_log/\d{20}\.json$", k["Key"])]
+    assert sum(c["commits"] for c in counts) == len(raw), (counts, raw)
+    assert sum(c["conflicts"] for c in counts) >= 1, counts
 
 
 # proves: docs/guides/commit-path.md "a DynamoDB writer killed after its commit point loses nothing:

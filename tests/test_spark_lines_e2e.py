@@ -36,6 +36,7 @@ from deltaguard.localstack.multi_driver import (
 )
 from deltaguard.localstack.race import DATA_COMMIT_FILE_REGEX, hold_one_commit_put
 from deltaguard.localstack.spark_line_venvs import LineVenvError, ensure
+from deltaguard.localstack.spark_metrics import logged_counts
 from deltaguard.logstore.preset_name import PresetName
 from deltaguard.spark_conf.spark_lines import by_name
 
@@ -112,6 +113,22 @@ def test_staged_race_conditional_store_loses_nothing(
     _assert_commits_marked(localstack, ls_bucket, "events", range(1, 16))
     # The line's own request-saving settings were in effect (spark_conf.request_tuning).
     assert_requests_per_append(localstack, ls_proxy, ls_bucket, commits=16, drivers=3)
+    # Issue 50 part 4: this line's driver registered the metrics source and counted its commits.
+    _assert_metrics_counted(result, versions=16)
+
+
+def _assert_metrics_counted(result: MultiDriverResult, versions: int) -> None:
+    """Each Spark driver's ``deltaguard`` metrics source, as registered with its own metrics
+    system, counted the commits it made (its appends, and version 0 for writer 0): together
+    every version of the raw log, and the staged race's conflict."""
+    counts = [r["deltaguard_metrics"] for r in result.reports]
+    assert all(c is not None for c in counts), "the source is registered in every driver"
+    for report, c in zip(result.reports, counts, strict=True):
+        assert c["commits"] == len(report["committed"]) + (report["writer"] == 0), counts
+        assert c["failures"] == c["outcomes_unknown"] == 0, counts
+        assert c["commit_latency"] == c["commits"] + c["conflicts"], counts
+    assert sum(c["commits"] for c in counts) == versions, counts
+    assert sum(c["conflicts"] for c in counts) >= 1, counts
 
 
 # 4.1 in `make soak`: its Delta default store is Delta 4.4's, whose loss `make test` shows on
@@ -146,6 +163,18 @@ def test_store_ignoring_if_none_match_is_refused(
     assert "does not honour If-None-Match" in message
     assert ls_proxy.endpoint.url in message
     assert_no_commit_written(localstack, ls_bucket)
+    # Issue 50 part 4: this line's driver registered the metrics source and counted the refused
+    # commit (version 0) as one failure that sent no commit PUT (the check's probe is no commit).
+    [log] = tmp_path.glob("*-writer0.log")
+    assert logged_counts(log.read_text()) == {
+        "commits": 0,
+        "conflicts": 0,
+        "outcomes_unknown": 0,
+        "failures": 1,
+        "attempts": 0,
+        "settles": 0,
+        "commit_latency": 1,
+    }
 
 
 @pytest.mark.parametrize("line", OLDEST_LINE_ONLY)
