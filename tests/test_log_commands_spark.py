@@ -1,10 +1,11 @@
 """``deltaguard checkpoint`` and ``log-cleanup`` next to Spark (issue 51, parts 1 and 3), one
 Spark session for the module:
 
-* deltaguard's checkpoints of three Spark-written tables, built once for the module: a classic
+* deltaguard's checkpoints of Spark-written tables, built once for the module: a classic
   checkpoint (column mapping by name with a renamed column, deletion vectors, row tracking and
-  its domain metadata, in-commit timestamps) and V2 checkpoints with sidecars and a JSON and a
-  parquet top-level file (deletion vectors, in-commit timestamps). The commits before each
+  its domain metadata, in-commit timestamps) and, on two copies of one table with deletion
+  vectors and in-commit timestamps, V2 checkpoints with sidecars and a JSON and a parquet
+  top-level file. The commits before each
   checkpoint are deleted, so readers can only start from it. The installed line (4.2) and
   delta-rs read from it what the JSON replay gave (row ids too), and a Spark append after it
   commits normally; every other supported line (3.5, 4.0, 4.1) reads all three tables in ONE
@@ -150,12 +151,16 @@ class Checkpointed:
 def checkpointed(
     spark: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Checkpointed]:
-    """Every form of :data:`FORMS`, built and checkpointed once for the module."""
+    """Every form of :data:`FORMS`, built and checkpointed once for the module (each on a copy
+    of its builder's table: the two V2 forms share one build)."""
     out: dict[str, Checkpointed] = {}
+    built: dict[Any, Path] = {}
     for form, (options, build) in FORMS.items():
         base = tmp_path_factory.mktemp(f"ckpt-{form}")
-        root = base / "t"
-        build(spark, root)
+        if build not in built:
+            built[build] = base / "built"
+            build(spark, built[build])
+        root = copy_table(built[build], base / "t")
         log = root / "_delta_log"
         spark_checkpoints = sorted(p.name for p in log.iterdir() if ".checkpoint." in p.name)
         latest = load_snapshot(str(root)).version
