@@ -1,14 +1,17 @@
-"""What one Spark line's Delta reads of a table on local disk: run with that line's interpreter
-(``python -m deltaguard.localstack.spark_read TABLE_DIR SCRATCH_DIR``), it starts a ``local[1]``
-test driver (:func:`deltaguard.localstack.spark_driver.build_test_session`, ``local`` preset),
-counts the table's rows (which reads every live file and deletion vector: a missing or broken
-one fails the read) and prints one JSON line:
+"""What one Spark line's Delta reads of tables on local disk: run with that line's interpreter
+(``python -m deltaguard.localstack.spark_read TABLE_DIR [TABLE_DIR ...] SCRATCH_DIR``), it
+starts one ``local[1]`` test driver (:func:`deltaguard.localstack.spark_driver.build_test_session`,
+``local`` preset) for all the tables, reads each one's rows (which reads every live file and
+deletion vector: a missing or broken one fails the read) and prints one JSON line:
 
-``{"spark": VERSION, "hadoop": VERSION, "rows": N, "files": [...]}``
+``{"spark": VERSION, "hadoop": VERSION, "tables": [TABLE, ...]}``
 
-``files`` are ``inputFiles()`` as paths relative to ``TABLE_DIR`` (Hadoop ``Path`` strings are
-the file names on disk, not URI-encoded: only ``file:`` and the table root are dropped), sorted.
-A failed read exits non-zero with Spark's error on stderr.
+one ``TABLE`` per ``TABLE_DIR``, in order: ``{"rows": N, "values": [...], "files": [...]}``, or
+``{"error": MESSAGE}`` when this line's Delta refused or failed to read that table (the others
+are still read). ``values`` are the rows as JSON lists (values JSON cannot hold as strings),
+sorted; ``files`` are ``inputFiles()`` as paths relative to ``TABLE_DIR`` (Hadoop ``Path``
+strings are the file names on disk, not URI-encoded: only ``file:`` and the table root are
+dropped), sorted. The driver failing to start exits non-zero with Spark's error on stderr.
 """
 
 from __future__ import annotations
@@ -31,8 +34,26 @@ def table_relative(input_file: str, root: Path) -> str:
     return Path(path).relative_to(root).as_posix()
 
 
-def read(root: Path, scratch: Path) -> dict[str, Any]:
-    """Spark's row count and live files of the Delta table at ``root`` (see the module doc)."""
+def json_row(values: list[Any]) -> str:
+    """A row as the report holds it: JSON, values JSON cannot hold as strings. Also the sort
+    key of ``values`` (so callers can put another reader's rows in the same order)."""
+    return json.dumps(values, default=str)
+
+
+def _read_one(spark: Any, root: Path) -> dict[str, Any]:
+    """One table's entry of the report (see the module doc); a failed read is its ``error``."""
+    try:
+        df = spark.read.format("delta").load(str(root))
+        values = sorted((json.loads(json_row(list(row))) for row in df.collect()), key=json_row)
+        files = sorted(table_relative(f, root) for f in df.inputFiles())
+    except Exception as exc:  # the line's refusal is the answer for this table
+        return {"error": str(exc)[:8000]}
+    return {"rows": len(values), "values": values, "files": files}
+
+
+def read(roots: list[Path], scratch: Path) -> dict[str, Any]:
+    """Spark's rows and live files of each Delta table of ``roots``, one driver for all (see
+    the module doc)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = build_test_session(
         LocalStorage(),
@@ -42,26 +63,25 @@ def read(root: Path, scratch: Path) -> dict[str, Any]:
         extra_conf=small_tables_conf(),
     )
     try:
-        df = spark.read.format("delta").load(str(root))
-        rows = df.count()
-        files = sorted(table_relative(f, root) for f in df.inputFiles())
+        tables = [_read_one(spark, root) for root in roots]
         jvm = spark.sparkContext._jvm
         hadoop = str(jvm.org.apache.hadoop.util.VersionInfo.getVersion())  # type: ignore[union-attr]
-        return {"spark": spark.version, "hadoop": hadoop, "rows": rows, "files": files}
+        return {"spark": spark.version, "hadoop": hadoop, "tables": tables}
     finally:
         spark.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
+    if len(args) < 2:
         print(
-            "usage: python -m deltaguard.localstack.spark_read TABLE_DIR SCRATCH_DIR",
+            "usage: python -m deltaguard.localstack.spark_read TABLE_DIR [TABLE_DIR ...] "
+            "SCRATCH_DIR",
             file=sys.stderr,
         )
         return 2
-    root, scratch = (Path(a).resolve() for a in args)
-    print(json.dumps(read(root, scratch)))
+    *roots, scratch = (Path(a).resolve() for a in args)
+    print(json.dumps(read(roots, scratch)))
     return 0
 
 

@@ -106,5 +106,6 @@ def test_line_reads_the_repaired_table_like_delta_rs_and_the_replay(
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = by_name(line)
     assert report["spark"].startswith(expected.spark + ".") and report["hadoop"] == expected.hadoop
-    assert set(report["files"]) == repaired.files, report
-    assert report["rows"] == repaired.rows, report
+    (table,) = report["tables"]
+    assert set(table["files"]) == repaired.files, report
+    assert table["rows"] == repaired.rows, report
