@@ -4,15 +4,18 @@ S3 commit paths, chosen by scheme as Delta chooses a LogStore (``s3a://``: the
 ``S3DynamoDBLogStore`` on ``--dynamodb-table``), so one JVM writes both tables of the test.
 
 It creates both tables (``delta.checkpointInterval`` 1000: the test decides where checkpoints
-are), then until ``CONTROL/stop`` exists, per round: reads ``CONTROL/floor.json`` (``gen`` and
+are; ``delta.logRetentionDuration`` a day: the test's cleanup retention, for Delta's own
+cleanup at the end), then until ``CONTROL/stop`` exists, per round: reads ``CONTROL/floor.json`` (``gen`` and
 per table the oldest version every cleanup keeps), writes ``CONTROL/ack-spark`` = ``gen`` (no
 operation begun under an older floor is still running), appends ``--rows`` rows to each table
 (tag ``spark/<table>/<batch>`` as ``userMetadata``), then reads one retained version of each
 by time travel (between the floor and the table's latest) and logs every append and read to
 ``CONTROL/spark.jsonl``. After ``stop`` it writes ``CONTROL/stopped`` and waits for ``CONTROL/final.json`` (per table the
-versions to read and one removed version) and prints ``DELTAGUARD-RESULT {json}``: each
-retained version's row count and distinct (writer, batch) count, the latest of each table, and
-the error time travel to the removed version raised.
+versions to read, one removed version and ``now_ms``, the clock of the test's last cleanup) and
+prints ``DELTAGUARD-RESULT {json}``: each retained version's row count and distinct (writer,
+batch) count, the latest of each table, the error time travel to the removed version raised,
+and then what Delta's own ``MetadataCleanup`` did on each table with its clock at ``now_ms``
+(the tables' ``delta.logRetentionDuration`` is a day, the test's cleanup retention).
 
 Run as ``python tests/log_cleanup_live_driver.py --endpoint URL --conditional s3a://...
 --dynamodb s3://... --dynamodb-table NAME --control DIR --rows R --local-dir DIR``.
@@ -64,6 +67,49 @@ def _latest(spark: Any, table: str) -> int:
     return int(DeltaTable.forPath(spark, table).history(1).collect()[0]["version"])
 
 
+def _log_listing(spark: Any, table: str) -> dict[str, int]:
+    """Every file under the table's ``_delta_log`` (recursively) as the session's Hadoop
+    file system lists it: its path under ``_delta_log`` and its modification time (ms)."""
+    jvm = spark._jvm
+    log = jvm.org.apache.hadoop.fs.Path(table.rstrip("/") + "/_delta_log")
+    fs = log.getFileSystem(spark._jsc.hadoopConfiguration())
+    prefix = fs.makeQualified(log).toString().rstrip("/") + "/"
+    files = fs.listFiles(log, True)
+    out: dict[str, int] = {}
+    while files.hasNext():
+        status = files.next()
+        out[status.getPath().toString().removeprefix(prefix)] = int(status.getModificationTime())
+    return out
+
+
+def _metadata_cleanup(spark: Any, table: str, now_ms: int) -> dict[str, Any]:
+    """Delta's own ``MetadataCleanup`` (``doLogCleanup``, what a Spark writer runs after a
+    checkpoint) on ``table`` with its clock at ``now_ms`` (a ``ManualClock``: S3 sets the
+    modification times, so the test moves the clock, as for deltaguard's run): the
+    ``_delta_log`` listing before and after, and the cut-off Delta computed (now - the table's
+    ``delta.logRetentionDuration``, truncated to the UTC day)."""
+    jvm = spark._jvm
+    delta_log_cls = jvm.org.apache.spark.sql.delta.DeltaLog
+    delta_log_cls.clearCache()  # a cached DeltaLog keeps its own clock
+    clock = jvm.org.apache.spark.util.ManualClock(now_ms)
+    path = jvm.org.apache.hadoop.fs.Path(table)
+    delta_log = delta_log_cls.forTable(spark._jsparkSession, path, clock)
+    snapshot = delta_log.unsafeVolatileSnapshot()
+    retention_ms = int(delta_log.deltaRetentionMillis(snapshot.metadata()))
+    cutoff_ms = int(delta_log.truncateDay(now_ms - retention_ms).getTimeInMillis())
+    before = _log_listing(spark, table)
+    delta_log.doLogCleanup(snapshot, jvm.scala.Option.empty())
+    after = _log_listing(spark, table)
+    delta_log_cls.clearCache()
+    return {
+        "version": int(snapshot.version()),
+        "retention_ms": retention_ms,
+        "cutoff_ms": cutoff_ms,
+        "before": before,
+        "after": after,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     for name in ("--endpoint", "--conditional", "--dynamodb", "--dynamodb-table"):
@@ -94,7 +140,8 @@ def main() -> None:
         for table in tables.values():
             spark.sql(
                 f"CREATE TABLE delta.`{table}` ({SCHEMA}) USING delta "
-                "TBLPROPERTIES ('delta.checkpointInterval' = '1000')"
+                "TBLPROPERTIES ('delta.checkpointInterval' = '1000', "
+                "'delta.logRetentionDuration' = 'interval 1 days')"
             )
         batch = 0
         while not (args.control / "stop").exists():
@@ -138,6 +185,10 @@ def main() -> None:
             except Exception as exc:
                 out["removed_error"] = f"{type(exc).__name__}: {exc}"
             result[name] = out
+        for name, table in tables.items():
+            result[name]["metadata_cleanup"] = _metadata_cleanup(
+                spark, table, final[name]["now_ms"]
+            )
         print(RESULT_PREFIX + json.dumps(result), flush=True)
     finally:
         log.close()

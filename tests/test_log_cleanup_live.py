@@ -25,7 +25,11 @@ writer failed; each run truncated at the checkpoint just written and removed eve
 it; every finished temp commit of the DynamoDB table went, the pending one survived every run,
 and Spark's DynamoDB LogStore then recovered its commit (the latest version holds its rows);
 time travel to a removed version fails in Spark with Delta's ``VersionNotFoundException``
-("Cannot time travel") and in delta-rs with its own ("No files in log segment").
+("Cannot time travel") and in delta-rs with its own ("No files in log segment"). Last, in the
+same Spark driver, Delta's own ``MetadataCleanup`` (``doLogCleanup``) runs on each table with
+the clock of deltaguard's last run (a ``ManualClock``) and the tables' retention of a day: the
+same cut-off as deltaguard's, every remaining log file older than it, and it removes nothing:
+deltaguard left nothing Delta would remove and removed nothing Delta keeps.
 """
 
 from __future__ import annotations
@@ -290,7 +294,11 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             assert len(paths) == 1, paths
             return paths.pop()
 
+        clocks: dict[str, int] = {}  # the clock of each table's last run, and its cut-off
+        cutoffs: dict[str, int] = {}
+
         def cleanup(name: str, floor: int) -> dict[str, Any]:
+            clocks[name] = int(time.time() * 1000) + 2 * DAY_MS  # every file older than the cut-off
             check = (
                 DynamoDBCheck(ddb, ls_commit_table, (table_path(),)) if name == "dynamodb" else None
             )
@@ -302,11 +310,12 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
                 as_json=True,
                 manifest_path=tmp_path / "manifests",
                 dynamodb=check,
-                now_ms=int(time.time() * 1000) + 2 * DAY_MS,  # every file older than the cut-off
+                now_ms=clocks[name],
             )
             code = run_log_cleanup(request)
             report = json.loads(capsys.readouterr().out)
             assert code == 0, report
+            cutoffs[name] = report["cutoff_ms"]
             # the floor, or None on a rerun whose first file is the floor's checkpoint already
             assert report["truncation_version"] in (floor, None), report
             if report["cleanup"] is None:  # nothing to delete: no run, no manifest
@@ -374,6 +383,12 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             report = cleanup(name, floor[name])
             if name == "dynamodb":
                 assert report["totals"]["pending-commit"]["files"] == 1, report
+        kept = {
+            n: {
+                k.removeprefix("_delta_log/") for k in _keys(s3, ls_bucket, p) if "_delta_log/" in k
+            }
+            for n, p in prefixes.items()
+        }
         temps = {k for k in _keys(s3, ls_bucket, prefixes["dynamodb"]) if k.startswith(TMP)}
         assert temps == {pending}, "every finished temp commit went, the pending one stayed"
         entry = ddb.get_item(
@@ -391,7 +406,9 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             "conditional": list(range(floor["conditional"], last["conditional"] + 1)),
             "dynamodb": list(range(floor["dynamodb"], last["dynamodb"] + 2)),
         }
-        final = {n: {"retained": retained[n], "removed": floor[n] - 1} for n in uris}
+        final = {
+            n: {"retained": retained[n], "removed": floor[n] - 1, "now_ms": clocks[n]} for n in uris
+        }
         (control / "final.json").write_text(json.dumps(final))
         _, result = job_result(proc, log_path, 300, name="log-cleanup live driver")
         assert result["dynamodb"]["latest"] == last["dynamodb"] + 1, "the pending commit survived"
@@ -410,6 +427,17 @@ def test_log_cleanup_next_to_live_spark_and_delta_rs_writers(
             # delta-rs's own error: the log segment of a removed version has no files
             with pytest.raises(Exception, match="No files in log segment"):
                 _counts(uris[name], options, final[name]["removed"])
+            # Delta's own MetadataCleanup on the same table, its clock at the last run's and the
+            # table's retention a day: the same cut-off as deltaguard's, every file older than
+            # it (so only Delta's checkpoint rule can keep one); it saw what deltaguard kept (and
+            # the commit Spark's DynamoDB LogStore recovered) and removed none of it.
+            delta = spark["metadata_cleanup"]
+            assert delta["retention_ms"] == DAY_MS, delta
+            assert delta["cutoff_ms"] == cutoffs[name], (delta["cutoff_ms"], cutoffs[name])
+            assert delta["before"] and max(delta["before"].values()) < delta["cutoff_ms"], delta
+            recovered = {f"{last[name] + 1:020d}.json"} if name == "dynamodb" else set()
+            assert set(delta["before"]) == kept[name] | recovered, delta["before"]
+            assert delta["after"] == delta["before"], "Delta's cleanup removed what deltaguard kept"
 
         # The ledger: every version after 0 is one append a writer saw succeed, none lost or doubled.
         spark_log = [

@@ -11,6 +11,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from local_spark import local_spark_session
 
+from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
 from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
 from deltaguard.tools.deltalog.audit import audit_table
@@ -305,6 +307,132 @@ def test_versions_nothing_can_rebuild_are_named_and_nothing_written(
     assert not (root / QUARANTINE_DIR).exists()
 
 
+def _point_spark_at(spark: Any, endpoint: Any) -> None:
+    """Points the module's session's S3A at ``endpoint`` (a new bucket: a new file system)."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for name, value in endpoint.s3_storage().hadoop_conf().items():
+        hadoop.set(name.removeprefix("spark.hadoop."), value)
+
+
+def _spark_rows_of(spark: Any, reads: dict[str, tuple[str, int]]) -> dict[str, Any]:
+    """Each read (``key -> (uri, version)``) as :func:`_readings` records it, in one Spark
+    job (a union of the time-travel reads, each row tagged with its key); if that fails, read
+    by read (a failure is its first line)."""
+    from pyspark.sql import functions as F
+
+    frames = [
+        spark.read.format("delta")
+        .option("versionAsOf", version)
+        .load(uri)
+        .withColumn("_read", F.lit(key))
+        for key, (uri, version) in reads.items()
+    ]
+    try:
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.unionByName(frame)
+        rows = union.collect()
+    except Exception:
+        out: dict[str, Any] = {}
+        for key, (uri, version) in reads.items():
+            try:
+                out[key] = _spark_rows(spark, uri, version)
+            except Exception as exc:
+                out[key] = f"failed: {str(exc).splitlines()[0]}"
+        return out
+    grouped: dict[str, list[Any]] = {key: [] for key in reads}
+    for row in rows:
+        grouped[row["_read"]].append(tuple(row)[:-1])
+    return {key: sorted(r) for key, r in grouped.items()}
+
+
+#: The V2 kinds on S3: the file each damages (of the pristine table) and whether it is deleted
+#: (else truncated to half, as on local disk).
+V2_ON_S3: dict[str, tuple[Callable[[Path], Path], bool]] = {
+    "v2-sidecar-deleted": (_v2_sidecar, True),
+    "v2-sidecar-truncated": (_v2_sidecar, False),
+    "v2-top-level-truncated": (_v2_top, False),
+    "v2-hint-dangling": (_v2_top, True),
+}
+
+
+# proves: docs/guides/repair.md "Broken checkpoints": the V2 kinds on LocalStack and MinIO
+@pytest.mark.parametrize("server", ["localstack", "minio"])
+def test_v2_kinds_on_s3_servers(
+    server: str,
+    spark: Any,
+    pristine_v2: tuple[Path, dict[str, Any]],
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The V2 kinds through S3: the pristine V2 table uploaded once per kind (in parallel),
+    each copy damaged there, the audit names the damage, ``repair --yes`` writes a new V2
+    checkpoint that ``_last_checkpoint`` names; then every version of every copy reads as the
+    pristine table read before the damage: by delta-rs and, on LocalStack, by Spark (the
+    module's session on S3A, all reads in one job). MinIO: one kind, delta-rs only."""
+    root, before = pristine_v2
+    endpoint = request.getfixturevalue(server).endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    s3 = endpoint.s3_client()
+    bucket = f"dg-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    options = endpoint.delta_rs_options()
+    s3opts = S3Options(endpoint.url, endpoint.region, True)
+    kinds = list(V2_ON_S3) if server == "localstack" else ["v2-sidecar-deleted"]
+    with ThreadPoolExecutor(len(kinds)) as pool:
+        uris = dict(
+            zip(
+                kinds,
+                pool.map(lambda k: upload_table(root, s3, bucket, k, workers=4), kinds),
+                strict=True,
+            )
+        )
+    for kind, uri in uris.items():
+        target, delete = V2_ON_S3[kind]
+        key = f"{kind}/{target(root).relative_to(root).as_posix()}"
+        if delete:
+            s3.delete_object(Bucket=bucket, Key=key)
+        else:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            s3.put_object(Bucket=bucket, Key=key, Body=body[: len(body) // 2])
+        assert KINDS[kind][1] in _codes(uri, s3opts), kind
+        done, report = _repair(uri, capsys, s3opts)
+        assert done == 0, report
+        assert audit_table(uri, s3=s3opts, check_files=False).healthy, kind
+        hint = json.loads(
+            s3.get_object(Bucket=bucket, Key=f"{kind}/{LOG}/_last_checkpoint")["Body"].read()
+        )
+        tops = [
+            o["Key"].rsplit("/", 1)[-1]
+            for o in s3.list_objects_v2(Bucket=bucket, Prefix=f"{kind}/{LOG}/{2:020d}.checkpoint.")[
+                "Contents"
+            ]
+            if o["Key"].endswith(".json")
+        ]
+        assert tops == [hint["v2Checkpoint"]["path"]] and hint["version"] == 2, (tops, hint)
+        assert f"{LOG}/{tops[0]}" in report["log"]["written"], report
+        again, rerun = _repair(uri, capsys, s3opts)
+        assert again == 0 and not rerun["log"]["written"], rerun
+    after = {
+        f"{kind}:{name}": rows
+        for kind, uri in uris.items()
+        for name, rows in _readings(None, uri, options).items()
+    }
+    if server == "localstack":
+        _point_spark_at(spark, endpoint)
+        reads = {f"{k}:spark@{v}": (uri, v) for k, uri in uris.items() for v in range(LATEST + 1)}
+        after.update(_spark_rows_of(spark, reads))
+    expected = {
+        f"{kind}:{name}": rows
+        for kind in kinds
+        for name, rows in before.items()
+        if server == "localstack" or name.startswith("delta-rs")
+    }
+    assert after == expected
+
+
 @pytest.mark.parametrize(
     ("server", "kind"),
     [("localstack", "truncated"), ("localstack", "hint-dangling"), ("minio", "truncated")],
@@ -337,9 +465,7 @@ def test_on_s3_servers(
     DeltaTable(uri, storage_options=options).delete("id = 11")
     reader = spark if server == "localstack" else None
     if reader is not None:
-        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-        for name, value in endpoint.s3_storage().hadoop_conf().items():  # a new bucket: new FS
-            hadoop.set(name.removeprefix("spark.hadoop."), value)
+        _point_spark_at(spark, endpoint)
     # Spark reads version 2 (the damaged checkpoint's) and the latest (from it on)
     before = _readings(reader, uri, options, spark_versions=(2, LATEST))
     for v in range(LATEST + 1):
