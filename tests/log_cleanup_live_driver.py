@@ -141,7 +141,8 @@ def main() -> None:
             spark.sql(
                 f"CREATE TABLE delta.`{table}` ({SCHEMA}) USING delta "
                 "TBLPROPERTIES ('delta.checkpointInterval' = '1000', "
-                "'delta.logRetentionDuration' = 'interval 1 days')"
+                "'delta.logRetentionDuration' = 'interval 1 days', "
+                "'delta.deletedFileRetentionDuration' = 'interval 1 days')"  # Delta: log >= this
             )
         batch = 0
         while not (args.control / "stop").exists():
