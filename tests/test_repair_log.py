@@ -357,6 +357,7 @@ V2_ON_S3: dict[str, tuple[Callable[[Path], Path], bool]] = {
 
 
 # proves: docs/guides/repair.md "Broken checkpoints": the V2 kinds on LocalStack and MinIO
+@pytest.mark.spark
 @pytest.mark.parametrize("server", ["localstack", "minio"])
 def test_v2_kinds_on_s3_servers(
     server: str,
@@ -433,6 +434,7 @@ def test_v2_kinds_on_s3_servers(
     assert after == expected
 
 
+@pytest.mark.spark  # the module's session (the pristine tables, S3A reads)
 @pytest.mark.parametrize(
     ("server", "kind"),
     [("localstack", "truncated"), ("localstack", "hint-dangling"), ("minio", "truncated")],
