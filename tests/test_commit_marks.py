@@ -6,6 +6,7 @@ store's repair copy carries it too. The audit's reader sees the same mark throug
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -117,3 +118,60 @@ def test_history_names_delta_dynamodb_commits_by_their_entries(
 
     assert paths() == ["single-driver", "single-driver"]
     assert paths(*ddb_args) == ["delta-dynamodb", "single-driver"]
+
+
+def test_provenance_unsafe_writers_and_python_counts_on_minio(minio, monkeypatch):
+    """Issue 50 parts 1, 2 and 4 on MinIO (the second S3 server): delta-rs creates the table and
+    appends, the Python conditional store appends twice (its counters: 2 commits, 2 attempts),
+    then a Spark commit without a mark, temp commit or entry (Delta's default store: a plain
+    PUT by boto3). The marks read back with a raw HeadObject; ``history`` names each version's
+    writer and path; ``audit`` reports ``unsafe-commit-path`` for that version only once it
+    exists."""
+    from deltalake import write_deltalake
+    from s3_appends import rows, s3_put
+
+    from deltaguard.localstack.delta_append import append
+    from deltaguard.tools.deltalog.audit import audit_table
+
+    ep = minio.endpoint
+    for name, value in ep.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    s3 = ep.s3_client()
+    bucket = f"dg-marks-{uuid.uuid4().hex[:10]}"
+    s3.create_bucket(Bucket=bucket)
+    uri, opts = f"s3://{bucket}/t", S3Options(ep.url, ep.region, True)
+    first = rows("rs", 2)
+    for mode in ("error", "append"):
+        write_deltalake(uri, first, mode=mode, storage_options=ep.delta_rs_options())
+    store = S3ConditionalLogStore(s3)
+    for tag in ("c1", "c2"):
+        append(store, s3_put(ep), uri, rows(tag, 1))
+    counts = store.metrics.snapshot()
+    assert (counts.commits, counts.attempts, counts.conflicts) == (2, 2, 0), counts
+    for version in (2, 3):
+        head = s3.head_object(Bucket=bucket, Key=f"t/_delta_log/{version:020d}.json")
+        assert head["Metadata"] == {"deltaguard-commit": f"s3-conditional/python/{VERSION}"}
+
+    def unsafe() -> list[str]:
+        report = audit_table(uri, s3=opts, check_files=False)
+        return [f.message for f in report.findings if f.code == "unsafe-commit-path"]
+
+    assert unsafe() == [], "delta-rs and the conditional store are safe together"
+    info = {
+        "timestamp": 1,
+        "operation": "WRITE",
+        "engineInfo": "Apache-Spark/3.5.3 Delta-Lake/3.3.3",
+    }
+    body = json.dumps({"commitInfo": info}).encode() + b"\n"
+    s3.put_object(Bucket=bucket, Key=f"t/_delta_log/{4:020d}.json", Body=body)
+    got = {e.version: (str(e.writer), str(e.commit_path)) for e in read_history(uri, s3=opts)}
+    assert got == {
+        0: ("delta-rs", "conditional-put"),
+        1: ("delta-rs", "conditional-put"),
+        2: ("other", "deltaguard-conditional"),  # the test bed's appender: its own engineInfo
+        3: ("other", "deltaguard-conditional"),
+        4: ("spark", "single-driver"),
+    }, got
+    found = unsafe()
+    assert len(found) == 1 and "(version 4) written by spark via single-driver" in found[0], found
+    assert "s3-conditional preset" in found[0], found
