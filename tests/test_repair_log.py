@@ -346,6 +346,72 @@ def _spark_rows_of(spark: Any, reads: dict[str, tuple[str, int]]) -> dict[str, A
     return {key: sorted(r) for key, r in grouped.items()}
 
 
+#: The classic kinds :func:`test_on_s3_servers` does not stage on LocalStack.
+CLASSIC_ON_LOCALSTACK = ("garbage", "multipart-missing-part", "mismatch", "hint-wrong")
+
+
+# proves: docs/guides/repair.md "Broken checkpoints": every classic kind on LocalStack
+@pytest.mark.spark
+def test_classic_kinds_on_localstack(
+    spark: Any,
+    pristine: tuple[Path, dict[str, Any]],
+    localstack: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The classic kinds :func:`test_on_s3_servers` leaves out, through S3: each damages a
+    local copy of the pristine table, which is then uploaded (the server holds the damaged
+    bytes; the copies in parallel); the audit names the damage, ``repair --yes`` mends it,
+    the audit is healthy, a rerun writes nothing; then every version of every copy reads as
+    the pristine table read before the damage, by delta-rs and by Spark (the module's session
+    on S3A: a job per copy, side by side)."""
+    root, before = pristine
+    endpoint = localstack.endpoint
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    s3 = endpoint.s3_client()
+    bucket = f"dg-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    options = endpoint.delta_rs_options()
+    s3opts = S3Options(endpoint.url, endpoint.region, True)
+
+    def staged(kind: str) -> str:
+        copy = tmp_path / kind
+        shutil.copytree(root, copy)
+        KINDS[kind][0](copy)
+        return upload_table(copy, s3, bucket, kind, workers=4)
+
+    with ThreadPoolExecutor(len(CLASSIC_ON_LOCALSTACK)) as pool:
+        uris = dict(
+            zip(CLASSIC_ON_LOCALSTACK, pool.map(staged, CLASSIC_ON_LOCALSTACK), strict=True)
+        )
+    for kind, uri in uris.items():
+        assert KINDS[kind][1] in _codes(uri, s3opts), kind
+        done, report = _repair(uri, capsys, s3opts)
+        assert done == 0, report
+        assert report["log"]["written"] or report["log"]["last_checkpoint"], report
+        assert audit_table(uri, s3=s3opts, check_files=False).healthy, kind
+        again, rerun = _repair(uri, capsys, s3opts)
+        assert again == 0 and not rerun["log"]["written"], rerun
+        assert rerun["log"]["last_checkpoint"] is None, rerun
+    after = {
+        f"{kind}:{name}": rows
+        for kind, uri in uris.items()
+        for name, rows in _readings(None, uri, options).items()
+    }
+    _point_spark_at(spark, endpoint)
+    with ThreadPoolExecutor(len(uris)) as pool:  # a job per copy, planned side by side
+        for rows in pool.map(
+            lambda k: _spark_rows_of(
+                spark, {f"{k}:spark@{v}": (uris[k], v) for v in range(LATEST + 1)}
+            ),
+            uris,
+        ):
+            after.update(rows)
+    assert after == {f"{kind}:{name}": rows for kind in uris for name, rows in before.items()}
+
+
 #: The V2 kinds on S3: the file each damages (of the pristine table) and whether it is deleted
 #: (else truncated to half, as on local disk).
 V2_ON_S3: dict[str, tuple[Callable[[Path], Path], bool]] = {
