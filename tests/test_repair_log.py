@@ -346,6 +346,43 @@ def _spark_rows_of(spark: Any, reads: dict[str, tuple[str, int]]) -> dict[str, A
     return {key: sorted(r) for key, r in grouped.items()}
 
 
+def _s3_bed(
+    endpoint: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, str, dict[str, str], S3Options]:
+    """A new bucket on ``endpoint`` (its credentials in the environment): its client, its
+    name, delta-rs's options and deltaguard's."""
+    for name, value in endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    s3 = endpoint.s3_client()
+    bucket = f"dg-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    return s3, bucket, endpoint.delta_rs_options(), S3Options(endpoint.url, endpoint.region, True)
+
+
+def _read_every_copy(
+    spark: Any, endpoint: Any, uris: dict[str, str], options: dict[str, str]
+) -> dict[str, Any]:
+    """Every version of every copy (``kind -> uri`` on ``endpoint``) as :func:`_readings`
+    records it, keyed ``kind:reader@version``: by delta-rs, and by Spark unless ``spark`` is
+    None (the module's session pointed at ``endpoint``: a job per copy, side by side)."""
+    after = {
+        f"{kind}:{name}": rows
+        for kind, uri in uris.items()
+        for name, rows in _readings(None, uri, options).items()
+    }
+    if spark is not None:
+        _point_spark_at(spark, endpoint)
+        with ThreadPoolExecutor(len(uris)) as pool:
+            for rows in pool.map(
+                lambda k: _spark_rows_of(
+                    spark, {f"{k}:spark@{v}": (uris[k], v) for v in range(LATEST + 1)}
+                ),
+                uris,
+            ):
+                after.update(rows)
+    return after
+
+
 #: The classic kinds :func:`test_on_s3_servers` does not stage on LocalStack.
 CLASSIC_ON_LOCALSTACK = ("garbage", "multipart-missing-part", "mismatch", "hint-wrong")
 
@@ -368,13 +405,7 @@ def test_classic_kinds_on_localstack(
     on S3A: a job per copy, side by side)."""
     root, before = pristine
     endpoint = localstack.endpoint
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
-    s3 = endpoint.s3_client()
-    bucket = f"dg-{uuid.uuid4().hex[:12]}"
-    s3.create_bucket(Bucket=bucket)
-    options = endpoint.delta_rs_options()
-    s3opts = S3Options(endpoint.url, endpoint.region, True)
+    s3, bucket, options, s3opts = _s3_bed(endpoint, monkeypatch)
 
     def staged(kind: str) -> str:
         copy = tmp_path / kind
@@ -395,20 +426,7 @@ def test_classic_kinds_on_localstack(
         again, rerun = _repair(uri, capsys, s3opts)
         assert again == 0 and not rerun["log"]["written"], rerun
         assert rerun["log"]["last_checkpoint"] is None, rerun
-    after = {
-        f"{kind}:{name}": rows
-        for kind, uri in uris.items()
-        for name, rows in _readings(None, uri, options).items()
-    }
-    _point_spark_at(spark, endpoint)
-    with ThreadPoolExecutor(len(uris)) as pool:  # a job per copy, planned side by side
-        for rows in pool.map(
-            lambda k: _spark_rows_of(
-                spark, {f"{k}:spark@{v}": (uris[k], v) for v in range(LATEST + 1)}
-            ),
-            uris,
-        ):
-            after.update(rows)
+    after = _read_every_copy(spark, endpoint, uris, options)
     assert after == {f"{kind}:{name}": rows for kind in uris for name, rows in before.items()}
 
 
@@ -442,13 +460,7 @@ def test_v2_kinds_on_s3_servers(
     delta-rs only."""
     root, before = pristine_v2
     endpoint = request.getfixturevalue(server).endpoint
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
-    s3 = endpoint.s3_client()
-    bucket = f"dg-{uuid.uuid4().hex[:12]}"
-    s3.create_bucket(Bucket=bucket)
-    options = endpoint.delta_rs_options()
-    s3opts = S3Options(endpoint.url, endpoint.region, True)
+    s3, bucket, options, s3opts = _s3_bed(endpoint, monkeypatch)
     kinds = list(V2_ON_S3) if server == "localstack" else ["v2-sidecar-deleted"]
     with ThreadPoolExecutor(len(kinds)) as pool:
         uris = dict(
@@ -484,21 +496,7 @@ def test_v2_kinds_on_s3_servers(
         assert f"{LOG}/{tops[0]}" in report["log"]["written"], report
         again, rerun = _repair(uri, capsys, s3opts)
         assert again == 0 and not rerun["log"]["written"], rerun
-    after = {
-        f"{kind}:{name}": rows
-        for kind, uri in uris.items()
-        for name, rows in _readings(None, uri, options).items()
-    }
-    if server == "localstack":
-        _point_spark_at(spark, endpoint)
-        with ThreadPoolExecutor(len(uris)) as pool:  # a job per copy, planned side by side
-            for rows in pool.map(
-                lambda k: _spark_rows_of(
-                    spark, {f"{k}:spark@{v}": (uris[k], v) for v in range(LATEST + 1)}
-                ),
-                uris,
-            ):
-                after.update(rows)
+    after = _read_every_copy(spark if server == "localstack" else None, endpoint, uris, options)
     expected = {
         f"{kind}:{name}": rows
         for kind in kinds
