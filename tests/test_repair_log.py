@@ -150,6 +150,10 @@ def _hint_wrong(root: Path) -> None:
     (log / "_last_checkpoint").write_text(json.dumps(hint))
 
 
+def _hint_corrupt(root: Path) -> None:
+    (root / LOG / "_last_checkpoint").write_text('{"version": 2, "size"')
+
+
 def _v2_top(root: Path) -> Path:
     (top,) = (root / LOG).glob(f"{2:020d}.checkpoint.*-*.json")
     return top
@@ -185,6 +189,7 @@ KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "mismatch": (_mismatch, "checkpoint-mismatch"),
     "hint-dangling": (_hint_dangling, "last-checkpoint-missing"),
     "hint-wrong": (_hint_wrong, "last-checkpoint-mismatch"),
+    "hint-corrupt": (_hint_corrupt, "last-checkpoint-corrupt"),
     # V2 checkpoints (a table that takes them: the ``pristine_v2`` fixture)
     "v2-sidecar-deleted": (_v2_sidecar_deleted, "checkpoint-unreadable"),
     "v2-sidecar-truncated": (_v2_sidecar_truncated, "checkpoint-unreadable"),
