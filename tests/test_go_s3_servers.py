@@ -159,6 +159,16 @@ def test_staged_spark_race_and_commit_faults_lose_nothing(
     assert ls_proxy.fired() == fired, "the race was staged and every fault happened"
     _assert_nothing_lost(result, 15)
     assert result.found_rows == 15 * ROWS
+    # Issue 50 part 4 on these servers: each Spark driver's ``deltaguard`` source counted the
+    # commits it made (version 0 by writer 0), every fault settled or retried, none failed
+    drivers = [r for r in result.reports if r["engine"] == "spark"]
+    assert len(drivers) == 2, result.reports
+    for report in drivers:
+        c = report["deltaguard_metrics"]
+        assert c is not None, "the source is registered in every driver"
+        assert c["commits"] == len(report["committed"]) + (report["writer"] == 0), c
+        assert c["failures"] == c["outcomes_unknown"] == 0, c
+        assert c["commit_latency"] == c["commits"] + c["conflicts"], c
 
 
 @pytest.mark.spark
