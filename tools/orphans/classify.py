@@ -119,7 +119,7 @@ ORPHANS_CLASSES = tuple(c for c in FileClass if c is not FileClass.EXPIRED_LOG)
 
 
 #: The class of each DynamoDB temp commit state (:mod:`deltaguard.tools.deltalog.temp_commits`).
-_TEMP_CLASS = {
+TEMP_CLASS = {
     TempState.PENDING: FileClass.PENDING_COMMIT,
     TempState.IN_USE: FileClass.PENDING_COMMIT,
     TempState.STRANDED: FileClass.STRANDED_COMMIT,
@@ -420,10 +420,10 @@ def log_candidates(
         verdict = judge_temp(name, listing, entries)
         if verdict is None:
             add(rel, info, "log store temp file")
-        elif _TEMP_CLASS[verdict.state] is FileClass.LOG_TEMP:
+        elif TEMP_CLASS[verdict.state] is FileClass.LOG_TEMP:
             add(rel, info, verdict.reason)
         elif info is not None:
-            cls = _TEMP_CLASS[verdict.state]
+            cls = TEMP_CLASS[verdict.state]
             out.append(Candidate(rel, info.size, info.mtime_ms, cls, verdict.reason))
     complete_versions = {c.version for c in listing.checkpoints}
     for ref in listing.incomplete_checkpoints:

@@ -34,8 +34,9 @@ from deltaguard.tools.deltalog.log_expiry import (
 from deltaguard.tools.deltalog.names import SIDECARS_DIR, hadoop_checksum_owner
 from deltaguard.tools.deltalog.retention import LOG_RETENTION
 from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
-from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, TempState, read_entries
+from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck, read_entries
 from deltaguard.tools.orphans.classify import (
+    TEMP_CLASS,
     Candidate,
     FileClass,
     ScanResult,
@@ -59,12 +60,6 @@ KEPT_LOG_CLASSES = (
 _DELTA_KINDS = frozenset(
     {"commit", "checksum", "checkpoint", "compaction", "backfilled-commit", "sidecar"}
 )
-_KEPT_CLASS = {
-    TempState.PENDING: FileClass.PENDING_COMMIT,
-    TempState.IN_USE: FileClass.PENDING_COMMIT,
-    TempState.STRANDED: FileClass.STRANDED_COMMIT,
-    TempState.EVIDENCE: FileClass.COMMIT_EVIDENCE,
-}
 
 
 @dataclass
@@ -259,7 +254,7 @@ def _candidates(expiry: LogExpiry, listing: LogListing) -> tuple[list[Candidate]
         path = f"{LOG_DIR}/{name}"
         info = listing.temp_infos.get(name) or listing.files.get(name)
         size, mtime = (info.size, info.mtime_ms) if info is not None else (0, 0)
-        out.append(Candidate(path, size, mtime, _KEPT_CLASS[verdict.state], verdict.reason))
+        out.append(Candidate(path, size, mtime, TEMP_CLASS[verdict.state], verdict.reason))
         kinds[path] = "temp-commit"
     return out, kinds
 
