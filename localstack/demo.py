@@ -31,7 +31,7 @@ from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.render import print_audit
 from deltaguard.tools.orphans import CleanupOptions, execute, scan
-from deltaguard.tools.orphans.report import print_report as print_orphans
+from deltaguard.tools.orphans.run import print_report as print_orphans
 from deltaguard.tools.storage import open_table
 
 BUCKET = "deltaguard-demo"

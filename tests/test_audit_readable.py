@@ -17,13 +17,13 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from deltaguard.localstack.synthetic_table import SyntheticTable, dv_descriptor, dv_file_name
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.check_depth import CheckMode
 from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.live_files import DV_MAGIC
 from deltaguard.tools.deltalog.temp_commits import WRITER_WINDOW_MS
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.repair.run import RepairRequest, run_repair
 
 

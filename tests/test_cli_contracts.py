@@ -211,8 +211,8 @@ def test_history_says_unreadable_for_an_s3_403(tmp_path):
     from scripted_s3 import ScriptedS3, client_error
 
     from deltaguard.logstore.s3_location import S3Location
+    from deltaguard.tools.commands.history import history_exit_code
     from deltaguard.tools.deltalog.history import CommitState, read_history
-    from deltaguard.tools.exit_codes import history_exit_code
     from deltaguard.tools.storage.s3 import S3TableStore
 
     denied = {f"t/_delta_log/{2:020d}.json", f"t/_delta_log/{4:020d}.json"}

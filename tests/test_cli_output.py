@@ -26,7 +26,7 @@ from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.logstore.dynamodb_table import create_table
 from deltaguard.tools.cli import main
 from deltaguard.tools.deltalog.render import AUDIT_TSV_COLUMNS, HISTORY_TSV_COLUMNS
-from deltaguard.tools.orphans.report import TSV_COLUMNS
+from deltaguard.tools.orphans.run import TSV_COLUMNS
 
 DAY = 86_400_000
 NOW = int(time.time() * 1000)

@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from deltaguard.localstack.table_copies import copy_table
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import UnsupportedTableError, load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.findings import CODES
 from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
-from deltaguard.tools.exit_codes import audit_exit_code
 
 pytestmark = pytest.mark.spark
 

@@ -125,7 +125,7 @@ def test_the_rules_see_an_upward_import(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "imported"),
     [
-        ("deltaguard.tools.repair.damage", "deltaguard.tools.spark_engine.session"),
+        ("deltaguard.tools.repair.remove_commit", "deltaguard.tools.spark_engine.session"),
         ("deltaguard.spark_conf.presets", "deltaguard.tools.orphans.classify"),
         ("deltaguard.tools.fanout.writer", "deltaguard.localstack.endpoints"),
         ("deltaguard.logstore.probe", "deltaguard.spark_conf.presets"),

@@ -15,8 +15,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from deltaguard.localstack.minio_server import MinIOServer
 from deltaguard.tools.checkpoint.run import CheckpointRequest, run_checkpoint
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog.audit import audit_table
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.orphans.log_cleanup_run import LogCleanupRequest, run_log_cleanup
 from deltaguard.tools.storage import S3Options
 

@@ -36,9 +36,9 @@ from test_spark_lines_e2e import OTHER_LINES, line_python  # noqa: F401  (a fixt
 from deltaguard.localstack.multi_driver import driver_env
 from deltaguard.localstack.spark_read import json_row, table_relative
 from deltaguard.localstack.table_copies import copy_table
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
-from deltaguard.tools.exit_codes import audit_exit_code
 
 pytestmark = pytest.mark.spark
 

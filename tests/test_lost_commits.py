@@ -30,8 +30,8 @@ from deltalake import DeltaTable, write_deltalake
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.minio_server import MinIOServer
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog.audit import audit_table
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.storage import S3Options
 
 ROWS = 10

@@ -19,7 +19,6 @@ from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.tools.orphans import execute, read_manifest, read_manifests, scan
 from deltaguard.tools.orphans import manifest as manifest_module
 from deltaguard.tools.orphans.engine import OrphansRequest
-from deltaguard.tools.orphans.local_engine import LocalEngine
 from deltaguard.tools.orphans.manifest import (
     MANIFEST_SCHEMA,
     RECORD_SCHEMA,
@@ -28,7 +27,7 @@ from deltaguard.tools.orphans.manifest import (
     check_manifests_dir,
     new_run_dir,
 )
-from deltaguard.tools.orphans.run import run_orphans
+from deltaguard.tools.orphans.run import LocalEngine, run_orphans
 from deltaguard.tools.storage import LocalTableStore, open_table
 
 

@@ -38,15 +38,15 @@ from test_orphans_temp_commits import temp_commit_table
 from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.table_copies import copy_table, upload_table
 from deltaguard.tools.cli import main
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.errors import CorruptLogError
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.orphans import CleanupOptions, FileClass, execute, read_manifest, scan
 from deltaguard.tools.orphans.engine import OrphansEngine, OrphansRequest
 from deltaguard.tools.orphans.interrupt import StopSignal
-from deltaguard.tools.orphans.local_engine import LocalEngine
 from deltaguard.tools.orphans.manifest import MANIFEST_SCHEMA, RECORD_SCHEMA
+from deltaguard.tools.orphans.run import LocalEngine
 from deltaguard.tools.spark_engine.audit_files import spark_file_check
 from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
 from deltaguard.tools.spark_engine.orphans_engine import SparkEngineOptions, SparkOrphansEngine

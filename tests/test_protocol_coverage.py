@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from deltaguard.localstack.synthetic_table import ADD, SyntheticTable
 from deltaguard.spark_conf.jvm_deps import runtime_jars
 from deltaguard.tools.cli import main
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.features import (
     FEATURES,
@@ -32,7 +33,6 @@ from deltaguard.tools.deltalog.features import (
     Support,
     feature,
 )
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.orphans import scan
 
 DAY = 86_400_000

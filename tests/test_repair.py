@@ -18,10 +18,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from deltaguard.logstore.local_log_store import LocalLogStore
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
 from deltaguard.tools.deltalog.commit import VersionTakenError, commit_next
-from deltaguard.tools.exit_codes import audit_exit_code
 from deltaguard.tools.repair.committer import Committer
 
 #: partition values that need URL encoding in paths (space, +, %, non-ASCII)
@@ -327,7 +327,7 @@ def test_a_file_that_reappears_between_plan_and_recheck_is_not_removed(
     saved = back.read_bytes()
     back.unlink()
     gone.unlink()
-    from deltaguard.tools.repair import damage
+    from deltaguard.tools.repair import remove_commit as damage
 
     real = damage.find_damage
     plans: list[list[str]] = []

@@ -20,9 +20,9 @@ from local_spark import local_spark_session
 
 from deltaguard.localstack.delta_tables import ENCODED_PARTITION_VALUES
 from deltaguard.localstack.table_copies import copy_table
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
-from deltaguard.tools.exit_codes import audit_exit_code
 
 pytestmark = pytest.mark.spark
 

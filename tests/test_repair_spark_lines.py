@@ -24,9 +24,9 @@ from deltaguard.localstack.multi_driver import driver_env
 from deltaguard.localstack.spark_read import table_relative
 from deltaguard.localstack.table_copies import copy_table
 from deltaguard.spark_conf.spark_lines import by_name
+from deltaguard.tools.commands.audit import audit_exit_code
 from deltaguard.tools.deltalog import load_snapshot
 from deltaguard.tools.deltalog.audit import audit_table
-from deltaguard.tools.exit_codes import audit_exit_code
 
 pytestmark = pytest.mark.spark
 

@@ -50,18 +50,13 @@ Usage errors (an unknown option, a bad value, a malformed URI or endpoint, an un
 profile) are code 2 too, as click gives them.
 
 The libraries below the commands (the Delta log reader) know no exit code: they report what they
-found, and :func:`audit_exit_code` and :func:`history_exit_code` map that to a code here.
+found, and each command maps that to a code here (:func:`~deltaguard.tools.commands.audit.audit_exit_code`,
+:func:`~deltaguard.tools.commands.history.history_exit_code`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import IntEnum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from deltaguard.tools.deltalog.audit import AuditReport
-    from deltaguard.tools.deltalog.history import HistoryEntry
 
 
 class ExitCode(IntEnum):
@@ -74,32 +69,6 @@ class ExitCode(IntEnum):
     SIGINT = 130
     SIGPIPE = 141
     SIGTERM = 143
-
-
-def audit_exit_code(report: AuditReport) -> ExitCode:
-    """``deltaguard audit``'s code: UNREADABLE if the audit could not read what it needed
-    (:attr:`~deltaguard.tools.deltalog.audit.AuditReport.unreadable`), else CLEAN for a healthy
-    table, FOUND for findings (warnings or errors)."""
-    if report.unreadable:
-        return ExitCode.UNREADABLE
-    return ExitCode.CLEAN if report.healthy else ExitCode.FOUND
-
-
-def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
-    """``deltaguard history``'s code, the audit's for the same trouble: UNREADABLE if some
-    commit could not be read or parsed, or a commit the latest version needs is missing (the
-    audit's ``version-gap``, an error: its snapshot cannot be rebuilt); FOUND if the only
-    trouble is missing commits a checkpoint covers (``version-gap-covered``, a warning);
-    else CLEAN."""
-    from deltaguard.tools.deltalog.findings import CODES, Severity
-    from deltaguard.tools.deltalog.history import CommitState
-
-    trouble = [e for e in entries if e.state is not CommitState.OK]
-    if any(e.state is not CommitState.MISSING for e in trouble):
-        return ExitCode.UNREADABLE
-    if any(e.finding and CODES[e.finding][0] is Severity.ERROR for e in trouble):
-        return ExitCode.UNREADABLE
-    return ExitCode.FOUND if trouble else ExitCode.CLEAN
 
 
 class Terminated(BaseException):

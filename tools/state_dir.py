@@ -9,7 +9,6 @@ path always wins.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from datetime import datetime
@@ -34,17 +33,6 @@ def manifests_dir() -> Path:
 def log_cleanup_manifests_dir() -> Path:
     """``<state dir>/log-cleanup``: where ``log-cleanup`` manifests go without ``--manifest``."""
     return state_dir() / "log-cleanup"
-
-
-def default_manifest_path(table: str, now: datetime) -> Path:
-    """``<state dir>/orphans/<table slug>-<UTC time>`` (:func:`manifests_dir`), the name a
-    run's manifest directory starts with (:mod:`deltaguard.tools.orphans.manifest`): the slug
-    is the table location with unsafe characters replaced, plus a short hash so distinct
-    tables never collide."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", table).strip("_.")[-60:] or "table"
-    digest = hashlib.sha256(table.encode()).hexdigest()[:8]
-    stamp = now.strftime("%Y%m%dT%H%M%S.%fZ")
-    return manifests_dir() / f"{slug}-{digest}-{stamp}"
 
 
 def trace_log_path(command: str, now: datetime) -> Path:

@@ -25,12 +25,13 @@ from deltaguard.tools.cli_options import (
     spark_master_option,
 )
 from deltaguard.tools.deltalog.check_depth import CheckMode
-from deltaguard.tools.exit_codes import ExitCode, audit_exit_code
+from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.output import JSON, TSV, format_option, stdout_console
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.audit import AuditReport
     from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -142,7 +143,7 @@ def _fail(what: object) -> ExitCode:
 
 def run(req: AuditRequest) -> ExitCode:
     """Audits, prints the report in ``req.fmt`` (and the unreadable snapshot's line on stderr)
-    and returns :func:`~deltaguard.tools.exit_codes.audit_exit_code`; a table that cannot be
+    and returns :func:`audit_exit_code`; a table that cannot be
     read at all is one line on stderr and :attr:`ExitCode.UNREADABLE`."""
     from deltaguard.tools.deltalog.audit import audit_table
     from deltaguard.tools.storage.errors import DeltaLogError
@@ -181,3 +182,12 @@ def run(req: AuditRequest) -> ExitCode:
     if unreadable is not None:
         click.echo(f"deltaguard audit: {unreadable}", err=True)
     return audit_exit_code(report)
+
+
+def audit_exit_code(report: AuditReport) -> ExitCode:
+    """``deltaguard audit``'s code: UNREADABLE if the audit could not read what it needed
+    (:attr:`~deltaguard.tools.deltalog.audit.AuditReport.unreadable`), else CLEAN for a healthy
+    table, FOUND for findings (warnings or errors)."""
+    if report.unreadable:
+        return ExitCode.UNREADABLE
+    return ExitCode.CLEAN if report.healthy else ExitCode.FOUND

@@ -5,6 +5,7 @@ shape of every command: :mod:`deltaguard.tools.commands`). The reading itself is
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +20,13 @@ from deltaguard.tools.cli_options import (
     dynamodb_table_path_option,
     s3_options,
 )
-from deltaguard.tools.exit_codes import ExitCode, history_exit_code
+from deltaguard.tools.exit_codes import ExitCode
 from deltaguard.tools.output import JSON, TSV, format_option, stdout_console
 from deltaguard.tools.progress import progress_option
 from deltaguard.tools.storage import S3Options
 
 if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.history import HistoryEntry
     from deltaguard.tools.deltalog.temp_commits import DynamoDBCheck
 
 HELP = """TABLE's retained versions, newest first: version, timestamp, operation, parameters,
@@ -87,7 +89,7 @@ def _entry_versions(check: DynamoDBCheck) -> set[int]:
 
 def run(req: HistoryRequest) -> ExitCode:
     """Reads the history, prints it in ``req.fmt``, one line on stderr per version whose
-    commit file is not ok, and returns :func:`~deltaguard.tools.exit_codes.history_exit_code`;
+    commit file is not ok, and returns :func:`history_exit_code`;
     a table (or DynamoDB table) that cannot be read is one line on stderr and
     :attr:`ExitCode.UNREADABLE`."""
     from deltaguard.tools.deltalog.history import history_json, read_history
@@ -117,3 +119,20 @@ def run(req: HistoryRequest) -> ExitCode:
                 err=True,
             )
     return history_exit_code(entries)
+
+
+def history_exit_code(entries: Sequence[HistoryEntry]) -> ExitCode:
+    """``deltaguard history``'s code, the audit's for the same trouble: UNREADABLE if some
+    commit could not be read or parsed, or a commit the latest version needs is missing (the
+    audit's ``version-gap``, an error: its snapshot cannot be rebuilt); FOUND if the only
+    trouble is missing commits a checkpoint covers (``version-gap-covered``, a warning);
+    else CLEAN."""
+    from deltaguard.tools.deltalog.findings import CODES, Severity
+    from deltaguard.tools.deltalog.history import CommitState
+
+    trouble = [e for e in entries if e.state is not CommitState.OK]
+    if any(e.state is not CommitState.MISSING for e in trouble):
+        return ExitCode.UNREADABLE
+    if any(e.finding and CODES[e.finding][0] is Severity.ERROR for e in trouble):
+        return ExitCode.UNREADABLE
+    return ExitCode.FOUND if trouble else ExitCode.CLEAN

@@ -145,6 +145,6 @@ def run(command: OrphansRun) -> int:
 
         options = SparkEngineOptions(command.report_table, command.spark_master)
         return run_orphans(command.request, SparkOrphansEngine(options))
-    from deltaguard.tools.orphans.local_engine import LocalEngine
+    from deltaguard.tools.orphans.run import LocalEngine
 
     return run_orphans(command.request, LocalEngine())

@@ -33,13 +33,14 @@ from deltaguard.tools.deltalog.checksum import ChecksumError, parse_checksum
 from deltaguard.tools.deltalog.errors import UnsupportedTableError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import unknown_writer_features
 from deltaguard.tools.deltalog.findings import Finding, Severity
-from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
 from deltaguard.tools.deltalog.listing import (
     LastCheckpoint,
     LastCheckpointError,
     LogListing,
+    check_versions,
     list_log,
     read_last_checkpoint,
+    unreadable_in_place,
 )
 from deltaguard.tools.deltalog.live_files import (
     FILE_CODES,
@@ -106,7 +107,7 @@ class AuditReport:
     """The result of an audit: :attr:`healthy` (no error or warning) and :attr:`unreadable`
     (the snapshot could not be rebuilt or a commit could not be read, :data:`UNREADABLE_CODES`;
     the other findings say why). The command layer maps these to an exit code
-    (:func:`deltaguard.tools.exit_codes.audit_exit_code`); this library knows none."""
+    (:func:`deltaguard.tools.commands.audit.audit_exit_code`); this library knows none."""
 
     table: str
     version: int | None

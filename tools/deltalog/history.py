@@ -6,7 +6,7 @@ Every version gets an entry, whatever its commit file's :class:`CommitState`: a 
 lines cannot all be parsed (``damaged``), one that exists but cannot be read (``unreadable``: a
 directory in its place, a dangling symbolic link, S3 403), and one that is not there
 (``missing``) have ``problem`` set and ``finding``, the audit's code for it
-(:mod:`deltaguard.tools.deltalog.gaps` gives a missing version's). Reading history never fails
+(:func:`~deltaguard.tools.deltalog.listing.check_versions` gives a missing version's). Reading history never fails
 on a damaged log.
 """
 
@@ -20,8 +20,12 @@ from deltaguard.logstore.commit_names import commit_file_name
 from deltaguard.tools.deltalog.actions import CommitInfo, Txn, parse_json_actions
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR
 from deltaguard.tools.deltalog.findings import Finding
-from deltaguard.tools.deltalog.gaps import check_versions, unreadable_in_place
-from deltaguard.tools.deltalog.listing import LogListing, list_log
+from deltaguard.tools.deltalog.listing import (
+    LogListing,
+    check_versions,
+    list_log,
+    unreadable_in_place,
+)
 from deltaguard.tools.deltalog.provenance import (
     CommitPath,
     Provenance,

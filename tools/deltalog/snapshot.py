@@ -50,8 +50,10 @@ from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import FileActions
 from deltaguard.tools.deltalog.history import read_history
 from deltaguard.tools.deltalog.listing import (
+    JsonPiece,
     LastCheckpointError,
     LogListing,
+    json_chain,
     list_log,
     read_last_checkpoint,
 )
@@ -71,15 +73,6 @@ from deltaguard.tools.storage import (
     table_not_found,
 )
 from deltaguard.tools.storage.errors import DeltaLogError, StorageError
-
-
-@dataclass(frozen=True)
-class JsonPiece:
-    """One JSON file applied after the checkpoint: a commit (start == end) or a compaction."""
-
-    start: int
-    end: int
-    name: str
 
 
 @dataclass(frozen=True)
@@ -160,27 +153,6 @@ class Snapshot:
         joined = pc.binary_join_element_wise(prefix, paths, "")
         absolute = pc.match_substring_regex(paths, ABSOLUTE)
         return pc.if_else(absolute, paths, joined).to_pylist()  # type: ignore[no-any-return]
-
-
-def _json_chain(listing: LogListing, start: int, target: int) -> list[JsonPiece] | int:
-    """JSON files covering versions [start, target] in order, or the first missing version."""
-    pieces: list[JsonPiece] = []
-    version = start
-    compactions: dict[int, list[int]] = {}
-    for c in listing.compactions:
-        compactions.setdefault(c.version, []).append(c.end_version or c.version)
-    while version <= target:
-        if version in listing.commits:
-            pieces.append(JsonPiece(version, version, listing.commits[version]))
-            version += 1
-            continue
-        ends = [e for e in compactions.get(version, []) if e <= target]
-        if not ends:
-            return version
-        end = max(ends)
-        pieces.append(JsonPiece(version, end, f"{version:020d}.{end:020d}.compacted.json"))
-        version = end + 1
-    return pieces
 
 
 def _listing_for(store: TableStore, want_latest: bool) -> LogListing:
@@ -338,7 +310,7 @@ def _load(
     skipped: list[tuple[CheckpointRef, str]] = []
     for ref in [*reversed([c for c in listing.checkpoints if c.version <= target]), None]:
         start = ref.version + 1 if ref is not None else 0
-        chain = _json_chain(listing, start, target)
+        chain = json_chain(listing, start, target)
         if isinstance(chain, int):
             raise unreconstructable(store.uri, target, chain, ref, skipped)
         state: CheckpointState | None = None

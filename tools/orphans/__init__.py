@@ -12,7 +12,7 @@ Public API:
 * :func:`~deltaguard.tools.orphans.manifest.read_manifest` ``(directory)``: a manifest's
   summary and its per-file records (both engines write the same format; for a
   ``--manifest`` directory, its latest run), :func:`~.manifest.read_manifests`: every run;
-* :func:`~deltaguard.tools.orphans.report.to_json` / ``print_report``: the report.
+* :func:`~deltaguard.tools.orphans.run.to_json` / ``print_report``: the report.
 
 Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3://``,
 ``s3a://``).

@@ -6,7 +6,7 @@ deletes, writes the manifest). Everything else is written once, in the orchestra
 :mod:`.run`: the request checks, the 24-hour retention floor, the manifest that must not
 already exist, signal handling, exit codes, error messages and the terminal, JSON and TSV
 reports, where each run's manifest goes. Two engines implement :class:`OrphansEngine`: the local one
-(:mod:`.local_engine`, one process) and the Spark one
+(:class:`.run.LocalEngine`, one process) and the Spark one
 (:mod:`deltaguard.tools.spark_engine.orphans_engine`, jobs in executors). Both apply the same
 rules (:mod:`.rules`, :mod:`.classify`, :func:`.cleanup.spared_because`, the manifest of
 :mod:`.manifest`), so both find the same candidates on every table.

@@ -78,6 +78,7 @@ directory), or directly: ``pyarrow.parquet.read_table("RUN/outcome")``,
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -93,7 +94,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from deltaguard.tools.state_dir import default_manifest_path
+from deltaguard.tools.state_dir import manifests_dir
 
 MANIFEST_SCHEMA = "deltaguard.orphans.manifest/2"
 SUMMARY_FILE = "manifest.json"
@@ -171,13 +172,28 @@ def check_manifests_dir(path: Path) -> None:
         )
 
 
+def run_dir_name(table: str, now: datetime) -> str:
+    """``<table slug>-<hash>-<UTC time>``, the name a run's manifest directory starts with: the
+    slug is the table location with unsafe characters replaced, plus a short hash so distinct
+    tables never collide."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", table).strip("_.")[-60:] or "table"
+    digest = hashlib.sha256(table.encode()).hexdigest()[:8]
+    return f"{slug}-{digest}-{now.strftime('%Y%m%dT%H%M%S.%fZ')}"
+
+
+def default_manifest_path(table: str, now: datetime) -> Path:
+    """``<state dir>/orphans/<run_dir_name>`` (:func:`~deltaguard.tools.state_dir.manifests_dir`):
+    where a run's manifest goes without ``--manifest``."""
+    return manifests_dir() / run_dir_name(table, now)
+
+
 def new_run_dir(directory: Path, table: str, now: datetime | None = None) -> Path:
     """Creates and returns a new run directory in ``directory`` (created with its parents):
     ``<table>-<hash>-<UTC time>-<random>`` (the name of
-    :func:`~deltaguard.tools.state_dir.default_manifest_path` plus 8 random hex digits),
+    :func:`run_dir_name` plus 8 random hex digits),
     created exclusively: an existing directory is never reused."""
     stamp = now or datetime.now(UTC)
-    base = default_manifest_path(table, stamp).name
+    base = run_dir_name(table, stamp)
     while True:
         run = directory / f"{base}-{secrets.token_hex(4)}"
         try:

@@ -55,7 +55,6 @@ from deltaguard.tools.exit_codes import ExitCode, Terminated
 from deltaguard.tools.output import write_tsv
 from deltaguard.tools.repair.catch_up import catch_up
 from deltaguard.tools.repair.committer import CommitSettingError, Committer, open_committer
-from deltaguard.tools.repair.damage import Dangling, find_damage, find_dangling
 from deltaguard.tools.repair.log_repair import (
     LAST_CHECKPOINT,
     LOG_CODES,
@@ -67,7 +66,10 @@ from deltaguard.tools.repair.log_repair import (
 from deltaguard.tools.repair.modes import CommitProtocol
 from deltaguard.tools.repair.raw_adds import raw_adds
 from deltaguard.tools.repair.remove_commit import (
+    Dangling,
     check_writable,
+    find_damage,
+    find_dangling,
     in_commit_timestamps,
     repair_actions,
 )

@@ -24,7 +24,7 @@ from deltaguard.tools.orphans.engine import (
     inventory_of,
 )
 from deltaguard.tools.orphans.interrupt import StopSignal
-from deltaguard.tools.orphans.manifest import Manifest
+from deltaguard.tools.orphans.manifest import Manifest, default_manifest_path
 from deltaguard.tools.progress import phase
 from deltaguard.tools.spark_engine.errors import job_failure
 from deltaguard.tools.spark_engine.log_refs import require_reconstructable
@@ -32,7 +32,6 @@ from deltaguard.tools.spark_engine.orphans_cleanup import execute_spark
 from deltaguard.tools.spark_engine.orphans_scan import DEFAULT_MAX_REPORT_FILES, scan_spark
 from deltaguard.tools.spark_engine.session import engine_session, session_running
 from deltaguard.tools.spark_engine.store_spec import StoreSpec
-from deltaguard.tools.state_dir import default_manifest_path
 from deltaguard.tools.storage import TableStore
 
 if TYPE_CHECKING:
