@@ -187,6 +187,15 @@ def ls_bucket(localstack: LocalStackServer) -> str:
 
 
 @pytest.fixture
+def minio_bucket(minio: MinIOServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket on MinIO, with MinIO's credentials in the environment (boto3's and
+    delta-rs' default chains read them)."""
+    for name, value in minio.endpoint.credentials_env().items():
+        monkeypatch.setenv(name, value)
+    return _new_bucket(minio.endpoint)
+
+
+@pytest.fixture
 def moto_bucket(moto: MotoServer) -> str:
     """A fresh bucket on moto."""
     return _new_bucket(moto.endpoint)

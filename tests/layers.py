@@ -71,6 +71,7 @@ LAYERS: tuple[Layer, ...] = (
             "tools.migrate_status",
             "tools.exit_codes",
             "tools.cli_errors",
+            "tools.cli_signals",
             "tools.cli_options",
         ),
         "each command's options, typed request and runner; exit codes",

@@ -242,6 +242,53 @@ def test_a_signal_while_reading_a_local_file_is_one_line(tmp_path, command, sign
         _stopped(command, proc, signum)
 
 
+#: A child whose main thread reads a FIFO with SIGINT blocked, so another of its threads takes
+#: the signal and the read is not cut short by it: the case of a signal that came just before
+#: the read began. ``argv``: the FIFO, and whether to run under the nudging thread.
+_BLOCKED_READER = """
+import os, signal, sys, threading
+from contextlib import nullcontext
+from deltaguard.tools.cli_signals import interrupts_cut_blocking_calls
+fifo, nudged = sys.argv[1], sys.argv[2] == "nudged"
+with interrupts_cut_blocking_calls() if nudged else nullcontext():
+    threading.Thread(target=threading.Event().wait, daemon=True).start()  # takes the signal
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    fd = os.open(fifo, os.O_RDWR)  # a FIFO open for both ends: the read waits for data
+    print("reading", flush=True)
+    try:
+        os.read(fd, 1)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("nudged", [True, False], ids=["nudged", "not-nudged"])
+def test_an_interrupt_that_missed_a_blocking_read_still_ends_it(tmp_path, nudged):
+    """The CLI's nudging thread (:func:`deltaguard.tools.cli_signals.interrupts_cut_blocking_calls`):
+    a SIGINT that did not cut the main thread's read short (another thread took it) ends the
+    read at once, as ``KeyboardInterrupt``; without the thread the read stays blocked (the
+    control: the case is real)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BLOCKED_READER, str(fifo), "nudged" if nudged else "plain"],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "reading\n"
+        proc.send_signal(signal.SIGINT)
+        if nudged:
+            assert proc.communicate(timeout=30)[0] == "interrupted\n"
+        else:
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
 @pytest.mark.parametrize(
     ("fmt", "unbuffered"),
     [

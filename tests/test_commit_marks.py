@@ -6,9 +6,9 @@ store's repair copy carries it too. The audit's reader sees the same mark throug
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
+from dynamodb_entries import put_entry
 
 from deltaguard.logstore.jars import VERSION
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
@@ -98,14 +98,14 @@ def test_history_names_delta_dynamodb_commits_by_their_entries(
     for version in range(2):
         key = f"h/_delta_log/{version:020d}.json"
         s3.put_object(Bucket=ls_bucket, Key=key, Body=spark.encode() + b"\n")
-    ep.dynamodb_client().put_item(
-        TableName=ls_commit_table,
-        Item={
-            "tablePath": {"S": f"s3a://{ls_bucket}/h"},
-            "fileName": {"S": f"{1:020d}.json"},
-            "tempPath": {"S": f".tmp/{1:020d}.json.gone"},
-            "complete": {"S": "true"},
-        },
+    put_entry(
+        ep.dynamodb_client(),
+        ls_commit_table,
+        f"s3a://{ls_bucket}/h",
+        1,
+        f".tmp/{1:020d}.json.gone",
+        complete=True,
+        expire=False,
     )
     uri = f"s3://{ls_bucket}/h"
     s3_args = ["--endpoint", ep.url, "--region", ep.region, "--path-style"]
@@ -120,7 +120,7 @@ def test_history_names_delta_dynamodb_commits_by_their_entries(
     assert paths(*ddb_args) == ["delta-dynamodb", "single-driver"]
 
 
-def test_provenance_unsafe_writers_and_python_counts_on_minio(minio, monkeypatch):
+def test_provenance_unsafe_writers_and_python_counts_on_minio(minio, minio_bucket):
     """Issue 50 parts 1, 2 and 4 on MinIO (the second S3 server): delta-rs creates the table and
     appends, the Python conditional store appends twice (its counters: 2 commits, 2 attempts),
     then a Spark commit without a mark, temp commit or entry (Delta's default store: a plain
@@ -133,12 +133,8 @@ def test_provenance_unsafe_writers_and_python_counts_on_minio(minio, monkeypatch
     from deltaguard.localstack.delta_append import append
     from deltaguard.tools.deltalog.audit import audit_table
 
-    ep = minio.endpoint
-    for name, value in ep.credentials_env().items():
-        monkeypatch.setenv(name, value)
+    ep, bucket = minio.endpoint, minio_bucket
     s3 = ep.s3_client()
-    bucket = f"dg-marks-{uuid.uuid4().hex[:10]}"
-    s3.create_bucket(Bucket=bucket)
     uri, opts = f"s3://{bucket}/t", S3Options(ep.url, ep.region, True)
     first = rows("rs", 2)
     for mode in ("error", "append"):

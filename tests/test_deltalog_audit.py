@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from dynamodb_entries import put_entry
 
 from deltaguard.localstack.table_copies import copy_table
 from deltaguard.tools.commands.audit import audit_exit_code
@@ -210,14 +211,8 @@ def test_history_lists_operations_and_txns(dv_table, run_cli):
 def test_dynamodb_incomplete_entry(localstack, ls_commit_table, dv_table):
     ddb = localstack.endpoint.dynamodb_client()
     table_path = "s3a://bucket/dv_cdc"
-    ddb.put_item(
-        TableName=ls_commit_table,
-        Item={
-            "tablePath": {"S": table_path},
-            "fileName": {"S": "00000000000000000006.json"},
-            "tempPath": {"S": ".tmp/00000000000000000006.json.abc"},
-            "complete": {"S": "false"},
-        },
+    put_entry(
+        ddb, ls_commit_table, table_path, 6, ".tmp/00000000000000000006.json.abc", complete=False
     )
     report = audit_table(str(dv_table), dynamodb=DynamoDBCheck(ddb, ls_commit_table, (table_path,)))
     codes = _codes(report)

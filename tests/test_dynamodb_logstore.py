@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from dynamodb_entries import put_entry
 from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
@@ -224,15 +225,7 @@ def test_reader_listing_repairs_incomplete_latest_entry(localstack, ls_bucket, l
     temp = f".tmp/{1:020d}.json.dead-writer"
     loc = S3Location.parse(f"{uri}/_delta_log/{temp}")
     s3.put_object(Bucket=loc.bucket, Key=loc.key, Body=b'{"commitInfo":{"txnId":"dead"}}\n')
-    ddb.put_item(
-        TableName=ls_commit_table,
-        Item={
-            "tablePath": {"S": uri},
-            "fileName": {"S": f"{1:020d}.json"},
-            "tempPath": {"S": temp},
-            "complete": {"S": "false"},
-        },
-    )
+    put_entry(ddb, ls_commit_table, uri, 1, temp, complete=False)
     names = [e.name for e in store.list_from(f"{uri}/_delta_log/{0:020d}.json")]
     assert f"{1:020d}.json" in names
     assert list(store.read(f"{uri}/_delta_log/{1:020d}.json")) == [

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
+from dynamodb_entries import put_entry
 from test_orphans_interrupt import (
     check_interrupted,
     finish,
@@ -344,15 +345,14 @@ def test_dynamodb_temp_commits_on_localstack(
         (6, "open6", False),
         (7, "pending7", False),
     ):
-        item = {
-            "tablePath": {"S": table_path},
-            "fileName": {"S": log_name(version)},
-            "tempPath": {"S": temps[key].removeprefix("_delta_log/")},
-            "complete": {"S": "true" if complete else "false"},
-        }
-        if complete:
-            item["expireTime"] = {"N": str(int(time.time()) + 86400)}
-        ddb.put_item(TableName=ls_commit_table, Item=item)
+        put_entry(
+            ddb,
+            ls_commit_table,
+            table_path,
+            version,
+            temps[key].removeprefix("_delta_log/"),
+            complete=complete,
+        )
     for name, value in endpoint.credentials_env().items():
         monkeypatch.setenv(name, value)
     request = LogCleanupRequest(

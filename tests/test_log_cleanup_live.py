@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
+from dynamodb_entries import put_entry
 
 from deltaguard.localstack.multi_driver import driver_env, job_result
 
@@ -214,15 +215,7 @@ def _stage_pending_commit(
     temp = f"{name}.{uuid.uuid4()}"
     body = "\n".join(json.dumps(a) for a in actions) + "\n"
     s3.put_object(Bucket=bucket, Key=f"{prefix}_delta_log/.tmp/{temp}", Body=body.encode())
-    ddb.put_item(
-        TableName=commit_table,
-        Item={
-            "tablePath": {"S": table_path},
-            "fileName": {"S": name},
-            "tempPath": {"S": f".tmp/{temp}"},
-            "complete": {"S": "false"},
-        },
-    )
+    put_entry(ddb, commit_table, table_path, version, f".tmp/{temp}", complete=False)
     return f"_delta_log/.tmp/{temp}"
 
 

@@ -104,13 +104,9 @@ def _raw_lost(s3: Any, bucket: str, table: str) -> dict[int, bytes]:
 
 
 @pytest.fixture
-def minio_table(minio: MinIOServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    endpoint = minio.endpoint
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
+def minio_table(minio: MinIOServer, minio_bucket: str) -> dict[str, Any]:
+    endpoint, bucket = minio.endpoint, minio_bucket
     s3 = endpoint.s3_client()
-    bucket = f"dg-lost-{time.time_ns()}"
-    s3.create_bucket(Bucket=bucket)
     uri, options = f"s3://{bucket}/lake/t", endpoint.delta_rs_options()
     return {
         "s3": s3,

@@ -4,10 +4,10 @@ from DynamoDB to conditional writes, from its log and its DynamoDB entries."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
+from dynamodb_entries import put_entry
 from s3_appends import rows, s3_put
 
 from deltaguard.localstack.append_job import arrow_schema
@@ -243,15 +243,6 @@ def test_a_plain_entry_under_a_conditional_commit_is_the_mixed_protocols_finding
     uri = _conditional_table(ep, ls_bucket)
     append(S3ConditionalLogStore(ep.s3_client()), s3_put(ep), uri, rows("c2", 1))
     name = f"{2:020d}.json"
-    ep.dynamodb_client().put_item(
-        TableName=ls_commit_table,
-        Item={
-            "tablePath": {"S": uri},
-            "fileName": {"S": name},
-            "tempPath": {"S": f".tmp/{name}.0b5e7c1d"},
-            "complete": {"S": "true"},
-            "expireTime": {"N": str(int(time.time()) + 86400)},
-        },
-    )
+    put_entry(ep.dynamodb_client(), ls_commit_table, uri, 2, f".tmp/{name}.0b5e7c1d", complete=True)
     code, codes = _audit(run_cli, ep, uri, ls_commit_table)
     assert code == 1 and "mixed-commit-protocols" in codes and "unsafe-commit-path" not in codes

@@ -1155,6 +1155,52 @@ def test_spark_engine_names_the_file_of_a_damaged_commit(
     assert commit.name in run.stderr and "Traceback" not in run.output + run.stderr
 
 
+def _three_files_and_a_checkpoint(root: Path) -> tuple[Any, int]:
+    """A synthetic table: three adds in ``p=0`` (versions 1-3), checkpoint 3; the table and
+    the (old) time of every action."""
+    from deltaguard.localstack.synthetic_table import SyntheticTable
+
+    clock = int(time.time() * 1000) - 100 * HOUR
+    t = SyntheticTable(root)
+    t.create(clock)
+    for i in range(3):
+        rel = t.write_file(f"p=0/part-{i}.parquet", clock)
+        t.commit([{"add": t.add_action(rel, clock)}], clock)
+    t.checkpoint()
+    return t, clock
+
+
+def _write_compaction(root: Path, start: int, end: int, *actions: dict[str, Any]) -> None:
+    """``<start>.<end>.compacted.json`` holding ``actions``, one per line."""
+    body = "".join(orjson.dumps(a).decode() + "\n" for a in actions)
+    (root / "_delta_log" / f"{start:020d}.{end:020d}.compacted.json").write_text(body)
+
+
+def _scans_agree(spark: Any, root: Path, report: Path) -> Any:
+    """Both engines' scans at retention 0: the same classes, version and references; the
+    Spark engine's scan."""
+    ours = scan_spark(spark, StoreSpec(str(root)), str(report), retention_ms=0)
+    local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
+    assert _classified(ours.result.candidates) == _classified(local.candidates)
+    assert (ours.result.version, ours.result.referenced_files) == (
+        local.version,
+        local.referenced_files,
+    )
+    return ours
+
+
+def _versions_in_segment(spark: Any, root: Path) -> list[Any]:
+    """The (version, in_segment) pairs of the actions the Spark engine reads."""
+    from deltaguard.tools.deltalog.listing import list_log
+    from deltaguard.tools.spark_engine.log_refs import read_log
+
+    log = read_log(spark, StoreSpec(str(root)), list_log(open_table(str(root))))
+    try:
+        return log.actions.select("version", "in_segment").distinct().collect()  # type: ignore[no-any-return]
+    finally:
+        log.release()
+
+
 def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: Path) -> None:
     """Log compactions (``x.y.compacted.json``) name files for ``named_in_log`` but are never
     part of the snapshot's segment, in both engines: a file only a compaction names is a
@@ -1162,40 +1208,20 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
     a file a commit after the checkpoint removed is a tombstone; the
     versions the Spark engine reads from the file names put commits after the checkpoint in
     the segment and the ones before it out."""
-    from deltaguard.localstack.synthetic_table import SyntheticTable
-
     root = tmp_path / "t"
-    clock = int(time.time() * 1000) - 100 * HOUR
-    t = SyntheticTable(root)
-    t.create(clock)
-    for i in range(3):
-        rel = t.write_file(f"p=0/part-{i}.parquet", clock)
-        t.commit([{"add": t.add_action(rel, clock)}], clock)
-    t.checkpoint()  # version 3
+    t, clock = _three_files_and_a_checkpoint(root)
     t.commit([{"remove": t.remove_action(("p=0/part-0.parquet", None), clock)}], clock)
     named = t.write_file("p=1/only-in-compaction.parquet", clock)
     orphan = t.write_file("p=1/orphan.parquet", clock)
-    lines = [
+    _write_compaction(
+        root,
+        1,
+        2,
         {"add": t.add_action(named, clock)},
         {"remove": t.remove_action(("p=0/part-1.parquet", None), clock)},
-    ]
-    body = "".join(orjson.dumps(a).decode() + "\n" for a in lines)
-    (root / "_delta_log" / f"{1:020d}.{2:020d}.compacted.json").write_text(body)
-    ours = scan_spark(spark, StoreSpec(str(root)), str(tmp_path / "r"), retention_ms=0)
-    local = scan(open_table(str(root)), retention_ms=0, now_ms=ours.result.now_ms)
-    assert _classified(ours.result.candidates) == _classified(local.candidates)
-    assert (ours.result.version, ours.result.referenced_files) == (
-        local.version,
-        local.referenced_files,
     )
-    from deltaguard.tools.deltalog.listing import list_log
-    from deltaguard.tools.spark_engine.log_refs import read_log
-
-    log = read_log(spark, StoreSpec(str(root)), list_log(open_table(str(root))))
-    try:
-        rows = log.actions.select("version", "in_segment").distinct().collect()
-    finally:
-        log.release()
+    ours = _scans_agree(spark, root, tmp_path / "r")
+    rows = _versions_in_segment(spark, root)
     # commits 0-3 and the compaction (version 1) out; checkpoint 3 and commit 4 in
     assert sorted((r.version, r.in_segment) for r in rows) == [
         (0, False),
@@ -1210,6 +1236,40 @@ def test_spark_engine_reads_compactions_like_the_local_engine(spark, tmp_path: P
     assert found["p=0/part-0.parquet"] is FileClass.EXPIRED_TOMBSTONE
     assert found[named] is FileClass.EXPIRED_TOMBSTONE  # named in the log, not live
     assert "p=0/part-1.parquet" not in found  # live: the compaction's remove is not in the segment
+
+
+def test_a_compaction_covering_a_missing_commit_is_read_like_the_local_engine(
+    spark, tmp_path: Path
+) -> None:
+    """A commit after the checkpoint is gone and a log compaction covers it: both engines
+    replay the compaction in its place (one rule, ``json_chain``), so the file it removes is
+    a tombstone and the file it adds is live; the commit inside its range that remains is
+    read for ``named_in_log`` only. The Spark engine used to refuse this table."""
+    root = tmp_path / "t"
+    t, clock = _three_files_and_a_checkpoint(root)
+    added = t.write_file("p=1/added.parquet", clock)
+    t.commit([{"add": t.add_action(added, clock)}], clock)  # 4
+    removed = {"remove": t.remove_action(("p=0/part-0.parquet", None), clock)}
+    t.commit([removed], clock)  # 5
+    late = t.write_file("p=1/late.parquet", clock)
+    t.commit([{"add": t.add_action(late, clock)}], clock)  # 6
+    orphan = t.write_file("p=1/orphan.parquet", clock)
+    _write_compaction(root, 4, 5, {"add": t.add_action(added, clock)}, removed)
+    (root / "_delta_log" / f"{4:020d}.json").unlink()
+
+    ours = _scans_agree(spark, root, tmp_path / "r")
+    found = {c.path: c.file_class for c in ours.result.candidates}
+    assert ours.result.version == 6
+    assert found[orphan] is FileClass.ORPHAN
+    assert found["p=0/part-0.parquet"] is FileClass.EXPIRED_TOMBSTONE
+    assert added not in found and late not in found  # live
+    rows = _versions_in_segment(spark, root)
+    # the compaction (version 4) and commit 6 in the segment; commit 5 only for named_in_log
+    assert sorted((r.version, r.in_segment) for r in rows if r.version >= 4) == [
+        (4, True),
+        (5, False),
+        (6, True),
+    ]
 
 
 def test_spark_engine_lists_a_large_s3_directory_in_key_ranges(

@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 from click.testing import CliRunner
+from dynamodb_entries import put_entry
 
 from deltaguard.localstack.synthetic_table import SyntheticTable
 from deltaguard.localstack.table_copies import upload_table
@@ -131,15 +132,8 @@ def test_dynamodb_entries_decide_which_temp_commits_are_done(
     ddb = endpoint.dynamodb_client()
 
     def entry(version: int, temp_key: str, complete: bool) -> None:
-        item = {
-            "tablePath": {"S": table_path},
-            "fileName": {"S": f"{version:020d}.json"},
-            "tempPath": {"S": temps[temp_key].removeprefix("_delta_log/")},
-            "complete": {"S": "true" if complete else "false"},
-        }
-        if complete:
-            item["expireTime"] = {"N": str(int(time.time()) + 86400)}
-        ddb.put_item(TableName=ls_commit_table, Item=item)
+        temp = temps[temp_key].removeprefix("_delta_log/")
+        put_entry(ddb, ls_commit_table, table_path, version, temp, complete=complete)
 
     entry(13, "pending13", complete=False)
     entry(5, "stranded5", complete=True)

@@ -12,7 +12,8 @@ way without doing anything. Where each kind of failure is turned into its line:
 - an exception out of a command: :meth:`CliCommand.invoke`, through :func:`known_failure` (AWS
   profile, credentials, endpoint, S3 service errors, unreadable logs and files, a missing
   optional dependency: exit 2; Ctrl-C: 130; SIGTERM: 143, the line ``interrupted (...)``; the
-  process then ends at once, not waiting for worker threads still blocked on a request);
+  process then ends at once, not waiting for worker threads still blocked on a request; how
+  both signals stop a main thread blocked in a system call: :mod:`deltaguard.tools.cli_signals`);
 - stdout closed by its reader (``deltaguard history T | head -1``): the process dies of SIGPIPE
   at the write that failed, silently, as coreutils and git do (:class:`StdoutOrSigpipe`; a
   shell reports 141), never exit 1 or 2;
@@ -32,11 +33,11 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from types import FrameType
 from typing import Any, NoReturn
 
 import click
 
+from deltaguard.tools.cli_signals import interrupts_cut_blocking_calls, sigterm_raises
 from deltaguard.tools.exit_codes import ExitCode, Terminated
 
 #: Optional dependencies a command may import (the ``spark`` extra): a missing one is named,
@@ -232,7 +233,7 @@ class CliGroup(click.Group):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
-        with _sigterm_raises(), _stdout_or_sigpipe():
+        with sigterm_raises(), interrupts_cut_blocking_calls(), _stdout_or_sigpipe():
             rv = self._main(args, prog_name, complete_var, **extra)
         sys.exit(rv if isinstance(rv, int) else 0)
 
@@ -370,30 +371,6 @@ def _stdout_or_sigpipe() -> Iterator[None]:
             sys.stdout.flush()
         finally:
             sys.stdout = real
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` while the command runs (when the process left it at
-    the default, on the main thread), so it ends as one line and exit 143, not a silent kill.
-    A command that needs its own handling (a cleanup settling its deletes) installs its own
-    handler over this one."""
-    import threading
-
-    def terminated(_signum: int, _frame: FrameType | None) -> None:
-        raise Terminated()
-
-    installed = (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    )
-    if installed:
-        signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 #: The decorator of the root group's ``--debug`` flag.

@@ -19,7 +19,9 @@ them in one process:
   :meth:`~deltaguard.tools.deltalog.actions.DeletionVector.file_path` in the executors; a
   file action without a path fails the job naming its file;
 * the snapshot is reconciled in Spark: newest version wins per ``(path, DV id)`` over the
-  snapshot's checkpoint and the commits after it.
+  snapshot's checkpoint and the JSON files after it, chosen by the local engine's rule
+  (:func:`~deltaguard.tools.deltalog.listing.json_chain`: each commit, or the log compaction
+  that covers a missing one).
 
 Only the log listing (file names in ``_delta_log``), the newest metadata and protocol, and the
 names of sidecars reach the driver. A line that is not JSON, or a file action without a path,
@@ -62,7 +64,7 @@ from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar
 from deltaguard.tools.deltalog.errors import CorruptLogError, VersionNotFoundError
 from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
-from deltaguard.tools.deltalog.listing import LogListing
+from deltaguard.tools.deltalog.listing import LogListing, json_chain
 from deltaguard.tools.deltalog.names import LogFileKind
 from deltaguard.tools.deltalog.paths import NEEDS_RULE_OR_DECODING, relative_to_root
 from deltaguard.tools.deltalog.snapshot import unreconstructable
@@ -190,7 +192,10 @@ def log_reader(spark: SparkSession) -> DataFrameReader:
 
 
 def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
-    return next((v for v in range(start, latest + 1) if v not in listing.commits), None)
+    """The first version in [start, latest] neither a commit nor a log compaction covers, by
+    the local engine's rule (:func:`~deltaguard.tools.deltalog.listing.json_chain`)."""
+    chain = json_chain(listing, start, latest)
+    return chain if isinstance(chain, int) else None
 
 
 def require_reconstructable(listing: LogListing, uri: str, store: TableStore) -> None:
@@ -620,11 +625,14 @@ def read_log(
         locations = [store.location(f"{LOG_DIR}/{n}") for n in names]
         return [_json_actions(spark, locations, F.lit(in_segment))] if names else []
 
-    segment = own_lines + json_of([n for v, n in listing.commits.items() if v >= first], True)
+    chain = json_chain(listing, first, latest)
+    assert not isinstance(chain, int)  # _own_checkpoint raised otherwise
+    in_chain = {piece.name for piece in chain}
+    segment = own_lines + json_of([piece.name for piece in chain], True)
     others: list[DataFrame] = []
     if not segment_only:
-        older = [n for v, n in listing.commits.items() if v < first]
-        others += json_of(older + [c.name for c in listing.compactions], False)
+        rest = [*listing.commits.values(), *(c.name for c in listing.compactions)]
+        others += json_of([n for n in rest if n not in in_chain], False)
         for i in checkpoints_besides(listing, own):
             others += _checkpoint_actions(spark, spec, listing.checkpoints[i], False)
     try:
@@ -651,7 +659,7 @@ def read_log(
         actions=actions,
         notes=notes,
         cached=own_lines,
-        one_checkpoint=own is not None and not any(v >= first for v in listing.commits),
+        one_checkpoint=own is not None and not chain,
         checkpoint_rows=own_rows,
         unchecked=unchecked,
     )
