@@ -204,19 +204,19 @@ def json_chain(listing: LogListing, start: int, target: int) -> list[JsonPiece] 
     where a commit is missing), or the first version neither covers."""
     pieces: list[JsonPiece] = []
     version = start
-    compactions: dict[int, list[int]] = {}
+    compactions: dict[int, list[tuple[int, str]]] = {}
     for c in listing.compactions:
-        compactions.setdefault(c.version, []).append(c.end_version or c.version)
+        compactions.setdefault(c.version, []).append((c.end_version or c.version, c.name))
     while version <= target:
         if version in listing.commits:
             pieces.append(JsonPiece(version, version, listing.commits[version]))
             version += 1
             continue
-        ends = [e for e in compactions.get(version, []) if e <= target]
+        ends = [(e, name) for e, name in compactions.get(version, []) if e <= target]
         if not ends:
             return version
-        end = max(ends)
-        pieces.append(JsonPiece(version, end, f"{version:020d}.{end:020d}.compacted.json"))
+        end, name = max(ends)
+        pieces.append(JsonPiece(version, end, name))
         version = end + 1
     return pieces
 
