@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from s3_buckets import new_bucket, new_bucket_with_credentials
 
-from deltaguard.localstack.endpoints import Endpoint
 from deltaguard.localstack.fault_proxy import FaultProxy
 from deltaguard.localstack.localstack_server import LocalStackServer
 from deltaguard.localstack.minio_server import MinIOServer
@@ -174,31 +174,23 @@ def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinIOServer]:
         yield server
 
 
-def _new_bucket(endpoint: Endpoint) -> str:
-    name = f"dg-{uuid.uuid4().hex[:12]}"
-    endpoint.s3_client().create_bucket(Bucket=name)
-    return name
-
-
 @pytest.fixture
 def ls_bucket(localstack: LocalStackServer) -> str:
     """A fresh bucket on LocalStack."""
-    return _new_bucket(localstack.endpoint)
+    return new_bucket(localstack.endpoint)
 
 
 @pytest.fixture
 def minio_bucket(minio: MinIOServer, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh bucket on MinIO, with MinIO's credentials in the environment (boto3's and
     delta-rs' default chains read them)."""
-    for name, value in minio.endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
-    return _new_bucket(minio.endpoint)
+    return new_bucket_with_credentials(minio.endpoint, monkeypatch)
 
 
 @pytest.fixture
 def moto_bucket(moto: MotoServer) -> str:
     """A fresh bucket on moto."""
-    return _new_bucket(moto.endpoint)
+    return new_bucket(moto.endpoint)
 
 
 @pytest.fixture

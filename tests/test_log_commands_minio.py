@@ -35,15 +35,11 @@ def _rows(uri: str, options: dict[str, str], version: int) -> list[int]:
 
 def test_checkpoint_then_log_cleanup_on_minio(
     minio: MinIOServer,
-    monkeypatch: pytest.MonkeyPatch,
+    minio_bucket: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    endpoint = minio.endpoint
+    endpoint, bucket = minio.endpoint, minio_bucket
     s3 = endpoint.s3_client()
-    bucket = "dg-log-commands"
-    s3.create_bucket(Bucket=bucket)
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
     uri, options = f"s3://{bucket}/lake/t", endpoint.delta_rs_options()
     for v in range(6):  # version v holds the rows 0..v
         write_deltalake(uri, pa.table({"x": [v]}), mode="append", storage_options=options)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder, write_deltalake
 from local_spark import local_spark_session
+from s3_buckets import new_bucket_with_credentials
 
 from deltaguard.localstack.table_copies import upload_table
 from deltaguard.tools.checkpoint.last_checkpoint import json_checksum
@@ -356,12 +356,9 @@ def _s3_bed(
 ) -> tuple[Any, str, dict[str, str], S3Options]:
     """A new bucket on ``endpoint`` (its credentials in the environment): its client, its
     name, delta-rs's options and deltaguard's."""
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
-    s3 = endpoint.s3_client()
-    bucket = f"dg-{uuid.uuid4().hex[:12]}"
-    s3.create_bucket(Bucket=bucket)
-    return s3, bucket, endpoint.delta_rs_options(), S3Options(endpoint.url, endpoint.region, True)
+    bucket = new_bucket_with_credentials(endpoint, monkeypatch)
+    options = endpoint.delta_rs_options()
+    return endpoint.s3_client(), bucket, options, S3Options(endpoint.url, endpoint.region, True)
 
 
 def _read_every_copy(
@@ -531,13 +528,8 @@ def test_on_s3_servers(
     session pointed at the server; Spark's S3A reads are most of the test's time, so the local
     cases above are where Spark reads every version); a rerun writes nothing."""
     endpoint = request.getfixturevalue(server).endpoint
-    for name, value in endpoint.credentials_env().items():
-        monkeypatch.setenv(name, value)
-    bucket = f"dg-{uuid.uuid4().hex[:12]}"
-    endpoint.s3_client().create_bucket(Bucket=bucket)
+    _s3, bucket, options, s3opts = _s3_bed(endpoint, monkeypatch)
     uri = f"s3://{bucket}/t"
-    options = endpoint.delta_rs_options()
-    s3opts = S3Options(endpoint.url, endpoint.region, True)
     for i in range(4):
         write_deltalake(uri, pa.table({"id": [i, i + 10]}), mode="append", storage_options=options)
         if i in (1, 2):
