@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -254,12 +255,29 @@ with interrupts_cut_blocking_calls() if nudged else nullcontext():
     threading.Thread(target=threading.Event().wait, daemon=True).start()  # takes the signal
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     fd = os.open(fifo, os.O_RDWR)  # a FIFO open for both ends: the read waits for data
-    print("reading", flush=True)
+    print(fd, flush=True)
     try:
         os.read(fd, 1)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
 """
+
+
+#: The ``read`` system call's number, as ``/proc/<pid>/syscall`` shows it.
+_READ_SYSCALL = {"x86_64": 0, "aarch64": 63}[os.uname().machine]
+
+
+def _wait_until_blocked_in_read(pid: int, fd: int) -> None:
+    """Returns once the main thread of ``pid`` is inside ``read(fd, ...)`` (its
+    ``/proc/<pid>/syscall``), so a signal sent next arrives while the read blocks, never
+    before it began (the main thread would then take it between bytecodes)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+        if fields[:1] == [str(_READ_SYSCALL)] and int(fields[1], 16) == fd:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never blocked in read({fd})")
 
 
 @pytest.mark.parametrize("nudged", [True, False], ids=["nudged", "not-nudged"])
@@ -277,7 +295,8 @@ def test_an_interrupt_that_missed_a_blocking_read_still_ends_it(tmp_path, nudged
         preexec_fn=default_sigint,
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == "reading\n"
+        assert proc.stdout is not None
+        _wait_until_blocked_in_read(proc.pid, int(proc.stdout.readline()))
         proc.send_signal(signal.SIGINT)
         if nudged:
             assert proc.communicate(timeout=30)[0] == "interrupted\n"
