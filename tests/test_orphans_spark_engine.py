@@ -1272,6 +1272,34 @@ def test_a_compaction_covering_a_missing_commit_is_read_like_the_local_engine(
     ]
 
 
+@pytest.mark.parametrize("checkpoint", [True, False], ids=["after-checkpoint", "no-checkpoint"])
+def test_the_check_before_the_jvm_refuses_a_missing_commit_in_the_local_engines_words(
+    tmp_path: Path, checkpoint: bool
+) -> None:
+    """A commit the snapshot needs is gone: the Spark engine's check before it starts a JVM
+    (``require_reconstructable``) raises what the local engine's snapshot raises, with the
+    same one line (``snapshot.unreconstructable``)."""
+    from deltaguard.tools.deltalog.errors import VersionNotFoundError
+    from deltaguard.tools.deltalog.listing import list_log
+    from deltaguard.tools.spark_engine.log_refs import require_reconstructable
+
+    root = tmp_path / "t"
+    t, clock = _three_files_and_a_checkpoint(root)
+    if not checkpoint:
+        next((root / "_delta_log").glob("*.checkpoint.parquet")).unlink()
+        (root / "_delta_log" / "_last_checkpoint").unlink(missing_ok=True)
+    t.commit([{"remove": t.remove_action(("p=0/part-0.parquet", None), clock)}], clock)  # 4
+    t.commit([{"remove": t.remove_action(("p=0/part-1.parquet", None), clock)}], clock)  # 5
+    (root / "_delta_log" / f"{4 if checkpoint else 2:020d}.json").unlink()
+    store = open_table(str(root))
+    with pytest.raises(VersionNotFoundError) as local:
+        load_snapshot(store)
+    with pytest.raises(VersionNotFoundError) as ours:
+        require_reconstructable(list_log(store), store.uri, store)
+    assert str(ours.value) == str(local.value)
+    assert ("after checkpoint 3" in str(ours.value)) is checkpoint
+
+
 def test_spark_engine_lists_a_large_s3_directory_in_key_ranges(
     spark, localstack, tmp_path: Path
 ) -> None:

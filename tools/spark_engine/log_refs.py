@@ -61,7 +61,7 @@ from deltaguard.tools.deltalog.actions import (
     parse_action,
 )
 from deltaguard.tools.deltalog.checkpoint import LOG_DIR, CheckpointRef, sidecar_rel_path
-from deltaguard.tools.deltalog.errors import CorruptLogError, VersionNotFoundError
+from deltaguard.tools.deltalog.errors import CorruptLogError
 from deltaguard.tools.deltalog.features import check_readable
 from deltaguard.tools.deltalog.filetable import key_string
 from deltaguard.tools.deltalog.listing import LogListing, json_chain
@@ -202,7 +202,8 @@ def require_reconstructable(listing: LogListing, uri: str, store: TableStore) ->
     """Raises :class:`~deltaguard.tools.deltalog.errors.TableNotFoundError` if ``listing`` (of
     ``store``) has no commit (naming a location where nothing exists as such), and :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit
     after the newest checkpoint is missing (as the local engine's
-    :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot` does): the check the CLI runs
+    :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot` does, in its words:
+    :func:`~deltaguard.tools.deltalog.snapshot.unreconstructable`): the check the CLI runs
     before it starts a JVM. :func:`read_log` then falls back past a damaged checkpoint."""
     latest = listing.latest_version
     if latest is None:
@@ -211,10 +212,7 @@ def require_reconstructable(listing: LogListing, uri: str, store: TableStore) ->
     start = own.version + 1 if own is not None else 0
     missing = _first_missing(listing, start, latest)
     if missing is not None:
-        raise VersionNotFoundError(
-            f"{uri}: cannot reconstruct version {latest}: commit "
-            f"{LOG_DIR}/{missing:020d}.json is missing"
-        )
+        raise unreconstructable(uri, latest, missing, own, [])
 
 
 def _spark_error(exc: Exception) -> str:
@@ -230,8 +228,9 @@ def _own_checkpoint(
     local engine's rule (:func:`~deltaguard.tools.deltalog.snapshot.load_snapshot`): the
     newest checkpoint whose commits after it are all retained and that reads in full (every
     part, every sidecar); a damaged one is skipped for the next older one (or commit 0). Raises
-    :class:`VersionNotFoundError` if the commits after the one tried are not all retained, or
-    :class:`CorruptLogError` if every checkpoint that could serve is damaged."""
+    :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if the commits after the
+    one tried are not all retained, or :class:`CorruptLogError` if every checkpoint that could
+    serve is damaged."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
