@@ -41,8 +41,8 @@ LAYERS: tuple[Layer, ...] = (
     ),
     Layer(
         "utilities",
-        ("tools.progress", "tools.output", "tools.state_dir"),
-        "progress on stderr, output formats, the state directory",
+        ("tools.progress", "tools.output", "tools.state_dir", "tools.lazy_exports"),
+        "progress on stderr, output formats, the state directory, lazy package exports",
     ),
     Layer("storage", ("tools.storage",), "local and S3 table access (`TableStore`)"),
     Layer(

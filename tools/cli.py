@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import sys
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ from deltaguard.tools.commands import (  # noqa: E402
 
 
 @click.group("deltaguard", cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version("deltaguard"), prog_name="deltaguard")
+@click.version_option(package_name="deltaguard", prog_name="deltaguard")
 @debug_option
 def main(debug: bool) -> None:
     """Safe concurrent Delta Lake commits on S3."""

@@ -212,13 +212,12 @@ def reporting(show: bool | None) -> Iterator[None]:
     """Turns the display on for the block if :func:`enabled` (forced on, it draws on stderr
     even when stderr is not a terminal), and shows the S3 read client's retries as notes."""
     global _display
-    from rich.console import Console
-
-    from deltaguard.logstore.clients import RetryNotice, set_retry_listener
-
     if not enabled(show) or _display is not None:
         yield
         return
+    from rich.console import Console
+
+    from deltaguard.logstore.clients import RetryNotice, set_retry_listener
 
     def retried(notice: RetryNotice) -> None:
         note(notice.message())

@@ -17,9 +17,7 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
-from botocore import handlers
 from botocore.exceptions import ClientError
-from botocore.parsers import ResponseParserError
 
 from deltaguard.logstore.aws_errors import http_status
 
@@ -30,6 +28,8 @@ _AFTER_EVERYTHING = "\U0010ffff"
 def list_unencoded(client: Any) -> Any:
     """Stops ``client`` asking S3 to URL-encode listed keys (see the module docstring).
     Returns the client."""
+    from botocore import handlers  # heavy (botocore.parsers): imported only with a client
+
     client.meta.events.unregister(
         "before-parameter-build.s3.ListObjectsV2", handlers.set_list_objects_encoding_type_url
     )
@@ -69,6 +69,8 @@ def list_pages(
 ) -> Iterator[dict[str, Any]]:
     """The ListObjectsV2 pages under ``prefix`` (keys decoded), lazily. Raises botocore's
     ``ClientError``/``BotoCoreError`` as the paginator does."""
+    from botocore.parsers import ResponseParserError  # heavy: imported only with a client
+
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     if delimiter:
         kwargs["Delimiter"] = delimiter

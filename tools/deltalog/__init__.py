@@ -37,15 +37,20 @@ Errors
     ``DeltaLogError`` is defined too: import them from there).
 """
 
-from deltaguard.tools.deltalog.actions import AddFile, DeletionVector, RemoveFile
-from deltaguard.tools.deltalog.errors import (
-    CorruptLogError,
-    UnsupportedTableError,
-    VersionNotFoundError,
-)
-from deltaguard.tools.deltalog.filetable import FileActions
-from deltaguard.tools.deltalog.listing import LogListing, list_log
-from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
+from typing import TYPE_CHECKING
+
+from deltaguard.tools.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from deltaguard.tools.deltalog.actions import AddFile, DeletionVector, RemoveFile
+    from deltaguard.tools.deltalog.errors import (
+        CorruptLogError,
+        UnsupportedTableError,
+        VersionNotFoundError,
+    )
+    from deltaguard.tools.deltalog.filetable import FileActions
+    from deltaguard.tools.deltalog.listing import LogListing, list_log
+    from deltaguard.tools.deltalog.snapshot import Snapshot, load_snapshot
 
 __all__ = [
     "AddFile",
@@ -60,3 +65,22 @@ __all__ = [
     "list_log",
     "load_snapshot",
 ]
+
+# Hidden from type checkers: they read the names above, and a typo stays an error.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "AddFile": "actions",
+            "DeletionVector": "actions",
+            "RemoveFile": "actions",
+            "CorruptLogError": "errors",
+            "UnsupportedTableError": "errors",
+            "VersionNotFoundError": "errors",
+            "FileActions": "filetable",
+            "LogListing": "listing",
+            "list_log": "listing",
+            "Snapshot": "snapshot",
+            "load_snapshot": "snapshot",
+        },
+    )

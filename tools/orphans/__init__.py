@@ -18,11 +18,16 @@ Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3
 ``s3a://``).
 """
 
-from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, scan
-from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute, targets
-from deltaguard.tools.orphans.deleter import OutsideTableError, delete_files
-from deltaguard.tools.orphans.manifest import Manifest, read_manifest, read_manifests
-from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooShortError
+from typing import TYPE_CHECKING
+
+from deltaguard.tools.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from deltaguard.tools.orphans.classify import Candidate, FileClass, ScanResult, scan
+    from deltaguard.tools.orphans.cleanup import CleanupOptions, CleanupResult, execute, targets
+    from deltaguard.tools.orphans.deleter import OutsideTableError, delete_files
+    from deltaguard.tools.orphans.manifest import Manifest, read_manifest, read_manifests
+    from deltaguard.tools.orphans.rules import MIN_SAFE_RETENTION_MS, RetentionTooShortError
 
 __all__ = [
     "MIN_SAFE_RETENTION_MS",
@@ -41,3 +46,26 @@ __all__ = [
     "scan",
     "targets",
 ]
+
+# Hidden from type checkers: they read the names above, and a typo stays an error.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "Candidate": "classify",
+            "FileClass": "classify",
+            "ScanResult": "classify",
+            "scan": "classify",
+            "CleanupOptions": "cleanup",
+            "CleanupResult": "cleanup",
+            "execute": "cleanup",
+            "targets": "cleanup",
+            "OutsideTableError": "deleter",
+            "delete_files": "deleter",
+            "Manifest": "manifest",
+            "read_manifest": "manifest",
+            "read_manifests": "manifest",
+            "MIN_SAFE_RETENTION_MS": "rules",
+            "RetentionTooShortError": "rules",
+        },
+    )

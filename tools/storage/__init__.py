@@ -30,27 +30,32 @@ Modules: :mod:`.table_store` (the protocol and its value types), :mod:`.local`
 location, reading many files), :mod:`.errors`.
 """
 
-from deltaguard.tools.storage.local import LocalTableStore
-from deltaguard.tools.storage.open import (
-    local_path,
-    open_table,
-    read_each,
-    read_each_with_metadata,
-    read_many,
-    table_not_found,
-)
-from deltaguard.tools.storage.s3 import S3TableStore
-from deltaguard.tools.storage.table_store import (
-    BatchContainer,
-    Children,
-    DeleteOutcome,
-    FileInfo,
-    S3Options,
-    StopCheck,
-    TableStore,
-    in_key_range,
-    in_skip,
-)
+from typing import TYPE_CHECKING
+
+from deltaguard.tools.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from deltaguard.tools.storage.local import LocalTableStore
+    from deltaguard.tools.storage.open import (
+        local_path,
+        open_table,
+        read_each,
+        read_each_with_metadata,
+        read_many,
+        table_not_found,
+    )
+    from deltaguard.tools.storage.s3 import S3TableStore
+    from deltaguard.tools.storage.table_store import (
+        BatchContainer,
+        Children,
+        DeleteOutcome,
+        FileInfo,
+        S3Options,
+        StopCheck,
+        TableStore,
+        in_key_range,
+        in_skip,
+    )
 
 __all__ = [
     "BatchContainer",
@@ -71,3 +76,28 @@ __all__ = [
     "read_many",
     "table_not_found",
 ]
+
+# Hidden from type checkers: they read the names above, and a typo stays an error.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "LocalTableStore": "local",
+            "local_path": "open",
+            "open_table": "open",
+            "read_each": "open",
+            "read_each_with_metadata": "open",
+            "read_many": "open",
+            "table_not_found": "open",
+            "S3TableStore": "s3",
+            "BatchContainer": "table_store",
+            "Children": "table_store",
+            "DeleteOutcome": "table_store",
+            "FileInfo": "table_store",
+            "S3Options": "table_store",
+            "StopCheck": "table_store",
+            "TableStore": "table_store",
+            "in_key_range": "table_store",
+            "in_skip": "table_store",
+        },
+    )

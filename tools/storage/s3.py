@@ -11,7 +11,6 @@ from collections.abc import Container, Iterator, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from botocore.parsers import ResponseParserError
 
 from deltaguard.logstore.aws_errors import describe, error_code, http_status
 from deltaguard.logstore.backoff import sleep_before_retry
@@ -91,6 +90,8 @@ class S3TableStore:
     ) -> Iterator[Any]:
         """ListObjectsV2 pages of the keys under ``prefix`` (a full key prefix), from
         ``start_after`` (relative to ``prefix``). Raises :class:`StorageError` naming it."""
+        from botocore.parsers import ResponseParserError  # heavy: only once S3 is in use
+
         start = prefix + start_after if start_after is not None else None
         try:
             yield from list_pages(
