@@ -14,7 +14,7 @@ Public API:
   ``--manifest`` directory, its latest run), :func:`~.manifest.read_manifests`: every run;
 * :func:`~deltaguard.tools.orphans.run.to_json` / ``print_report``: the report.
 
-Stores come from :func:`deltaguard.tools.deltalog.open_table` (local paths, ``s3://``,
+Stores come from :func:`deltaguard.tools.storage.open_table` (local paths, ``s3://``,
 ``s3a://``).
 """
 
