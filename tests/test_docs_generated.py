@@ -6,6 +6,8 @@
   (after a change: ``make docs``, then commit the pages).
 * Every relative link in README.md and docs/ names a file that exists and, for a markdown
   page, a heading that page has (GitHub's anchors).
+* Every fully qualified cross-reference in a docstring (``:func:`deltaguard...```) names
+  something that exists.
 * Every page says who it is for in its first line (``For: ...``).
 * Measured figures with a date live in docs/benchmarks.md only: no other page carries a
   dated run or a load average.
@@ -121,6 +123,43 @@ def test_doc_pages_named_outside_docs_exist() -> None:
             missing += [f"{name}:{number}: {m}" for m in DOC_PATH.findall(line)
                         if not (REPO / m).is_file()]  # fmt: skip
     assert missing == [], "pages that do not exist:\n" + "\n".join(missing)
+
+
+#: A fully qualified Sphinx cross-reference in a docstring: ``:func:`deltaguard.x.y```.
+XREF = re.compile(r":(?:func|class|mod|meth|data|attr|exc):`~?(deltaguard(?:\.\w+)+)`")
+SOURCE_ROOTS = ("tools", "logstore/python", "spark_conf", "localstack")
+
+
+def _resolves(name: str) -> bool:
+    """Whether ``name`` is a module, or an attribute path below the longest importable
+    module prefix of it."""
+    parts = name.split(".")
+    for cut in range(len(parts), 1, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_docstring_cross_references_resolve() -> None:
+    """Code moves (``StorageError`` left ``deltalog.errors`` for ``storage.errors``): every
+    fully qualified ``:func:``/``:class:``/``:mod:``... reference in the package's sources
+    names something that exists."""
+    broken = [
+        f"{path.relative_to(REPO)}: {name}"
+        for root in SOURCE_ROOTS
+        for path in sorted((REPO / root).rglob("*.py"))
+        if not {"build", "target"} & set(path.parts)
+        for name in XREF.findall(path.read_text())
+        if not _resolves(name)
+    ]
+    assert broken == [], "references to nothing:\n" + "\n".join(broken)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))

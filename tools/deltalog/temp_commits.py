@@ -113,7 +113,7 @@ def temp_target(name: str) -> str | None:
 
 def read_entries(check: DynamoDBCheck) -> dict[str, EntryState]:
     """Every DynamoDB entry of the table under each of ``check.table_paths``, by file name.
-    Raises :class:`~deltaguard.tools.deltalog.errors.StorageError` naming the DynamoDB table
+    Raises :class:`~deltaguard.tools.storage.errors.StorageError` naming the DynamoDB table
     when it cannot be read (missing table, credentials, endpoint)."""
     from botocore.exceptions import BotoCoreError, ClientError
 

@@ -12,7 +12,7 @@ Contract: the result is every visible file below the root at some moment during 
 file created or deleted while listing may or may not appear: cleanup copes by never deleting
 files younger than the retention and by re-reading the log before it deletes). Local symlinks
 to directories are not followed, so nothing outside the root is ever listed. Listing errors
-raise :class:`~deltaguard.tools.deltalog.errors.StorageError` naming the directory; a
+raise :class:`~deltaguard.tools.storage.errors.StorageError` naming the directory; a
 directory that vanishes while being listed lists as empty. S3 listing retries are botocore's.
 """
 

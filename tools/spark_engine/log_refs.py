@@ -199,7 +199,7 @@ def _first_missing(listing: LogListing, start: int, latest: int) -> int | None:
 
 
 def require_reconstructable(listing: LogListing, uri: str, store: TableStore) -> None:
-    """Raises :class:`~deltaguard.tools.deltalog.errors.TableNotFoundError` if ``listing`` (of
+    """Raises :class:`~deltaguard.tools.storage.errors.TableNotFoundError` if ``listing`` (of
     ``store``) has no commit (naming a location where nothing exists as such), and :class:`~deltaguard.tools.deltalog.errors.VersionNotFoundError` if a commit
     after the newest checkpoint is missing (as the local engine's
     :func:`~deltaguard.tools.deltalog.snapshot.load_snapshot` does, in its words:
