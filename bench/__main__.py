@@ -23,6 +23,7 @@ from deltaguard.spark_conf.spark_lines import by_name
 
 from . import (
     audit_depth,
+    cli_start,
     commit_latency,
     log_cleanup,
     orphans,
@@ -318,6 +319,14 @@ def markdown(results: dict[str, Any]) -> str:
             "",
         ]
         lines += audit_depth.markdown(ad)
+    if results.get("cli_start"):
+        cs = results["cli_start"]
+        lines += [
+            f"Starting `deltaguard`: one process per command per sample, on a 3-commit local "
+            f"table ({cs.get('load', '')}), {_when(cs)}:",
+            "",
+        ]
+        lines += cli_start.markdown(cs)
     if results.get("log_cleanup"):
         lines += [f"Log cleanup, {_when(results['log_cleanup'])}:", ""]
         lines += log_cleanup.markdown(results["log_cleanup"])
@@ -474,6 +483,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--audit-runs", type=int, default=3, help="audit_depth: samples of each depth"
+    )
+    parser.add_argument(
+        "--cli-runs", type=int, default=9, help="cli_start: samples of each command"
     )
     parser.add_argument(
         "--log-commits",
@@ -691,6 +703,10 @@ def _measure_audit_depth(b: _Bench) -> None:
     )
 
 
+def _measure_cli_start(b: _Bench) -> None:
+    b.results["cli_start"] = _stamped(cli_start.run(b.args.cli_runs), b.args.cli_runs)
+
+
 def _measure_log_cleanup(b: _Bench) -> None:
     a = b.args
     b.results["log_cleanup"] = _stamped(
@@ -713,6 +729,7 @@ MEASURE: dict[str, Callable[[_Bench], None]] = {
     "replay": _measure_replay,
     "audit_depth": _measure_audit_depth,
     "log_cleanup": _measure_log_cleanup,
+    "cli_start": _measure_cli_start,
 }
 
 #: The sections ``--only`` chooses from.
