@@ -1,6 +1,7 @@
 """The packages whose public names load on first use (:mod:`deltaguard.tools.lazy_exports`):
-what a type checker reads under ``TYPE_CHECKING`` is what the interpreter imports, and the CLI
-starts without loading the log reader, botocore or the Spark engine."""
+what a type checker reads under ``TYPE_CHECKING`` is what the interpreter imports; the CLI
+starts without loading the log reader, botocore or the Spark engine, and a command on a local
+table never loads boto3 or botocore's parsers (what an S3 client needs)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from deltaguard.localstack.synthetic_table import SyntheticTable
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,3 +67,27 @@ def test_the_cli_starts_without_the_readers_or_botocore() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert loaded == []
+
+
+@pytest.mark.parametrize(
+    "command", ["audit", "history", "orphans", "repair", "checkpoint", "log-cleanup"]
+)
+def test_a_command_on_a_local_table_loads_no_s3_client(command: str, tmp_path: Path) -> None:
+    table = SyntheticTable(tmp_path / "t")
+    table.create(1_700_000_000_000)
+    rel = "part-0.parquet"
+    size = table.write_parquet(rel, 1_700_000_000_000, [1])
+    table.commit([{"add": table.add_action(rel, 1_700_000_000_000, size=size)}], 1_700_000_001_000)
+    code = (
+        "import sys\n"
+        "from deltaguard.tools.cli import main\n"
+        "try:\n"
+        f"    main([{command!r}, {str(table.root)!r}])\n"
+        "except SystemExit as exit:\n"
+        "    print('exit', exit.code)\n"
+        "print(' '.join(m for m in ('boto3', 'botocore.parsers', 'botocore.session')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[-2:] == ["exit 0", ""], out.stdout + out.stderr

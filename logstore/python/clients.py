@@ -37,7 +37,6 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from deltaguard.logstore.s3_conditional import NO_SDK_RETRIES
 from deltaguard.logstore.s3_listing import list_unencoded
 
 #: Attempts per request (the first plus retries) under the read policy.
@@ -75,7 +74,10 @@ class ClientPolicy(StrEnum):
     READ = "read"
 
 
-COMMIT_CONFIG = NO_SDK_RETRIES
+#: The commit policy: one attempt per call, the commit protocol owns retries.
+COMMIT_CONFIG = Config(
+    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60
+)
 READ_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": READ_MAX_ATTEMPTS},
     connect_timeout=10,

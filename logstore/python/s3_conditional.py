@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from deltaguard.logstore.aws_errors import (
@@ -56,11 +55,6 @@ from deltaguard.logstore.preset_name import PresetName
 from deltaguard.logstore.s3_location import S3Location
 
 LOG = logging.getLogger(__name__)
-
-#: The botocore config for a client used by this store: the protocol owns retries.
-NO_SDK_RETRIES = Config(
-    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60
-)
 
 _VERIFIED: set[tuple[str, str]] = set()
 _VERIFIED_LOCK = threading.Lock()
