@@ -320,13 +320,7 @@ def markdown(results: dict[str, Any]) -> str:
         ]
         lines += audit_depth.markdown(ad)
     if results.get("cli_start"):
-        cs = results["cli_start"]
-        lines += [
-            f"Starting `deltaguard`: one process per command per sample, on a 3-commit local "
-            f"table ({cs.get('load', '')}), {_when(cs)}:",
-            "",
-        ]
-        lines += cli_start.markdown(cs)
+        lines += cli_start.markdown(results["cli_start"], _when(results["cli_start"]))
     if results.get("log_cleanup"):
         lines += [f"Log cleanup, {_when(results['log_cleanup'])}:", ""]
         lines += log_cleanup.markdown(results["log_cleanup"])

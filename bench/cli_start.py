@@ -80,8 +80,12 @@ def run(runs: int) -> dict[str, Any]:
     }
 
 
-def markdown(section: dict[str, Any]) -> list[str]:
+def markdown(section: dict[str, Any], when: str) -> list[str]:
+    """The section's heading (``when``: when it was measured, over how many runs) and table."""
     lines = [
+        f"Starting `deltaguard`: one process per command per sample, on a 3-commit local table "
+        f"({section.get('load', '')}), {when}:",
+        "",
         "| process | wall | above the interpreter alone: median of per-sample differences |",
         "|---|---|---|",
     ]
