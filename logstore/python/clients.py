@@ -1,11 +1,11 @@
 """boto3 S3 clients, one named policy per kind of job.
 
-``commit`` (:data:`COMMIT_CONFIG`)
-    botocore retries off. Only the commit protocols use it
+``commit``
+    botocore retries off (one attempt per request). Only the commit protocols use it
     (:class:`~deltaguard.logstore.s3_conditional.S3ConditionalLogStore`, the DynamoDB store's
     S3 side, the probe's create checks): every retry of a conditional create must go through
     the protocol's settle/read-back logic, or its attempt budget is not what it says.
-``read`` (:data:`READ_CONFIG`)
+``read``
     botocore's ``standard`` retry mode with a bounded budget (:data:`READ_MAX_ATTEMPTS`
     attempts per request, plus botocore's retry quota): 5xx, ``SlowDown`` and other throttles,
     timeouts and connection errors are retried with jittered exponential backoff. Everything
@@ -24,6 +24,10 @@ time botocore sends a request again, with the attempt, the budget and what faile
 (:class:`RetryNotice`). It hooks two botocore events: ``needs-retry`` (to remember what the
 failed attempt got) and ``request-created`` (an attempt above 1 is a retry botocore decided
 on, after its backoff).
+
+Importing this module loads neither boto3 nor botocore's config (together about a second of a
+command's start): they are imported where a client is made, so a command on a local table
+never pays for them.
 """
 
 from __future__ import annotations
@@ -33,9 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-import boto3
-from botocore.config import Config
 
 from deltaguard.logstore.s3_listing import list_unencoded
 
@@ -74,16 +75,18 @@ class ClientPolicy(StrEnum):
     READ = "read"
 
 
-#: The commit policy: one attempt per call, the commit protocol owns retries.
-COMMIT_CONFIG = Config(
-    retries={"total_max_attempts": 1, "mode": "standard"}, connect_timeout=10, read_timeout=60
-)
-READ_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": READ_MAX_ATTEMPTS},
-    connect_timeout=10,
-    read_timeout=60,
-)
-_CONFIGS = {ClientPolicy.COMMIT: COMMIT_CONFIG, ClientPolicy.READ: READ_CONFIG}
+def _config(policy: ClientPolicy, path_style: bool) -> Any:
+    """The botocore ``Config`` of ``policy``: ``standard`` retry mode with one attempt per
+    request (commit) or :func:`read_max_attempts` (read), 10 s to connect, 60 s to read."""
+    from botocore.config import Config
+
+    attempts = 1 if policy is ClientPolicy.COMMIT else read_max_attempts()
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": attempts},
+        connect_timeout=10,
+        read_timeout=60,
+        s3={"addressing_style": "path" if path_style else "auto"},
+    )
 
 
 @dataclass(frozen=True)
@@ -150,13 +153,8 @@ def s3_client(
 ) -> Any:
     """An S3 client with the given policy's retries (commit: none; read: bounded standard
     retries), region (:func:`region_or_default`) and addressing style."""
-    config = _CONFIGS[policy].merge(
-        Config(s3={"addressing_style": "path" if path_style else "auto"})
-    )
-    if policy is ClientPolicy.READ and read_max_attempts() != READ_MAX_ATTEMPTS:
-        config = config.merge(
-            Config(retries={"mode": "standard", "total_max_attempts": read_max_attempts()})
-        )
+    import boto3
+
     client = boto3.client(
         "s3",
         endpoint_url=endpoint_url,
@@ -164,7 +162,7 @@ def s3_client(
         aws_access_key_id=access_key,
         aws_secret_access_key=secret_key,
         aws_session_token=session_token,
-        config=config,
+        config=_config(policy, path_style),
     )
     if policy is ClientPolicy.READ:
         client.meta.events.register("needs-retry.s3", _remember_failure)
@@ -189,6 +187,8 @@ def commit_client(
 def dynamodb_client(endpoint_url: str | None = None, region: str | None = None) -> Any:
     """A DynamoDB client in the region of :func:`region_or_default` (botocore's default
     retries: the DynamoDB LogStore's protocol settles its own conditional puts)."""
+    import boto3
+
     return boto3.client(
         "dynamodb", endpoint_url=endpoint_url, region_name=region_or_default(region)
     )

@@ -9,6 +9,7 @@ checkpoint writers never go through DynamoDB, so neither does this.
 
 from __future__ import annotations
 
+from deltaguard.logstore.clients import commit_client
 from deltaguard.logstore.local_log_store import LocalLogStore
 from deltaguard.tools.repair.stranded import create_exclusive as _create_exclusive
 from deltaguard.tools.storage import LocalTableStore, S3Options, S3TableStore, TableStore
@@ -27,7 +28,5 @@ def overwrite(store: TableStore, s3: S3Options, rel: str, body: bytes) -> None:
         LocalLogStore().create(str(store.root / rel), body, overwrite=True)
         return
     assert isinstance(store, S3TableStore)
-    from deltaguard.logstore.clients import commit_client  # boto3: only for S3 tables
-
     client = commit_client(s3.endpoint, s3.region, s3.path_style)
     client.put_object(Bucket=store.root.bucket, Key=store.key(rel), Body=body)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deltaguard.logstore.clients import commit_client
 from deltaguard.logstore.local_log_store import LocalLogStore
 from deltaguard.logstore.s3_conditional import S3ConditionalLogStore
 from deltaguard.logstore.s3_dynamodb import S3DynamoDBLogStore
@@ -71,8 +72,6 @@ def open_committer(
             )
         return Committer(LocalLogStore(), str(table.root), "local create-exclusive")
     protocol = protocol or CommitProtocol.CONDITIONAL
-    from deltaguard.logstore.clients import commit_client  # boto3: only for S3 tables
-
     client = commit_client(s3.endpoint, s3.region, s3.path_style)
     if protocol is CommitProtocol.CONDITIONAL:
         return Committer(S3ConditionalLogStore(client), table.uri, protocol.value)

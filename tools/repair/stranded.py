@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from deltaguard.logstore.clients import commit_client
 from deltaguard.logstore.commit_names import commit_file_name, commit_version
 from deltaguard.logstore.errors import LogFileExistsError
 from deltaguard.logstore.local_log_store import LocalLogStore
@@ -164,8 +165,6 @@ def create_exclusive(store: TableStore, s3: S3Options, rel: str, body: bytes) ->
                 return False
             raise
     assert isinstance(store, S3TableStore)
-    from deltaguard.logstore.clients import commit_client  # boto3: only for S3 tables
-
     conditional = S3ConditionalLogStore(commit_client(s3.endpoint, s3.region, s3.path_style))
     loc = S3Location(store.root.bucket, store.key(rel))
     conditional.ensure_verified(loc)
